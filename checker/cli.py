@@ -1,0 +1,86 @@
+"""The ``evalcheck`` command line. Imports of the pipeline happen inside commands: --help stays fast."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class InputProblem(click.ClickException):
+    exit_code = EXIT_BAD_INPUT
+
+    def show(self, file=None) -> None:  # type: ignore[override]
+        click.echo(f"evalcheck: error: {self.message}", err=True)
+
+
+def _fail_input(exc: Exception) -> InputProblem:
+    return InputProblem(str(exc))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="evalcheck")
+def main() -> None:
+    """Evaluate AI agents on Google ADK eval sets and gate pull requests on the result."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1)
+@click.option("--agent-command", metavar="CMD", help="Agent speaking the evalcheck stdio protocol, run with /bin/sh -c.")
+@click.option("--agent-url", metavar="URL", help="A running ADK API server (adk api_server).")
+@click.option("--agent-server-command", metavar="CMD", help="Started before the run and stopped after; use with --agent-url.")
+@click.option("--app-name", metavar="NAME", help="ADK app name for --agent-url (default: the eval set's session_input.app_name).")
+@click.option("--replay", type=click.Path(dir_okay=False, path_type=Path), help="Score recorded runs instead of running an agent.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="Criteria file for every eval set, instead of discovered test_config.json.")
+@click.option("--num-runs", type=click.IntRange(min=1), default=2, show_default=True, help="Runs per eval case.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True, help="Eval case runs in flight at once.")
+@click.option("--turn-timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True, help="Seconds an agent may take for one user turn.")
+@click.option("--judge-concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Judge-model calls in flight at once.")
+@click.option("--judge-cache", type=click.Path(file_okay=False, path_type=Path), help="Directory of the on-disk judge cache.")
+@click.option("--results", type=click.Path(dir_okay=False, path_type=Path), help="Write the results file (JSON).")
+@click.option("--inference-out", type=click.Path(dir_okay=False, path_type=Path), help="Write what the agent did, in the replay format.")
+@click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), help="Write the markdown report.")
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML (one testcase per eval case).")
+@click.option("--template", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Your own Jinja template for the markdown report.")
+def run(paths: tuple[str, ...], **options) -> None:
+    """Discover eval files under PATHS (default .), run the agent, score, write reports.
+
+    A PATH may select cases: path/to/x.evalset.json:case_a,case_b.
+    Exit status: 0 every gate passed, 1 a gate failed or a run errored, 2 bad input.
+    """
+    from .errors import InputError
+    from .main import RunOptions, execute
+
+    modes = [k for k in ("agent_command", "agent_url", "replay") if options.get(k)]
+    if len(modes) != 1:
+        raise click.UsageError("give exactly one of --agent-command, --agent-url, --replay")
+    if options.get("agent_server_command") and not options.get("agent_url"):
+        raise click.UsageError("--agent-server-command goes with --agent-url")
+    try:
+        passed = execute(RunOptions(paths=list(paths), **options))
+    except InputError as exc:
+        raise _fail_input(exc) from None
+    sys.exit(EXIT_PASSED if passed else EXIT_FAILED)
+
+
+@main.command()
+@click.argument("old", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("new", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--initial-session", type=click.Path(dir_okay=False, path_type=Path), help="Initial session JSON (state, app_name, user_id).")
+def migrate(old: Path, new: Path, initial_session: Path | None) -> None:
+    """Convert a legacy .test.json file to the EvalSet format (ADK's migrate_eval_data_to_new_schema)."""
+    from .errors import InputError
+    from .evalfile import migrate as do_migrate
+
+    try:
+        eval_set = do_migrate(old, new, initial_session)
+    except InputError as exc:
+        raise _fail_input(exc) from None
+    click.echo(f"wrote {new}: eval set '{eval_set.eval_set_id}' with {len(eval_set.eval_cases)} case(s)")
+
+
+if __name__ == "__main__":
+    main()

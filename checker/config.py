@@ -1,0 +1,152 @@
+"""test_config.json: which criteria to score and their thresholds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
+
+from .errors import InputError, did_you_mean
+from .metrics import EFFICIENCY_METRICS, registry
+from .metrics.base import Criterion, Metric
+from .validation import describe_validation_error, read_json, validate
+
+DEFAULT_CRITERIA: dict[str, Any] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
+
+
+class _CamelModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class CodeConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+
+
+class CustomMetricConfig(_CamelModel):
+    code_config: CodeConfig
+    metric_info: dict[str, Any] | None = None
+    description: str | None = None
+
+
+class UserSimulatorConfig(_CamelModel):
+    type: Literal["llm_backed", "llm_audio"] = "llm_backed"
+    model: str = "gemini-2.5-flash"
+    model_configuration: dict[str, Any] | None = None
+    max_allowed_invocations: int = 20
+    custom_instructions: str | None = None
+    include_function_calls: bool = False
+    stop_signal: str = "</finished>"
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _legacy_type(cls, value: Any) -> Any:
+        return "llm_backed" if value is None else value
+
+
+class EvalConfigFile(_CamelModel):
+    criteria: dict[str, Any] = Field(default_factory=dict)
+    custom_metrics: dict[str, CustomMetricConfig] | None = None
+    user_simulator_config: UserSimulatorConfig | None = None
+    live_model_config: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ConfiguredMetric:
+    name: str
+    metric: type[Metric] | None  # None for a custom metric (see custom_function_path)
+    criterion: Any
+    threshold: float | None
+    informational: bool
+    custom_function_path: str | None = None
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    path: Path | None  # None when ADK's default criteria apply
+    display_path: str | None
+    metrics: tuple[ConfiguredMetric, ...]
+    user_simulator: UserSimulatorConfig | None = None
+
+    def gating(self) -> list[ConfiguredMetric]:
+        return [m for m in self.metrics if not m.informational]
+
+
+def _criterion_for(name: str, metric: type[Metric], value: Any, display: str) -> ConfiguredMetric:
+    path = f"$.criteria.{name}"
+    if metric.informational:
+        if value is not None and value != {}:
+            raise InputError(f"'{name}' is informational and takes no threshold", file=display,
+                             path=path, fix="remove it from criteria: it is always reported")
+        return ConfiguredMetric(name, metric, None, None, True)
+    if isinstance(value, bool) or not isinstance(value, (int, float, dict)):
+        raise InputError(f"a criterion is a number (the threshold) or an object, got {type(value).__name__}",
+                         file=display, path=path)
+    data = {"threshold": value} if isinstance(value, (int, float)) else value
+    try:
+        criterion = metric.criterion_model.model_validate(data)
+    except ValidationError as exc:
+        sub_path, message, fix = describe_validation_error(exc, metric.criterion_model)
+        raise InputError(message, file=display, path=path + sub_path[1:], fix=fix) from None
+    threshold = criterion.threshold
+    if not metric.min_value <= threshold <= metric.max_value:
+        raise InputError(
+            f"threshold {threshold:g} is out of range for {name} "
+            f"({metric.min_value:g} to {metric.max_value:g})",
+            file=display, path=path if isinstance(value, (int, float)) else path + ".threshold")
+    return ConfiguredMetric(name, metric, criterion, threshold, False)
+
+
+def build_config(raw: Any, path: Path | None, display: str | None) -> EvalConfig:
+    shown = display or "default criteria"
+    if not isinstance(raw, dict):
+        raise InputError("expected a JSON object with 'criteria'", file=shown, path="$")
+    parsed = validate(EvalConfigFile, raw, shown)
+    if not parsed.criteria:
+        raise InputError("no criteria configured", file=shown, path="$.criteria",
+                         fix='add e.g. {"tool_trajectory_avg_score": 1.0}')
+    known = registry()
+    custom = parsed.custom_metrics or {}
+    metrics: list[ConfiguredMetric] = []
+    for name, value in parsed.criteria.items():
+        if name in custom:
+            if isinstance(value, bool) or not isinstance(value, (int, float, dict)):
+                raise InputError("a criterion is a number or an object", file=shown,
+                                 path=f"$.criteria.{name}")
+            data = {"threshold": value} if isinstance(value, (int, float)) else value
+            criterion = validate(_CustomCriterion, data, shown, prefix=("criteria", name))
+            metrics.append(ConfiguredMetric(name, None, criterion, criterion.threshold, False,
+                                            custom[name].code_config.name))
+            continue
+        metric = known.get(name)
+        if metric is None:
+            hint = did_you_mean(name, list(known) + list(custom))
+            raise InputError(f"unknown metric '{name}'" + (f"; {hint}" if hint else ""),
+                             file=shown, path=f"$.criteria.{name}",
+                             fix="known metrics: " + ", ".join(known))
+        metrics.append(_criterion_for(name, metric, value, shown))
+    for name in custom:
+        if name not in parsed.criteria:
+            raise InputError(f"custom metric '{name}' is not listed in criteria", file=shown,
+                             path=f"$.custom_metrics.{name}",
+                             fix=f'add "{name}": <threshold> to criteria to run it')
+    for name in EFFICIENCY_METRICS:
+        if name not in parsed.criteria and name in known:
+            metrics.append(ConfiguredMetric(name, known[name], None, None, True))
+    return EvalConfig(path, display, tuple(metrics), parsed.user_simulator_config)
+
+
+class _CustomCriterion(Criterion):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+
+def load_config(path: Path, display: str | None = None) -> EvalConfig:
+    display = display or str(path)
+    return build_config(read_json(path, display), path, display)
+
+
+def default_config() -> EvalConfig:
+    return build_config({"criteria": dict(DEFAULT_CRITERIA)}, None, None)

@@ -1,0 +1,145 @@
+"""Finding eval files, their case filters and their criteria (CONTRACT section 2)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import EvalConfig, default_config, load_config
+from .errors import InputError
+from .evalfile import LoadedEvalSet, load_eval_file
+
+EVAL_SUFFIXES = (".evalset.json", ".test.json")
+CONFIG_NAME = "test_config.json"
+SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "env", ".env", "__pycache__", "build",
+             "dist", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+             "site-packages", ".eggs", "target", "out", ".adk"}
+
+
+@dataclass
+class EvalTarget:
+    loaded: LoadedEvalSet
+    config: EvalConfig
+    case_ids: list[str]  # the cases to run, in file order
+
+    @property
+    def eval_set_id(self) -> str:
+        return self.loaded.eval_set.eval_set_id
+
+
+def find_repo_root(start: Path) -> Path:
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return start
+
+
+def display_path(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _skip_dir(path: Path) -> bool:
+    name = path.name
+    return (name in SKIP_DIRS or name.endswith(".egg-info")
+            or (path / "pyvenv.cfg").exists())
+
+
+def is_eval_file(path: Path) -> bool:
+    return path.name.endswith(EVAL_SUFFIXES)
+
+
+def walk_eval_files(folder: Path) -> list[Path]:
+    found: list[Path] = []
+    for current, dirs, files in os.walk(folder):
+        base = Path(current)
+        dirs[:] = sorted(d for d in dirs if not _skip_dir(base / d))
+        found.extend(base / f for f in sorted(files) if is_eval_file(base / f))
+    return found
+
+
+def split_selector(arg: str) -> tuple[str, list[str] | None]:
+    """``path/x.evalset.json:case_a,case_b`` -> (path, [ids]); a plain path -> (path, None)."""
+    if ":" in arg and not Path(arg).exists():
+        head, _, tail = arg.partition(":")
+        if len(head) == 1 and tail.startswith(("\\", "/")):  # a Windows drive letter
+            return arg, None
+        ids = [i.strip() for i in tail.split(":")[0].split(",") if i.strip()]
+        return head, ids
+    return arg, None
+
+
+def find_config(eval_file: Path, root: Path) -> Path | None:
+    folder = eval_file.resolve().parent
+    while True:
+        candidate = folder / CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+        if folder == root or root not in folder.parents:
+            return None
+        folder = folder.parent
+
+
+def discover(args: list[str], *, root: Path, config_file: Path | None = None) -> list[EvalTarget]:
+    selected: dict[Path, list[str] | None] = {}
+    for arg in args or ["."]:
+        raw, ids = split_selector(arg)
+        path = Path(raw)
+        if not path.exists():
+            raise InputError("path not found", file=raw, fix="pass an eval file or a folder")
+        files = [path] if path.is_file() else walk_eval_files(path)
+        if path.is_file() and not is_eval_file(path) and not raw.endswith(".json"):
+            raise InputError("not an eval file", file=raw,
+                             fix="eval files end in .evalset.json or .test.json")
+        if ids is not None and path.is_dir():
+            raise InputError("a case filter needs a file, not a folder", file=arg)
+        for f in files:
+            key = f.resolve()
+            if key in selected and selected[key] is not None and ids is not None:
+                selected[key] = list(dict.fromkeys((selected[key] or []) + ids))
+            elif key in selected and (ids is None or selected[key] is None):
+                selected[key] = None
+            else:
+                selected[key] = ids
+    if not selected:
+        shown = ", ".join(args or ["."])
+        raise InputError("no eval files found", file=shown,
+                         fix="eval files end in .evalset.json or .test.json")
+
+    shared_config = load_config(config_file) if config_file else None
+    configs: dict[Path, EvalConfig] = {}
+    targets: list[EvalTarget] = []
+    seen_ids: dict[str, str] = {}
+    for path, ids in selected.items():
+        loaded = load_eval_file(path, display_path(path, root))
+        set_id = loaded.eval_set.eval_set_id
+        if set_id in seen_ids:
+            raise InputError(f"eval_set_id '{set_id}' is also used by {seen_ids[set_id]}",
+                             file=loaded.display_path, path="$.eval_set_id",
+                             fix="give every eval set a unique id (a legacy file takes its file name)")
+        seen_ids[set_id] = loaded.display_path
+        all_ids = [c.eval_id for c in loaded.eval_set.eval_cases]
+        if ids is not None:
+            unknown = [i for i in ids if i not in all_ids]
+            if unknown:
+                raise InputError(f"no eval case '{unknown[0]}' in this file", file=loaded.display_path,
+                                 fix="known cases: " + ", ".join(all_ids))
+            chosen = [i for i in all_ids if i in ids]
+        else:
+            chosen = all_ids
+        if shared_config is not None:
+            config = shared_config
+        else:
+            config_path = find_config(path, root)
+            if config_path is None:
+                config = configs.setdefault(Path(), default_config())
+            else:
+                if config_path not in configs:
+                    configs[config_path] = load_config(config_path, display_path(config_path, root))
+                config = configs[config_path]
+        targets.append(EvalTarget(loaded, config, chosen))
+    return targets

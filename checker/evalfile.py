@@ -1,0 +1,213 @@
+"""Loading one eval file - the EvalSet format or either legacy format - into an EvalSet.
+
+Legacy formats, as ADK reads them:
+- the ``.test.json`` query list: ``[{"query", "reference", "expected_tool_use": [{"tool_name",
+  "tool_input"}], "expected_intermediate_agent_responses": [{"author", "text"}]}]``; the whole
+  file is one multi-turn eval case;
+- the old eval-set list: ``[{"name", "data": [<query turn>...], "initial_session": {...}}]``.
+A legacy file picks up ``initial-session.json`` beside it (ADK's ``initial_session_file``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from .errors import InputError
+from .models.base import StrictModel
+from .models.evalset import (
+    Content,
+    EvalCase,
+    EvalSet,
+    FunctionCall,
+    IntermediateData,
+    Invocation,
+    Part,
+    SessionInput,
+)
+from .validation import parse_json_text, read_json, validate
+
+INITIAL_SESSION_FILE = "initial-session.json"
+
+
+class LegacyToolUse(StrictModel):
+    tool_name: str
+    tool_input: dict[str, Any] = Field(default_factory=dict)
+    mock_tool_output: Any = None
+
+
+class LegacyAgentResponse(StrictModel):
+    author: str
+    text: str
+
+
+class LegacyTurn(StrictModel):
+    query: str
+    reference: str = ""
+    expected_tool_use: list[LegacyToolUse] = Field(default_factory=list)
+    expected_intermediate_agent_responses: list[LegacyAgentResponse] = Field(default_factory=list)
+
+
+class LegacyInitialSession(StrictModel):
+    state: dict[str, Any] = Field(default_factory=dict)
+    app_name: str = ""
+    user_id: str = ""
+
+
+class LegacyCase(StrictModel):
+    name: str
+    data: list[LegacyTurn]
+    initial_session: LegacyInitialSession | None = None
+
+
+@dataclass
+class LoadedEvalSet:
+    """An eval set plus where it came from: what reports and annotations point at."""
+
+    eval_set: EvalSet
+    path: Path
+    display_path: str  # relative to the repository root, as in results files
+    case_lines: dict[str, int] = field(default_factory=dict)
+    legacy: bool = False
+
+
+def _turn_to_invocation(turn: LegacyTurn, index: int) -> Invocation:
+    return Invocation(
+        invocation_id=f"turn-{index + 1}",
+        user_content=Content(role="user", parts=[Part(text=turn.query)]),
+        final_response=Content(role="model", parts=[Part(text=turn.reference)]),
+        intermediate_data=IntermediateData(
+            tool_uses=[FunctionCall(name=t.tool_name, args=t.tool_input)
+                       for t in turn.expected_tool_use],
+            intermediate_responses=[(r.author, [Part(text=r.text)])
+                                    for r in turn.expected_intermediate_agent_responses],
+        ),
+    )
+
+
+def _session_input(initial: LegacyInitialSession | None) -> SessionInput | None:
+    if initial is None or not (initial.state or initial.app_name or initial.user_id):
+        return None
+    return SessionInput(app_name=initial.app_name, user_id=initial.user_id, state=initial.state)
+
+
+def _legacy_stem(path: Path) -> str:
+    name = path.name
+    for suffix in (".test.json", ".evalset.json", ".json"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return path.stem
+
+
+def convert_legacy(data: list[Any], path: Path, display: str,
+                   initial_session: dict[str, Any] | None) -> EvalSet:
+    """Convert either legacy list format into an EvalSet (ADK's migrate_eval_data_to_new_schema).
+
+    Unlike ADK, ids are deterministic: the eval set id and (for a query list) the eval id are
+    the file's name without its extension, instead of a random uuid and the full path.
+    """
+    stem = _legacy_stem(path)
+    initial = None
+    if initial_session is not None:
+        initial = validate(LegacyInitialSession, initial_session,
+                           str(path.parent / INITIAL_SESSION_FILE))
+    if not data:
+        raise InputError("the eval file holds an empty list: no eval cases", file=display,
+                         path="$", fix="add at least one query turn")
+    if all(isinstance(item, dict) and "data" in item for item in data):
+        cases = []
+        for i, item in enumerate(data):
+            legacy = validate(LegacyCase, item, display, prefix=(i,))
+            session = _session_input(legacy.initial_session or initial)
+            cases.append(EvalCase(
+                eval_id=legacy.name,
+                conversation=[_turn_to_invocation(t, k) for k, t in enumerate(legacy.data)],
+                session_input=session))
+        return EvalSet(eval_set_id=stem, name=stem, eval_cases=cases)
+    turns = [validate(LegacyTurn, item, display, prefix=(i,)) for i, item in enumerate(data)]
+    case = EvalCase(eval_id=stem, conversation=[_turn_to_invocation(t, k) for k, t in enumerate(turns)],
+                    session_input=_session_input(initial))
+    return EvalSet(eval_set_id=stem, name=stem, eval_cases=[case])
+
+
+def _find_lines(text: str, keys: tuple[str, ...], ids: list[str]) -> dict[str, int]:
+    """Line (1-based) of each id's occurrence as the value of one of ``keys``, in file order."""
+    lines: dict[str, int] = {}
+    key_alt = "|".join(re.escape(json.dumps(k)) for k in keys)
+    pos = 0
+    for case_id in ids:
+        pattern = re.compile(rf"(?:{key_alt})\s*:\s*{re.escape(json.dumps(case_id))}")
+        match = pattern.search(text, pos) or pattern.search(text)
+        if match is None:
+            # The id may be written with escapes json.dumps would not produce.
+            lines[case_id] = 1
+            continue
+        lines[case_id] = text.count("\n", 0, match.start()) + 1
+        pos = match.end()
+    return lines
+
+
+def load_eval_file(path: Path, display: str | None = None,
+                   initial_session_file: Path | None = None) -> LoadedEvalSet:
+    display = display or str(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError("eval file not found", file=display) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read eval file: {exc}", file=display) from None
+    data = parse_json_text(text, display)
+
+    if isinstance(data, list):
+        session_path = initial_session_file or path.parent / INITIAL_SESSION_FILE
+        initial = read_json(session_path) if session_path.is_file() else None
+        if initial_session_file is not None and initial is None:
+            raise InputError("initial session file not found", file=str(initial_session_file))
+        eval_set = convert_legacy(data, path, display, initial)
+        if all(isinstance(item, dict) and "data" in item for item in data):
+            lines = _find_lines(text, ("name",), [c.eval_id for c in eval_set.eval_cases])
+        else:
+            lines = {eval_set.eval_cases[0].eval_id: 1}
+        return LoadedEvalSet(eval_set, path, display, lines, legacy=True)
+
+    if not isinstance(data, dict):
+        raise InputError(f"expected a JSON object (an eval set), got {type(data).__name__}",
+                         file=display, path="$")
+    eval_set = validate(EvalSet, data, display)
+    if not eval_set.eval_cases:
+        raise InputError("the eval set has no eval cases", file=display, path="$.eval_cases",
+                         fix="add at least one eval case or delete the file")
+    seen: dict[str, int] = {}
+    for i, case in enumerate(eval_set.eval_cases):
+        if case.eval_id in seen:
+            raise InputError(f"duplicate eval_id '{case.eval_id}' (also at $.eval_cases[{seen[case.eval_id]}])",
+                             file=display, path=f"$.eval_cases[{i}].eval_id",
+                             fix="give every eval case a unique eval_id")
+        seen[case.eval_id] = i
+        for k, inv in enumerate(case.conversation or []):
+            ids = [r.rubric_id for r in (case.rubrics or [])] + [r.rubric_id for r in (inv.rubrics or [])]
+            dup = {x for x in ids if ids.count(x) > 1}
+            if dup:
+                raise InputError(f"rubric_id '{sorted(dup)[0]}' is used twice for this invocation",
+                                 file=display, path=f"$.eval_cases[{i}].conversation[{k}].rubrics",
+                                 fix="rubric ids must be unique across a case and its invocations")
+    lines = _find_lines(text, ("eval_id", "evalId"), [c.eval_id for c in eval_set.eval_cases])
+    return LoadedEvalSet(eval_set, path, display, lines)
+
+
+def migrate(old: Path, new: Path, initial_session_file: Path | None = None) -> EvalSet:
+    """Convert a legacy file to the EvalSet format and write it (snake_case, as ADK writes)."""
+    data = read_json(old)
+    if not isinstance(data, list):
+        raise InputError("not a legacy eval file: expected a JSON list of query turns or cases",
+                         file=str(old), path="$", fix="it may already be in the EvalSet format")
+    initial = read_json(initial_session_file) if initial_session_file else None
+    eval_set = convert_legacy(data, old, str(old), initial)
+    new.write_text(eval_set.model_dump_json(indent=2, by_alias=False, exclude_none=True,
+                                            exclude_defaults=True) + "\n", encoding="utf-8")
+    return eval_set

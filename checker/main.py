@@ -1,0 +1,99 @@
+"""``evalcheck run``: discover -> run agents (or replay) -> score -> write reports."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+from .discover import EvalTarget, discover, find_repo_root
+from .errors import InputError
+from .metrics.base import ScoringContext
+from .models.records import RecordedRun, RecordedRuns
+from .models.results import Results
+from .pipeline import RunKey, group_replay, load_replay, score_all
+from .report.terminal import failure_lines, summary_line
+from .report.text import log_safe
+
+
+@dataclass
+class RunOptions:
+    paths: list[str] = field(default_factory=list)
+    agent_command: str | None = None
+    agent_url: str | None = None
+    agent_server_command: str | None = None
+    app_name: str | None = None
+    replay: Path | None = None
+    config_file: Path | None = None
+    num_runs: int = 2
+    concurrency: int = 4
+    turn_timeout: float = 300.0
+    judge_concurrency: int = 8
+    judge_cache: Path | None = None
+    results: Path | None = None
+    inference_out: Path | None = None
+    markdown: Path | None = None
+    junit: Path | None = None
+    template: Path | None = None
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def collect_runs(targets: list[EvalTarget], options: RunOptions) -> dict[RunKey, list[RecordedRun]]:
+    if options.replay is not None:
+        return group_replay(targets, load_replay(options.replay), str(options.replay))
+    from .runners.schedule import run_agent_jobs
+
+    runs = asyncio.run(run_agent_jobs(targets, options))
+    grouped: dict[RunKey, list[RecordedRun]] = {}
+    for run in runs:
+        grouped.setdefault((run.eval_set_id, run.eval_id), []).append(run)
+    return grouped
+
+
+def build_context(options: RunOptions) -> ScoringContext:
+    return ScoringContext(services={"judge_concurrency": options.judge_concurrency,
+                                    "judge_cache": options.judge_cache})
+
+
+def write_reports(results: Results, options: RunOptions) -> None:
+    if options.results:
+        _write(options.results, results.model_dump_json(indent=2) + "\n")
+    if options.markdown:
+        from .report.markdown import render_markdown
+
+        _write(options.markdown, render_markdown(results, template=options.template))
+    if options.junit:
+        from .report.junit import render_junit
+
+        _write(options.junit, render_junit(results))
+
+
+def execute(options: RunOptions) -> bool:
+    """Run the whole job; returns whether every gate passed. Raises InputError on bad input."""
+    root = find_repo_root(Path.cwd())
+    if options.config_file is not None and not options.config_file.is_file():
+        raise InputError("config file not found", file=str(options.config_file))
+    targets = discover(options.paths, root=root, config_file=options.config_file)
+    runs = collect_runs(targets, options)
+    if options.inference_out:
+        ordered = [r for t in targets for c in t.case_ids
+                   for r in sorted(runs.get((t.eval_set_id, c), []), key=lambda r: r.run)]
+        records = RecordedRuns(runs=ordered)
+        _write(options.inference_out, records.model_dump_json(indent=2, exclude_none=True) + "\n")
+    results = asyncio.run(score_all(targets, runs, build_context(options)))
+    write_reports(results, options)
+    for line in failure_lines(results):
+        click.echo(log_safe(line))
+    click.echo(summary_line(results))
+    return results.passed
+
+
+def results_from_file(path: Path) -> Results:
+    return Results.model_validate(json.loads(path.read_text(encoding="utf-8")))

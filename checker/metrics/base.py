@@ -1,0 +1,118 @@
+"""What every metric is: a criterion model, and a pure function from one run to a score."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+from ..models.evalset import ConversationScenario, EvalCase, Invocation
+
+
+class Criterion(BaseModel):
+    """A criterion from test_config.json. Subclasses add the metric's own settings."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    threshold: float
+    include_intermediate_responses_in_final: bool = False
+
+
+class JudgeModelOptions(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    judge_model: str = "gemini-2.5-flash"
+    judge_model_config: dict[str, Any] | None = None
+    num_samples: int = Field(default=5, ge=1)
+    parallelism_limit: int = Field(default=1, ge=1)
+
+
+class JudgeCriterion(Criterion):
+    judge_model_options: JudgeModelOptions = Field(default_factory=JudgeModelOptions)
+
+
+class InformationalCriterion(BaseModel):
+    """Efficiency metrics take no settings and no threshold."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class RunInput:
+    """One run of one eval case: what the agent did, and what was expected."""
+
+    case: EvalCase
+    actual: list[Invocation]
+    expected: list[Invocation] | None
+    scenario: ConversationScenario | None
+    run: int = 1
+
+
+class InvocationScore(BaseModel):
+    score: float | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunScore(BaseModel):
+    """A metric's verdict on one run. ``score`` None with no error means not evaluated."""
+
+    score: float | None = None
+    invocations: list[InvocationScore] = Field(default_factory=list)
+    details: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+    not_evaluated_reason: str | None = None
+
+    @field_validator("score")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        if value is not None and value != value:  # NaN is not a score
+            return None
+        return value
+
+
+@dataclass
+class ScoringContext:
+    """Services a metric may need (judges, caches). Deterministic metrics ignore it."""
+
+    services: dict[str, Any] = field(default_factory=dict)
+
+
+class Metric:
+    """Base class. A subclass in any module of ``checker.metrics`` is registered by its name."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    criterion_model: ClassVar[type[BaseModel]] = Criterion
+    informational: ClassVar[bool] = False
+    needs_reference: ClassVar[bool] = True
+    min_value: ClassVar[float] = 0.0
+    max_value: ClassVar[float] = 1.0
+    # Shown in the report next to the score: "higher" is better for every gating metric.
+    unit: ClassVar[str] = ""
+
+    def score(self, criterion: Any, run: RunInput,
+              context: ScoringContext) -> RunScore | Awaitable[RunScore]:
+        raise NotImplementedError
+
+
+def mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def pair_invocations(run: RunInput) -> list[tuple[Invocation, Invocation]]:
+    """Actual and expected invocations by position; the caller checks the lengths first."""
+    assert run.expected is not None
+    return list(zip(run.actual, run.expected, strict=True))
+
+
+def reference_problem(run: RunInput) -> RunScore | None:
+    """The not-evaluated/error verdict for a reference metric that cannot pair turns, else None."""
+    if run.expected is None:
+        return RunScore(not_evaluated_reason="the case has no reference conversation")
+    if len(run.actual) != len(run.expected):
+        return RunScore(error=f"the agent produced {len(run.actual)} invocation(s) but the case "
+                              f"has {len(run.expected)} turn(s)")
+    return None

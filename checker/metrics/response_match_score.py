@@ -1,0 +1,91 @@
+"""response_match_score: ROUGE-1 F-measure of the final response against the reference.
+
+Scored with the ``rouge-score`` package and the tokenization ADK 2.x uses, so scores equal
+ADK's: NFKC + lowercase; CJK ideographs, kana and Hangul syllables are one token each; Thai,
+Lao, Khmer and Myanmar split into grapheme clusters; other letters, digits and combining
+marks are kept, everything else separates words; ASCII words go through rouge's default
+tokenizer (Porter stemming for tokens longer than 3 characters); non-ASCII words stay whole.
+
+Known ADK behaviour kept for score equality: an empty reference and an empty response score 0.0.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from functools import cache
+from typing import Any
+
+from ..models.evalset import content_text
+from .base import Criterion, InvocationScore, Metric, RunInput, RunScore, ScoringContext, mean
+from .base import pair_invocations, reference_problem
+
+_CJK_RANGES = ((0x4E00, 0x9FFF), (0x3040, 0x309F), (0x30A0, 0x30FF), (0xAC00, 0xD7AF))
+_CLUSTER_SCRIPT_RANGES = ((0x0E00, 0x0E7F), (0x0E80, 0x0EFF), (0x1780, 0x17FF), (0x1000, 0x109F))
+
+
+def _in(ranges: tuple[tuple[int, int], ...], char: str) -> bool:
+    code = ord(char)
+    return any(lo <= code <= hi for lo, hi in ranges)
+
+
+class UnicodeTokenizer:
+    """rouge-score tokenizer interface (``tokenize(text) -> list[str]``)."""
+
+    def __init__(self) -> None:
+        from rouge_score import tokenizers
+
+        self._ascii = tokenizers.DefaultTokenizer(use_stemmer=True)
+
+    def tokenize(self, text: str) -> list[str]:
+        chars: list[str] = []
+        for char in unicodedata.normalize("NFKC", text).lower():
+            if _in(_CJK_RANGES, char):
+                chars += [" ", char, " "]
+            elif _in(_CLUSTER_SCRIPT_RANGES, char):
+                is_mark = unicodedata.category(char).startswith("M")
+                chars += [char] if is_mark else [" ", char]
+            elif char.isalnum() or unicodedata.category(char).startswith("M"):
+                chars.append(char)
+            else:
+                chars.append(" ")
+        tokens: list[str] = []
+        for word in "".join(chars).split():
+            if word.isascii():
+                tokens.extend(self._ascii.tokenize(word))
+            else:
+                tokens.append(word)
+        return tokens
+
+
+@cache
+def _scorer() -> Any:
+    # The scorer holds no per-call state; building it (and its stemmer) once is just speed.
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rouge1"], tokenizer=UnicodeTokenizer())
+
+
+def rouge1(candidate: str, reference: str) -> Any:
+    """ROUGE-1 precision/recall/fmeasure of ``candidate`` against ``reference``."""
+    return _scorer().score(reference, candidate)["rouge1"]
+
+
+class ResponseMatchScore(Metric):
+    name = "response_match_score"
+    description = "ROUGE-1 F-measure of the final response against the reference response."
+    criterion_model = Criterion
+
+    def score(self, criterion: Criterion, run: RunInput, context: ScoringContext) -> RunScore:
+        problem = reference_problem(run)
+        if problem:
+            return problem
+        per_invocation = []
+        for actual, expected in pair_invocations(run):
+            reference = content_text(expected.final_response)
+            response = content_text(actual.final_response)
+            result = rouge1(response, reference)
+            per_invocation.append(InvocationScore(score=result.fmeasure, details={
+                "expected": reference, "actual": response,
+                "precision": result.precision, "recall": result.recall}))
+        return RunScore(score=mean([i.score for i in per_invocation if i.score is not None]),
+                        invocations=per_invocation)

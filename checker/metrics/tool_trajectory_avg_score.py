@@ -1,0 +1,107 @@
+"""tool_trajectory_avg_score: ADK's binary per-invocation trajectory match.
+
+Per invocation 1.0 when the actual tool calls match the expected ones under ``match_type``
+(EXACT, IN_ORDER: expected is a subsequence of actual, ANY_ORDER: multiset inclusion), else
+0.0; the run's score is the mean. Two calls match when the names are equal and, unless
+``ignore_args``, the args are equal with Python equality (``1 == 1.0``, ``None != {}``).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from pydantic import field_validator
+
+from ..models.evalset import FunctionCall, tool_calls
+from .base import Criterion, InvocationScore, Metric, RunInput, RunScore, ScoringContext, mean
+from .base import pair_invocations, reference_problem
+
+
+class MatchType(enum.Enum):
+    EXACT = 0
+    IN_ORDER = 1
+    ANY_ORDER = 2
+
+
+class TrajectoryCriterion(Criterion):
+    match_type: MatchType = MatchType.EXACT
+    ignore_args: bool = False
+
+    @field_validator("match_type", mode="before")
+    @classmethod
+    def _coerce(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            key = value.strip().upper().replace("-", "_").replace(" ", "_")
+            if key not in MatchType.__members__:
+                raise ValueError(f"match_type must be one of EXACT, IN_ORDER, ANY_ORDER, got '{value}'")
+            return MatchType[key]
+        return value
+
+
+def calls_match(actual: FunctionCall, expected: FunctionCall, ignore_args: bool) -> bool:
+    return actual.name == expected.name and (ignore_args or actual.args == expected.args)
+
+
+def trajectory_matches(actual: list[FunctionCall], expected: list[FunctionCall],
+                       match_type: MatchType, ignore_args: bool) -> bool:
+    if match_type is MatchType.EXACT:
+        return len(actual) == len(expected) and all(
+            calls_match(a, e, ignore_args) for a, e in zip(actual, expected))
+    if not expected:
+        return True
+    if not actual:
+        return False
+    if match_type is MatchType.IN_ORDER:
+        want = 0
+        for call in actual:
+            if want < len(expected) and calls_match(call, expected[want], ignore_args):
+                want += 1
+        return want == len(expected)
+    unused = list(actual)  # ANY_ORDER; greedy is optimal because matching is equality
+    for exp in expected:
+        for i, call in enumerate(unused):
+            if calls_match(call, exp, ignore_args):
+                del unused[i]
+                break
+        else:
+            return False
+    return True
+
+
+def first_divergence(actual: list[FunctionCall], expected: list[FunctionCall],
+                     ignore_args: bool) -> int | None:
+    """Index of the first position where the two call lists differ (for reports)."""
+    for i in range(max(len(actual), len(expected))):
+        if i >= len(actual) or i >= len(expected) or not calls_match(actual[i], expected[i], ignore_args):
+            return i
+    return None
+
+
+def call_json(call: FunctionCall) -> dict[str, Any]:
+    return {"name": call.name, "args": call.args}
+
+
+class ToolTrajectoryAvgScore(Metric):
+    name = "tool_trajectory_avg_score"
+    description = "Tool calls match the expected trajectory (EXACT / IN_ORDER / ANY_ORDER), per turn 1 or 0."
+    criterion_model = TrajectoryCriterion
+
+    def score(self, criterion: TrajectoryCriterion, run: RunInput,
+              context: ScoringContext) -> RunScore:
+        problem = reference_problem(run)
+        if problem:
+            return problem
+        per_invocation = []
+        for actual, expected in pair_invocations(run):
+            a, e = tool_calls(actual), tool_calls(expected)
+            ok = trajectory_matches(a, e, criterion.match_type, criterion.ignore_args)
+            per_invocation.append(InvocationScore(score=1.0 if ok else 0.0, details={
+                "expected": [call_json(c) for c in e],
+                "actual": [call_json(c) for c in a],
+                "firstDivergence": None if ok else first_divergence(a, e, criterion.ignore_args),
+            }))
+        score = mean([i.score for i in per_invocation if i.score is not None])
+        return RunScore(score=score, invocations=per_invocation,
+                        details={"matchType": criterion.match_type.name,
+                                 "ignoreArgs": criterion.ignore_args})

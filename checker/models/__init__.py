@@ -1,0 +1,1 @@
+"""Plain typed data passed between the stages: eval sets, recorded runs, results."""

@@ -1,0 +1,30 @@
+"""Pydantic base classes shared by every contract model."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+
+class StrictModel(BaseModel):
+    """Accepts snake_case and camelCase keys at every level; rejects unknown keys."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        validate_by_alias=True,
+        validate_by_name=True,
+        serialize_by_alias=True,
+    )
+
+
+class OutputModel(BaseModel):
+    """Models we write (results, recorded runs): camelCase on output, either on input."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        serialize_by_alias=True,
+    )

@@ -1,0 +1,27 @@
+"""Recorded runs (the replay / inference file, CONTRACT section 3)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .base import OutputModel
+from .evalset import Invocation
+
+
+class RecordedRun(OutputModel):
+    eval_set_id: str
+    eval_id: str
+    run: int = Field(ge=1)
+    invocations: list[Invocation] = Field(default_factory=list)
+    error: str | None = None
+    # Extra, optional: the tail of the agent's stderr when the run errored.
+    stderr_tail: str | None = None
+    duration_seconds: float | None = None
+
+
+class RecordedRuns(OutputModel):
+    version: Literal[1] = 1
+    runs: list[RecordedRun] = Field(default_factory=list)
+    metadata: dict[str, Any] | None = None

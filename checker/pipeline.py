@@ -1,0 +1,80 @@
+"""The data flow: discovered targets + recorded runs -> scored Results."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from .discover import EvalTarget
+from .errors import InputError
+from .metrics.base import ScoringContext
+from .models.records import RecordedRun, RecordedRuns
+from .models.results import EvalSetResult, Results, Summary
+from .scoring import score_case
+from .validation import read_json, validate
+
+RunKey = tuple[str, str]  # (eval set id, eval id)
+
+
+def load_replay(path: Path) -> RecordedRuns:
+    display = str(path)
+    data = read_json(path, display)
+    if isinstance(data, dict) and data.get("version") not in (1, None):
+        raise InputError(f"unsupported replay file version {data.get('version')!r}", file=display,
+                         path="$.version", fix="this evalcheck reads version 1")
+    return validate(RecordedRuns, data, display)
+
+
+def group_replay(targets: list[EvalTarget], records: RecordedRuns, display: str) -> dict[RunKey, list[RecordedRun]]:
+    """Match recorded runs to the selected cases; a missing or unknown case is an InputError."""
+    existing = {(t.eval_set_id, c.eval_id) for t in targets for c in t.loaded.eval_set.eval_cases}
+    grouped: dict[RunKey, list[RecordedRun]] = {}
+    for i, run in enumerate(records.runs):
+        key = (run.eval_set_id, run.eval_id)
+        if key not in existing:
+            raise InputError(f"run for eval case '{run.eval_id}' of eval set '{run.eval_set_id}', "
+                             "which is not in the evaluated eval files", file=display,
+                             path=f"$.runs[{i}]", fix="check the ids or the PATH arguments")
+        if any(r.run == run.run for r in grouped.get(key, [])):
+            raise InputError(f"run {run.run} of '{run.eval_id}' is recorded twice", file=display,
+                             path=f"$.runs[{i}].run")
+        grouped.setdefault(key, []).append(run)
+    for target in targets:
+        for case_id in target.case_ids:
+            if (target.eval_set_id, case_id) not in grouped:
+                raise InputError(f"no recorded run for eval case '{case_id}' of eval set "
+                                 f"'{target.eval_set_id}' ({target.loaded.display_path})",
+                                 file=display, path="$.runs",
+                                 fix="record the case, or select fewer cases with PATH:case_id")
+    return grouped
+
+
+def summarize(sets: list[EvalSetResult]) -> Summary:
+    cases = [c for s in sets for c in s.cases]
+    return Summary(eval_sets=len(sets), cases=len(cases),
+                   passed=sum(c.status == "passed" for c in cases),
+                   failed=sum(c.status == "failed" for c in cases),
+                   errored=sum(c.status == "error" for c in cases),
+                   not_evaluated=sum(c.status == "not_evaluated" for c in cases))
+
+
+async def score_all(targets: list[EvalTarget], runs: dict[RunKey, list[RecordedRun]],
+                    context: ScoringContext | None = None) -> Results:
+    context = context or ScoringContext()
+    jobs = []
+    for target in targets:
+        cases = {c.eval_id: c for c in target.loaded.eval_set.eval_cases}
+        for case_id in target.case_ids:
+            jobs.append(score_case(cases[case_id], target.config,
+                                   runs.get((target.eval_set_id, case_id), []),
+                                   target.loaded.case_lines.get(case_id, 1), context))
+    # gather keeps input order whatever order the scoring finishes in.
+    case_results = iter(await asyncio.gather(*jobs))
+    sets = []
+    for target in targets:
+        sets.append(EvalSetResult(eval_set_id=target.eval_set_id, path=target.loaded.display_path,
+                                  config_path=target.config.display_path,
+                                  cases=[next(case_results) for _ in target.case_ids]))
+    summary = summarize(sets)
+    passed = summary.cases > 0 and summary.passed == summary.cases
+    return Results(passed=passed, summary=summary, eval_sets=sets)

@@ -1,0 +1,1 @@
+"""Reports rendered from a Results object: terminal lines, markdown, JUnit XML."""

@@ -1,0 +1,52 @@
+"""JUnit XML: one testcase per eval case, grouped in one testsuite per eval set."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from ..models.results import Results
+from .terminal import fmt
+
+
+def _clean(text: str) -> str:
+    # XML 1.0 cannot carry most control characters, even escaped.
+    return "".join(ch for ch in text if ch in "\t\n\r" or ord(ch) >= 0x20)
+
+
+def render_junit(results: Results) -> str:
+    root = ET.Element("testsuites", name="evalcheck", tests=str(results.summary.cases),
+                      failures=str(results.summary.failed), errors=str(results.summary.errored))
+    for eval_set in results.eval_sets:
+        suite = ET.SubElement(root, "testsuite", name=eval_set.eval_set_id, file=eval_set.path,
+                              tests=str(len(eval_set.cases)),
+                              failures=str(sum(c.status == "failed" for c in eval_set.cases)),
+                              errors=str(sum(c.status == "error" for c in eval_set.cases)),
+                              skipped=str(sum(c.status == "not_evaluated" for c in eval_set.cases)))
+        for case in eval_set.cases:
+            durations = [r.duration_seconds for r in case.runs if r.duration_seconds is not None]
+            tc = ET.SubElement(suite, "testcase", classname=eval_set.eval_set_id, name=case.eval_id,
+                               file=eval_set.path, line=str(case.line),
+                               time=f"{sum(durations):.3f}")
+            lines = []
+            for metric in case.metrics:
+                lines.append(f"{metric.name}: {fmt(metric.score)} (threshold {fmt(metric.threshold)}, "
+                             f"{metric.status}; runs {[fmt(s) for s in metric.runs]})")
+            for run in case.runs:
+                if run.error:
+                    lines.append(f"run {run.run} error: {run.error}")
+                    if run.stderr_tail:
+                        lines.append(f"stderr tail:\n{run.stderr_tail}")
+            body = _clean("\n".join(lines))
+            failed = [m.name for m in case.metrics if m.status == "failed"]
+            if case.status == "failed":
+                ET.SubElement(tc, "failure", message=_clean("below threshold: " + ", ".join(failed)),
+                              type="threshold").text = body
+            elif case.status == "error":
+                ET.SubElement(tc, "error", message="the agent or a metric failed",
+                              type="error").text = body
+            elif case.status == "not_evaluated":
+                ET.SubElement(tc, "skipped", message="no gating metric could be scored").text = body
+            else:
+                ET.SubElement(tc, "system-out").text = body
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -1,0 +1,1 @@
+"""Running the user's agent: each (eval case, run) becomes a RecordedRun."""

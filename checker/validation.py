@@ -1,0 +1,117 @@
+"""Turning JSON and pydantic failures into one-line InputErrors with file and JSON path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import InputError, did_you_mean, json_path
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def read_json(path: Path, display: str | None = None) -> Any:
+    """Read a JSON file; bad JSON or a duplicate key is an InputError naming the line."""
+    display = display or str(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError("file not found", file=display) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read file: {exc}", file=display) from None
+    return parse_json_text(text, display)
+
+
+def parse_json_text(text: str, display: str) -> Any:
+    if not text.strip():
+        raise InputError("file is empty", file=display, fix="write a JSON document into it")
+    try:
+        return json.loads(text, object_pairs_hook=_reject_duplicate_keys)
+    except _DuplicateKey as exc:
+        raise InputError(f"duplicate key '{exc.key}'", file=display,
+                         fix="keep only one of them") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=display,
+                         line=exc.lineno) from None
+
+
+def _known_keys(model: type[BaseModel], seen: set[type] | None = None) -> set[str]:
+    """Every field name and alias reachable from a model, for 'did you mean' hints."""
+    seen = seen if seen is not None else set()
+    if model in seen:
+        return set()
+    seen.add(model)
+    keys: set[str] = set()
+    for name, field in model.model_fields.items():
+        keys.add(name)
+        if field.alias:
+            keys.add(field.alias)
+        for sub in _models_in(field.annotation):
+            keys |= _known_keys(sub, seen)
+    return keys
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    out: list[type[BaseModel]] = []
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        out.append(annotation)
+    for arg in getattr(annotation, "__args__", ()) or ():
+        out.extend(_models_in(arg))
+    return out
+
+
+def describe_validation_error(exc: ValidationError, model: type[BaseModel],
+                              prefix: tuple[Any, ...] = ()) -> tuple[str, str, str | None]:
+    """(json path, message, fix) for the first error of a pydantic ValidationError."""
+    err = exc.errors(include_url=False)[0]
+    loc = prefix + tuple(p for p in err["loc"] if not _is_union_tag(p))
+    kind = err["type"]
+    more = len(exc.errors()) - 1
+    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    if kind == "extra_forbidden":
+        key = str(loc[-1])
+        hint = did_you_mean(key, _known_keys(model))
+        return (json_path(loc[:-1]), f"unknown key '{key}'{suffix}",
+                hint or "remove it or fix its spelling")
+    if kind == "missing":
+        return (json_path(loc[:-1]), f"missing required key '{loc[-1]}'{suffix}",
+                f"add '{loc[-1]}'")
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    got = err.get("input")
+    if kind not in ("value_error", "assertion_error") and not isinstance(got, (dict, list)):
+        msg = f"{msg}, got {json.dumps(got)[:60]}"
+    return json_path(loc), msg + suffix, None
+
+
+def _is_union_tag(part: Any) -> bool:
+    # pydantic adds the union member's name to loc ("str", "UserPersona", "function-after[...]").
+    return isinstance(part, str) and (
+        part[:1].isupper() or "[" in part or part in ("str", "int", "float", "bool", "list", "dict"))
+
+
+def validate(model: type[M], data: Any, display: str, prefix: tuple[Any, ...] = ()) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        path, message, fix = describe_validation_error(exc, model, prefix)
+        raise InputError(message, file=display, path=path, fix=fix) from None
