@@ -81,10 +81,14 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
 def describe_validation_error(exc: ValidationError, model: type[BaseModel],
                               prefix: tuple[Any, ...] = ()) -> tuple[str, str, str | None]:
     """(json path, message, fix) for the first error of a pydantic ValidationError."""
-    err = exc.errors(include_url=False)[0]
+    errors = exc.errors(include_url=False)
+    # A misspelt key shows up twice: as unknown, and as the missing key it meant. Report the
+    # unknown one first, because its "did you mean" names the fix.
+    rank = {"extra_forbidden": 0, "missing": 1}
+    err = min(errors, key=lambda e: rank.get(e["type"], 2))
     loc = prefix + tuple(p for p in err["loc"] if not _is_union_tag(p))
     kind = err["type"]
-    more = len(exc.errors()) - 1
+    more = len(errors) - 1
     suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
     if kind == "extra_forbidden":
         key = str(loc[-1])
