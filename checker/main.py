@@ -48,9 +48,20 @@ def _write(path: Path, text: str) -> None:
 def collect_runs(targets: list[EvalTarget], options: RunOptions) -> dict[RunKey, list[RecordedRun]]:
     if options.replay is not None:
         return group_replay(targets, load_replay(options.replay), str(options.replay))
-    from .runners.schedule import run_agent_jobs
+    from .runners.schedule import RunInterrupted, run_agent_jobs
 
-    runs = asyncio.run(run_agent_jobs(targets, options))
+    try:
+        runs = asyncio.run(run_agent_jobs(targets, options))
+    except (RunInterrupted, KeyboardInterrupt) as exc:
+        # Ctrl-C: the agents are already killed; keep what finished, then stop (no scoring).
+        finished = exc.finished if isinstance(exc, RunInterrupted) else []
+        message = f"evalcheck: interrupted; {len(finished)} run(s) had finished"
+        if options.inference_out and finished:
+            _write(options.inference_out, RecordedRuns(runs=finished).model_dump_json(
+                indent=2, exclude_none=True) + "\n")
+            message += f", written to {options.inference_out}"
+        click.echo(message, err=True)
+        raise SystemExit(130) from None
     grouped: dict[RunKey, list[RecordedRun]] = {}
     for run in runs:
         grouped.setdefault((run.eval_set_id, run.eval_id), []).append(run)

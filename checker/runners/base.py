@@ -30,3 +30,36 @@ class AgentRunner(Protocol):
     async def run(self, job: RunJob) -> RecordedRun: ...
 
     async def aclose(self) -> None: ...
+
+
+DEFAULT_USER_ID = "user"
+
+
+@dataclass(frozen=True)
+class SessionSpec:
+    """The session an agent starts each run with (a fresh one every run: pinned
+    ``session_id``s are not reused, so runs never see each other's history)."""
+
+    app_name: str
+    user_id: str
+    state: dict
+
+
+def session_spec(job: RunJob) -> SessionSpec:
+    given = job.case.session_input
+    app_name = job.app_name or (given.app_name if given and given.app_name else job.eval_set_id)
+    user_id = given.user_id if given and given.user_id else DEFAULT_USER_ID
+    return SessionSpec(app_name=app_name, user_id=user_id, state=dict(given.state) if given else {})
+
+
+class AgentFailure(Exception):
+    """Ends one run as an error; the message is the short reason shown to the user."""
+
+
+def no_static_conversation(job: RunJob) -> str | None:
+    """Why a job cannot run yet, or None. Scenario cases wait for the user simulator."""
+    if job.case.conversation is None:
+        return ("conversation_scenario cases need a user simulator, which this version of "
+                "evalcheck does not have yet; give the case a static 'conversation' or "
+                "leave it out of the run (PATH:case_a,case_b)")
+    return None

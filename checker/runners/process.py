@@ -1,0 +1,208 @@
+"""Agent processes: one process group each, bounded output capture, a kill that leaves nothing.
+
+Every agent (or agent server) runs as ``/bin/sh -c CMD`` in a new session, so its pid is
+also its process-group id and everything it starts stays in that group unless it calls
+setsid itself. Killing the group (SIGTERM, then SIGKILL after a grace period) is how we
+make sure no child outlives its run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+
+READ_CHUNK = 1 << 16
+
+
+class OutputTail:
+    """The last lines of a stream, bounded in memory however much the process writes."""
+
+    def __init__(self, max_lines: int = 20, max_bytes: int = 2048):
+        self.max_lines = max_lines
+        self.max_bytes = max_bytes
+        self._lines: deque[str] = deque(maxlen=max_lines)
+        self._partial = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        self._partial += data
+        *complete, rest = self._partial.split(b"\n")
+        for line in complete[-self.max_lines:]:
+            self._add(line)
+        # An unterminated line is kept only up to the byte budget.
+        self._partial = bytearray(rest[-self.max_bytes:])
+
+    def add_line(self, text: str) -> None:
+        self._lines.append(text[-self.max_bytes:])
+
+    def _add(self, line: bytes) -> None:
+        self._lines.append(line[-self.max_bytes:].decode("utf-8", "replace").rstrip("\r"))
+
+    def text(self) -> str | None:
+        lines = list(self._lines)
+        if self._partial:
+            lines.append(self._partial.decode("utf-8", "replace"))
+        lines = [line for line in lines if line.strip()][-self.max_lines:]
+        out = "\n".join(lines)
+        if len(out.encode()) > self.max_bytes:
+            out = out.encode()[-self.max_bytes:].decode("utf-8", "ignore")
+        return out or None
+
+
+async def drain_into_tail(stream: asyncio.StreamReader, tail: OutputTail) -> None:
+    """Read a stream to its end, keeping only its tail (an agent may write megabytes)."""
+    while chunk := await stream.read(READ_CHUNK):
+        tail.feed(chunk)
+
+
+async def read_lines(stream: asyncio.StreamReader, max_line: int,
+                     on_line: Callable[[bytes], Awaitable[None]],
+                     on_overlong: Callable[[bytes], Awaitable[None]]) -> None:
+    """Split a stream into lines without ever holding more than ``max_line`` bytes of one.
+
+    A longer line is reported once with its first bytes, and the rest of it is skipped.
+    """
+    buf = bytearray()
+    skipping = False
+    while chunk := await stream.read(READ_CHUNK):
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            if nl < 0:
+                if not skipping:
+                    buf += chunk[start:]
+                    if len(buf) > max_line:
+                        head = bytes(buf[:200])
+                        buf.clear()
+                        skipping = True
+                        await on_overlong(head)
+                break
+            if skipping:
+                skipping = False
+            else:
+                buf += chunk[start:nl]
+                await on_line(bytes(buf))
+            buf.clear()
+            start = nl + 1
+    if buf and not skipping:
+        await on_line(bytes(buf))
+
+
+async def spawn(command: str, *, cwd: Path | None, env: Mapping[str, str],
+                stdin: bool = True, merge_stderr: bool = False) -> asyncio.subprocess.Process:
+    """Start ``/bin/sh -c command`` as the leader of a new session and process group."""
+    return await asyncio.create_subprocess_exec(
+        "/bin/sh", "-c", command,
+        stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT if merge_stderr else asyncio.subprocess.PIPE,
+        cwd=str(cwd) if cwd else None, env=dict(env), start_new_session=True,
+        limit=READ_CHUNK * 4)
+
+
+def live_group_members(pgid: int) -> list[int]:
+    """Pids of the processes of group ``pgid`` that are alive (zombies excluded)."""
+    proc = Path("/proc")
+    if not proc.is_dir():  # not Linux: fall back to "someone in the group answers a signal"
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return []
+        return [pgid]
+    members = []
+    for entry in os.scandir(proc):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # Fields after the parenthesised command: state ppid pgrp ...
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            members.append(int(entry.name))
+    return members
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def _wait_group_gone(pgid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    delay = 0.002
+    while live_group_members(pgid):
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    return True
+
+
+async def kill_group(pgid: int, grace: float = 2.0) -> None:
+    """SIGTERM the whole group, then SIGKILL whatever is still alive after ``grace`` seconds."""
+    if not live_group_members(pgid):
+        return
+    _signal_group(pgid, signal.SIGTERM)
+    if await _wait_group_gone(pgid, grace):
+        return
+    _signal_group(pgid, signal.SIGKILL)
+    await _wait_group_gone(pgid, 5.0)
+
+
+async def wait_exit(proc: asyncio.subprocess.Process) -> int:
+    """The exit status of ``proc``, as soon as it exits.
+
+    Not ``proc.wait()``: on newer Pythons that also waits for the pipes to close, which a
+    background child holding stdout would delay forever.
+    """
+    if proc.returncode is None and hasattr(os, "pidfd_open"):
+        # A pidfd becomes readable when the process exits, without reaping it (the
+        # event loop's child watcher does that and sets returncode).
+        try:
+            fd = os.pidfd_open(proc.pid)
+        except OSError:
+            fd = -1
+        if fd >= 0:
+            loop = asyncio.get_running_loop()
+            exited = loop.create_future()
+            loop.add_reader(fd, lambda: exited.done() or exited.set_result(None))
+            try:
+                if proc.returncode is None:
+                    await exited
+            finally:
+                loop.remove_reader(fd)
+                os.close(fd)
+    delay = 0.0005
+    while proc.returncode is None:
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.02)
+    return proc.returncode
+
+
+async def reap(proc: asyncio.subprocess.Process, timeout: float = 5.0) -> None:
+    """Make sure the direct child is reaped and its pipes are closed."""
+    with contextlib.suppress(ProcessLookupError):
+        if proc.returncode is None:
+            proc.kill()
+    with contextlib.suppress(asyncio.TimeoutError, ProcessLookupError):
+        await asyncio.wait_for(wait_exit(proc), timeout)
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:  # close pipes still held open by an escaped grandchild
+        transport.close()
+
+
+def describe_status(code: int) -> str:
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"

@@ -1,0 +1,183 @@
+"""Every selected case, ``num_runs`` times, up to ``concurrency`` runs in flight.
+
+Runs are independent (a fresh process or session each) and come back in input order -
+eval set, case, run - whatever order they finish in. Ctrl-C cancels the runs in flight
+(each kills its own agent) and raises RunInterrupted with the runs that had finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from ..models.records import RecordedRun
+from ..report.text import log_safe, one_line
+from .base import AgentRunner, RunJob, no_static_conversation
+
+if TYPE_CHECKING:
+    from ..discover import EvalTarget
+    from ..main import RunOptions
+
+
+class RunInterrupted(Exception):
+    """Ctrl-C: the runs that finished before it, in input order."""
+
+    def __init__(self, finished: list[RecordedRun]):
+        super().__init__("interrupted")
+        self.finished = finished
+
+
+def plan_jobs(targets: list[EvalTarget], options: RunOptions) -> list[RunJob]:
+    jobs = []
+    for target in targets:
+        cases = {c.eval_id: c for c in target.loaded.eval_set.eval_cases}
+        for case_id in target.case_ids:
+            for run in range(1, options.num_runs + 1):
+                jobs.append(RunJob(eval_set_id=target.eval_set_id, case=cases[case_id], run=run,
+                                   turn_timeout=options.turn_timeout,
+                                   app_name=options.app_name if options.agent_url else None))
+    return jobs
+
+
+def make_runner(options: RunOptions) -> AgentRunner:
+    if options.agent_command:
+        from .stdio import StdioRunner
+
+        return StdioRunner(options.agent_command, cwd=Path.cwd())
+    if options.agent_url:
+        from .api_server import ApiServerRunner
+
+        return ApiServerRunner(options.agent_url, server_command=options.agent_server_command,
+                               cwd=Path.cwd(), concurrency=options.concurrency)
+    raise ValueError("no agent to run: give --agent-command or --agent-url")
+
+
+class Progress:
+    """Cases done / total on stderr: one \\r-updated line on a terminal, and in CI logs
+    (not a TTY, or CI=true) one line per finished case instead."""
+
+    def __init__(self, jobs: list[RunJob], stream: IO[str] | None = None,
+                 interactive: bool | None = None):
+        self.stream = stream if stream is not None else sys.stderr
+        if interactive is None:
+            ci = os.environ.get("CI", "").lower() in ("true", "1", "yes")
+            interactive = not ci and hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.interactive = interactive
+        self.remaining: dict[tuple[str, str], int] = {}
+        self.errors: dict[tuple[str, str], list[RecordedRun]] = {}
+        for job in jobs:
+            key = (job.eval_set_id, job.eval_id)
+            self.remaining[key] = self.remaining.get(key, 0) + 1
+        self.runs_per_case = dict(self.remaining)
+        self.total_cases = len(self.remaining)
+        self.cases_done = 0
+        self.failed_runs = 0
+        self._drawn = False
+        self._last_draw = 0.0
+
+    def _line(self) -> str:
+        return (f"evalcheck: {self.cases_done}/{self.total_cases} cases done, "
+                f"{self.failed_runs} failed run{'s' if self.failed_runs != 1 else ''}")
+
+    def _write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):  # a closed stderr must not fail the runs
+            pass
+
+    def run_done(self, job: RunJob, run: RecordedRun) -> None:
+        key = (job.eval_set_id, job.eval_id)
+        if run.error is not None:
+            self.failed_runs += 1
+            self.errors.setdefault(key, []).append(run)
+        self.remaining[key] -= 1
+        case_done = self.remaining[key] == 0
+        if case_done:
+            self.cases_done += 1
+        lines = []
+        errored = sorted(self.errors.get(key, []), key=lambda r: r.run)
+        if case_done and (errored or not self.interactive):
+            lines.append(self._case_line(key, errored, self.runs_per_case[key]))
+        if self.interactive:
+            now = time.monotonic()
+            if lines or case_done or now - self._last_draw > 0.1:
+                clear = "\r\x1b[K" if self._drawn else ""
+                body = "".join(log_safe(line) + "\n" for line in lines)
+                self._write(clear + body + self._line())
+                self._drawn = True
+                self._last_draw = now
+        else:
+            for line in lines:
+                self._write(log_safe(line) + "\n")
+
+    def _case_line(self, key: tuple[str, str], errored: list[RecordedRun], runs: int) -> str:
+        prefix = f"evalcheck: [{self.cases_done}/{self.total_cases}] {key[0]}/{key[1]}:"
+        if not errored:
+            return f"{prefix} {runs} run{'s' if runs != 1 else ''} done"
+        parts = [f"run {r.run}: {one_line(r.error or '', 300)}" for r in errored]
+        text = f"{prefix} {len(errored)} of {runs} runs errored - " + "; ".join(parts)
+        tail = errored[-1].stderr_tail
+        if tail:
+            text += "\n    last agent output: " + one_line(tail[-400:], 400)
+        return text
+
+    def close(self) -> None:
+        if self.interactive and self._drawn:
+            self._write("\n")
+
+
+async def run_agent_jobs(targets: list[EvalTarget], options: RunOptions, *,
+                         runner: AgentRunner | None = None,
+                         progress: Progress | None = None) -> list[RecordedRun]:
+    jobs = plan_jobs(targets, options)
+    runner = runner if runner is not None else make_runner(options)
+    progress = progress if progress is not None else Progress(jobs)
+    results: list[RecordedRun | None] = [None] * len(jobs)
+    limit = asyncio.Semaphore(options.concurrency)
+
+    async def one(index: int, job: RunJob) -> None:
+        reason = no_static_conversation(job)
+        if reason is not None:
+            run = RecordedRun(eval_set_id=job.eval_set_id, eval_id=job.eval_id, run=job.run,
+                              error=reason)
+        else:
+            async with limit:
+                try:
+                    run = await runner.run(job)
+                except Exception as exc:  # a runner bug fails this run, not the others
+                    run = RecordedRun(eval_set_id=job.eval_set_id, eval_id=job.eval_id,
+                                      run=job.run, error=f"internal error: {type(exc).__name__}: {exc}")
+        results[index] = run
+        progress.run_done(job, run)
+
+    tasks: list[asyncio.Task] = []
+    try:
+        start = getattr(runner, "start", None)
+        if start is not None:
+            from .api_server import ServerStartError
+
+            try:
+                await start()
+            except ServerStartError as exc:
+                failed = [RecordedRun(eval_set_id=j.eval_set_id, eval_id=j.eval_id, run=j.run,
+                                      error=str(exc), stderr_tail=exc.tail) for j in jobs]
+                for job, run in zip(jobs, failed):
+                    progress.run_done(job, run)
+                return failed
+        tasks = [asyncio.ensure_future(one(i, job)) for i, job in enumerate(jobs)]
+        await asyncio.gather(*tasks)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        for task in tasks:
+            task.cancel()
+        # Each cancelled run kills its own agent in its finally block: wait for that.
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise RunInterrupted([r for r in results if r is not None]) from None
+    finally:
+        await runner.aclose()
+        progress.close()
+    return [r for r in results if r is not None]
