@@ -1,18 +1,38 @@
-"""Markdown reports rendered with Jinja2 templates shipped in the package."""
+"""Markdown reports rendered with Jinja2 templates shipped in the package.
+
+The same context feeds the CLI's ``--markdown`` file, the PR comment, the job summary and a
+user's own template: ``results`` (the results file as models), ``report`` (a view built
+here: per-set tables and, for each failing case, why it failed), ``run_url``, ``title``,
+``budget`` (what this rendering may show) and ``omitted`` (what was cut to fit, in words).
+
+Everything that came from an agent or an eval file goes through a filter: ``md`` (plain
+text), ``code`` (inline code span) or ``fence`` (code block); see report/text.py.
+"""
 
 from __future__ import annotations
 
 import html
+import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
-from ..models.results import MetricResult, Results
+from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
+from .text import clip, clip_tail, md_code, md_fence, printable
 
 TEMPLATES = Path(__file__).parent / "templates"
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
+
+# Fixed caps per failing case, so one runaway agent cannot crowd out the others.
+MAX_CALL_ROWS = 25        # tool calls shown per invocation
+MAX_INVOCATIONS = 3       # failing turns explained per metric
+MAX_TEXT = 1500           # characters of a response shown
+MAX_CALL_TEXT = 200       # characters of one rendered tool call
+STDERR_LINES, STDERR_CHARS = 30, 2500
 
 
 def md_escape(text: Any) -> str:
@@ -21,10 +41,16 @@ def md_escape(text: Any) -> str:
     HTML is entity-escaped, markdown punctuation that could open links, emphasis, code or
     tables is backslash-escaped, @mentions and #refs are defused, and newlines flattened.
     """
-    s = html.escape(str(text), quote=False)
+    s = html.escape(printable(str(text)), quote=False)
     s = re.sub(r"([\\`*_\[\]|~#!])", r"\\\1", s)
     s = _MENTION.sub("@\u200b", s)
     return " ".join(s.split())
+
+
+def html_text(text: Any) -> str:
+    """Untrusted text inside raw HTML (``<summary>``): entity-escaped, mentions defused."""
+    s = html.escape(" ".join(printable(str(text)).split()), quote=True)
+    return _MENTION.sub("@\u200b", s)
 
 
 def fmt_score(value: float | None) -> str:
@@ -33,7 +59,8 @@ def fmt_score(value: float | None) -> str:
 
 def fmt_range(metric: MetricResult) -> str:
     bounds = metric.min_max
-    if bounds is None or len([s for s in metric.runs if s is not None]) < 2:
+    # One run, or every run alike: a range would only repeat the score.
+    if bounds is None or bounds[0] == bounds[1]:
         return ""
     return f"{bounds[0]:.2f}\u2013{bounds[1]:.2f}"
 
@@ -42,6 +69,307 @@ STATUS_ICON = {"passed": "\u2705", "failed": "\u274c", "error": "\u26a0\ufe0f",
                "not_evaluated": "\u2796", "informational": "\u2139\ufe0f"}
 
 
+# --- the view: what the templates show ------------------------------------------------
+
+@dataclass
+class Budget:
+    """What one rendering may include; the publisher shrinks it until the text fits."""
+
+    detail_cases: int | None = None   # failing cases explained in <details>; None = all
+    passing_rows: bool = True         # table rows of passing cases
+    max_rows: int | None = None       # table rows per report; None = all
+
+
+@dataclass
+class Cell:
+    status: str
+    score: str
+    range: str
+    threshold: str
+
+
+@dataclass
+class Column:
+    name: str
+    threshold: str | None  # shown in the header when every case shares it
+
+
+@dataclass
+class CaseRow:
+    eval_id: str
+    status: str
+    url: str | None
+    cells: dict[str, Cell]
+    note: str  # e.g. "1 of 2 runs errored"
+
+
+@dataclass
+class SetView:
+    eval_set_id: str
+    path: str
+    url: str | None
+    columns: list[Column]
+    rows: list[CaseRow]
+    hidden_rows: int = 0
+
+
+@dataclass
+class CallRow:
+    index: int
+    expected: str | None
+    actual: str | None
+    diverges: bool
+
+
+@dataclass
+class Explanation:
+    kind: str  # trajectory | f1 | response | metric_error | run_error | not_evaluated
+    metric: str = ""
+    run: int | None = None
+    turn: int | None = None
+    score: str = ""
+    threshold: str = ""
+    first_divergence: int | None = None
+    calls: list[CallRow] = field(default_factory=list)
+    calls_hidden: int = 0
+    missing: list[str] = field(default_factory=list)
+    unexpected: list[str] = field(default_factory=list)
+    expected_text: str = ""
+    actual_text: str = ""
+    error: str = ""
+    stderr: str = ""
+
+
+@dataclass
+class CaseDetail:
+    eval_set_id: str
+    eval_id: str
+    path: str
+    line: int
+    url: str | None
+    status: str
+    headline: str
+    explanations: list[Explanation]
+    turns_hidden: int = 0
+
+
+@dataclass
+class ReportView:
+    sets: list[SetView]
+    failing: list[CaseDetail]          # the explained cases (within budget)
+    failing_total: int
+    failing_metrics: list[tuple[str, int]]  # metric name, failing cases
+    rows_hidden: int = 0
+
+
+def fmt_call(call: Any) -> str:
+    """``name(arg="value", n=2)`` from a call's JSON; clipped so one call stays one line."""
+    if not isinstance(call, dict):
+        return clip(str(call), MAX_CALL_TEXT)
+    args = call.get("args") or {}
+    if isinstance(args, dict):
+        inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, sort_keys=True)}"
+                          for k, v in args.items())
+    else:
+        inner = json.dumps(args, ensure_ascii=False)
+    return clip(f"{call.get('name', '?')}({inner})", MAX_CALL_TEXT)
+
+
+def _invocations(metric: MetricResult) -> list[dict[str, Any]]:
+    inv = metric.details.get("invocations") if isinstance(metric.details, dict) else None
+    return [i for i in inv if isinstance(i, dict)] if isinstance(inv, list) else []
+
+
+def _worst_run(metric: MetricResult) -> int | None:
+    run = metric.details.get("worstRun") if isinstance(metric.details, dict) else None
+    return run if isinstance(run, int) else None
+
+
+def _trajectory(metric: MetricResult) -> tuple[list[Explanation], int]:
+    failing = [(n, i) for n, i in enumerate(_invocations(metric), 1)
+               if i.get("score") is not None and i.get("score") < 1.0]
+    out = []
+    for turn, inv in failing[:MAX_INVOCATIONS]:
+        expected = inv.get("expected") if isinstance(inv.get("expected"), list) else []
+        actual = inv.get("actual") if isinstance(inv.get("actual"), list) else []
+        div = inv.get("firstDivergence")
+        div = div if isinstance(div, int) else None
+        rows = [CallRow(index=k + 1,
+                        expected=fmt_call(expected[k]) if k < len(expected) else None,
+                        actual=fmt_call(actual[k]) if k < len(actual) else None,
+                        diverges=k == div)
+                for k in range(max(len(expected), len(actual)))]
+        shown = rows[:MAX_CALL_ROWS]
+        # Keep the divergence row visible even when it lies past the cap.
+        if div is not None and div >= MAX_CALL_ROWS and div < len(rows):
+            shown = rows[:MAX_CALL_ROWS - 1] + [rows[div]]
+        out.append(Explanation(kind="trajectory", metric=metric.name, run=_worst_run(metric),
+                               turn=turn, score=fmt_score(inv.get("score")),
+                               threshold=fmt_score(metric.threshold),
+                               first_divergence=None if div is None else div + 1,
+                               calls=shown, calls_hidden=len(rows) - len(shown)))
+    return out, max(0, len(failing) - MAX_INVOCATIONS)
+
+
+def _f1(metric: MetricResult) -> tuple[list[Explanation], int]:
+    failing = [(n, i) for n, i in enumerate(_invocations(metric), 1)
+               if i.get("missing") or i.get("unexpected")]
+    out = []
+    for turn, inv in failing[:MAX_INVOCATIONS]:
+        missing = [fmt_call(c) for c in inv.get("missing") or []][:MAX_CALL_ROWS]
+        unexpected = [fmt_call(c) for c in inv.get("unexpected") or []][:MAX_CALL_ROWS]
+        hidden = (int(inv.get("missingCount") or len(missing)) - len(missing)
+                  + int(inv.get("unexpectedCount") or len(unexpected)) - len(unexpected))
+        out.append(Explanation(kind="f1", metric=metric.name, run=_worst_run(metric), turn=turn,
+                               score=fmt_score(inv.get("score")),
+                               threshold=fmt_score(metric.threshold),
+                               missing=missing, unexpected=unexpected, calls_hidden=max(0, hidden)))
+    return out, max(0, len(failing) - MAX_INVOCATIONS)
+
+
+def _response(metric: MetricResult) -> tuple[list[Explanation], int]:
+    invs = [(n, i) for n, i in enumerate(_invocations(metric), 1)
+            if "expected" in i or "actual" in i]
+    # The lowest-scoring turns of the worst run say most about why the mean missed.
+    invs.sort(key=lambda p: p[1].get("score") if isinstance(p[1].get("score"), (int, float)) else -1)
+    out = [Explanation(kind="response", metric=metric.name, run=_worst_run(metric), turn=turn,
+                       score=fmt_score(inv.get("score")), threshold=fmt_score(metric.threshold),
+                       expected_text=clip(str(inv.get("expected") or ""), MAX_TEXT),
+                       actual_text=clip(str(inv.get("actual") or ""), MAX_TEXT))
+           for turn, inv in invs[:MAX_INVOCATIONS]]
+    return out, max(0, len(invs) - MAX_INVOCATIONS)
+
+
+def explain(case: CaseResult) -> tuple[list[Explanation], int]:
+    """Why a case did not pass: errored runs first, then each failing metric's evidence."""
+    out: list[Explanation] = []
+    hidden = 0
+    for run in case.runs:
+        if run.status == "error" or run.error:
+            out.append(Explanation(kind="run_error", run=run.run,
+                                   error=clip(printable(run.error or "run errored"), MAX_TEXT),
+                                   stderr=clip_tail(printable(run.stderr_tail or ""),
+                                                    STDERR_LINES, STDERR_CHARS)))
+    for metric in case.metrics:
+        if metric.status == "error" or (metric.status == "not_evaluated" and metric.error):
+            out.append(Explanation(kind="metric_error" if metric.status == "error" else "not_evaluated",
+                                   metric=metric.name, error=clip(printable(metric.error or ""), MAX_TEXT)))
+            continue
+        if metric.status != "failed":
+            continue
+        parts: list[Explanation] = []
+        more = 0
+        if any("firstDivergence" in i or ("expected" in i and isinstance(i.get("expected"), list))
+               for i in _invocations(metric)):
+            parts, more = _trajectory(metric)
+        elif any("missing" in i or "unexpected" in i for i in _invocations(metric)):
+            parts, more = _f1(metric)
+        elif any("expected" in i or "actual" in i for i in _invocations(metric)):
+            parts, more = _response(metric)
+        if not parts:  # a metric without per-turn evidence still says its score
+            parts = [Explanation(kind="score", metric=metric.name, run=_worst_run(metric),
+                                 score=fmt_score(metric.score), threshold=fmt_score(metric.threshold))]
+        out.extend(parts)
+        hidden += more
+    return out, hidden
+
+
+def _case_headline(case: CaseResult) -> str:
+    bits = [f"{m.name} {fmt_score(m.score)} < {fmt_score(m.threshold)}"
+            for m in case.metrics if m.status == "failed"]
+    bits += [f"{m.name} could not be computed" for m in case.metrics if m.status == "error"]
+    errored = sum(1 for r in case.runs if r.status == "error")
+    if errored:
+        bits.insert(0, f"{errored} of {len(case.runs)} runs errored")
+    if case.status == "not_evaluated":
+        bits.append("no gating metric could be scored")
+    return "; ".join(bits) or case.status
+
+
+@dataclass
+class Links:
+    """Where the report may link to; all optional (a local CLI run has none)."""
+
+    run_url: str | None = None
+    blob_base: str | None = None  # https://github.com/o/r/blob/<sha>
+
+    def file(self, path: str, line: int | None = None) -> str | None:
+        if not self.blob_base:
+            return None
+        from urllib.parse import quote
+
+        return f"{self.blob_base}/{quote(path)}" + (f"#L{line}" if line else "")
+
+
+def _set_view(eval_set: EvalSetResult, links: Links, budget: Budget) -> SetView:
+    names: list[str] = []
+    thresholds: dict[str, set[str]] = {}
+    for case in eval_set.cases:
+        for m in case.metrics:
+            if m.status == "informational":
+                continue
+            if m.name not in names:
+                names.append(m.name)
+            thresholds.setdefault(m.name, set()).add(fmt_score(m.threshold))
+    columns = [Column(n, next(iter(thresholds[n])) if len(thresholds[n]) == 1 else None) for n in names]
+    rows = []
+    hidden = 0
+    for case in eval_set.cases:
+        if case.status == "passed" and not budget.passing_rows:
+            hidden += 1
+            continue
+        errored = sum(1 for r in case.runs if r.status == "error")
+        rows.append(CaseRow(
+            eval_id=case.eval_id, status=case.status, url=links.file(eval_set.path, case.line),
+            cells={m.name: Cell(m.status, fmt_score(m.score), fmt_range(m), fmt_score(m.threshold))
+                   for m in case.metrics if m.status != "informational"},
+            note=f"{errored} of {len(case.runs)} runs errored" if errored else ""))
+    return SetView(eval_set.eval_set_id, eval_set.path, links.file(eval_set.path), columns, rows, hidden)
+
+
+def build_view(results: Results, links: Links | None = None, budget: Budget | None = None) -> ReportView:
+    links = links or Links()
+    budget = budget or Budget()
+    sets = [_set_view(s, links, budget) for s in results.eval_sets]
+    rows_hidden = sum(s.hidden_rows for s in sets)
+    if budget.max_rows is not None:
+        left = budget.max_rows
+        for s in sets:
+            keep = max(0, min(left, len(s.rows)))
+            s.hidden_rows += len(s.rows) - keep
+            rows_hidden += len(s.rows) - keep
+            s.rows = s.rows[:keep]
+            left -= keep
+    failing_cases = results.failing_cases()
+    limit = len(failing_cases) if budget.detail_cases is None else budget.detail_cases
+    failing = []
+    for eval_set, case in failing_cases[:limit]:
+        explanations, turns_hidden = explain(case)
+        failing.append(CaseDetail(eval_set.eval_set_id, case.eval_id, eval_set.path, case.line,
+                                  links.file(eval_set.path, case.line), case.status,
+                                  _case_headline(case), explanations, turns_hidden))
+    counts: dict[str, int] = {}
+    for _, case in failing_cases:
+        for m in case.metrics:
+            if m.status in ("failed", "error"):
+                counts[m.name] = counts.get(m.name, 0) + 1
+    return ReportView(sets=[s for s in sets if s.rows or s.hidden_rows], failing=failing,
+                      failing_total=len(failing_cases), failing_metrics=list(counts.items()),
+                      rows_hidden=rows_hidden)
+
+
+def omitted_notes(view: ReportView) -> list[str]:
+    notes = []
+    if len(view.failing) < view.failing_total:
+        n = view.failing_total - len(view.failing)
+        notes.append(f"the explanation of {n} failing case{'s' if n != 1 else ''}")
+    if view.rows_hidden:
+        notes.append(f"{view.rows_hidden} table row{'s' if view.rows_hidden != 1 else ''}")
+    return notes
+
+
+# --- rendering --------------------------------------------------------------------------
+
 def environment(template_dir: Path | None = None) -> jinja2.Environment:
     loaders: list[jinja2.BaseLoader] = [jinja2.FileSystemLoader(str(TEMPLATES))]
     if template_dir is not None:
@@ -49,13 +377,94 @@ def environment(template_dir: Path | None = None) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.ChoiceLoader(loaders), autoescape=False,
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(md=md_escape, score=fmt_score, range=fmt_range)
+    env.filters.update(md=md_escape, score=fmt_score, range=fmt_range, code=md_code,
+                       fence=md_fence, call=fmt_call, h=html_text)
     env.globals.update(icon=STATUS_ICON)
     return env
 
 
 def render_markdown(results: Results, *, template: Path | None = None,
                     extra: dict[str, Any] | None = None) -> str:
+    """Render the report. ``extra`` may carry ``links`` (Links), ``budget`` (Budget),
+    ``title`` and anything a user template wants; it is passed to the template as is."""
+    extra = dict(extra or {})
+    links = extra.pop("links", None) or Links()
+    budget = extra.pop("budget", None) or Budget()
+    view = build_view(results, links, budget)
+    context: dict[str, Any] = {
+        "results": results, "report": view, "budget": budget, "omitted": omitted_notes(view),
+        "run_url": links.run_url, "title": "Agent evaluation",
+    }
+    context.update(extra)
     env = environment(template.parent if template else None)
     tmpl = env.get_template(template.name if template else "report.md.j2")
-    return tmpl.render(results=results, **(extra or {}))
+    try:
+        return tmpl.render(**context)
+    except jinja2.TemplateError as exc:
+        if template is None:
+            raise
+        from ..errors import InputError
+
+        where = getattr(exc, "lineno", None)
+        raise InputError(f"template error: {exc.message or exc}", file=str(template), line=where,
+                         fix="see docs/github-action.md for the template context") from None
+
+
+def render_within(results: Results, limit: int, measure: Callable[[str], int], *,
+                  template: Path | None = None, extra: dict[str, Any] | None = None,
+                  reserve: int = 0) -> tuple[str, list[str]]:
+    """The richest rendering whose size (by ``measure``) is at most ``limit - reserve``.
+
+    Shrinks in this order: explanations of the last failing cases, then rows of passing
+    cases, then the remaining rows. Returns the text and what was left out, in words.
+    """
+    limit -= reserve
+    extra = dict(extra or {})
+
+    def attempt(budget: Budget) -> str:
+        return render_markdown(results, template=template, extra={**extra, "budget": budget})
+
+    full = attempt(Budget())
+    if measure(full) <= limit:
+        return full, []
+    failing = len(results.failing_cases())
+    best = _largest(0, failing, lambda k: measure(attempt(Budget(detail_cases=k))) <= limit)
+    if best is not None:
+        budget = Budget(detail_cases=best)
+    else:
+        budget = Budget(detail_cases=0, passing_rows=False)
+        if measure(attempt(budget)) > limit:
+            rows = sum(len(s.cases) for s in results.eval_sets)
+            best_rows = _largest(0, rows, lambda r: measure(attempt(replace(budget, max_rows=r))) <= limit)
+            budget = replace(budget, max_rows=best_rows or 0)
+    text = attempt(budget)
+    if measure(text) > limit:  # even the headline alone is too big (a huge user template)
+        text = _hard_cut(text, limit, measure)
+    view = build_view(results, extra.get("links"), budget)
+    return text, omitted_notes(view)
+
+
+def _largest(lo: int, hi: int, fits: Callable[[int], bool]) -> int | None:
+    """Largest n in [lo, hi] with fits(n), assuming fits is monotone; None if none fits."""
+    if not fits(lo):
+        return None
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _hard_cut(text: str, limit: int, measure: Callable[[str], int]) -> str:
+    note = "\n\n*(report cut to fit; see the job summary)*\n"
+    keep = max(0, limit - measure(note))
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if measure(text[:mid]) <= keep:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo] + note

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Docker engine + a locally built base image for the container end-to-end test
+# (tests/container). Images cannot be pulled here, so the base is bootstrapped from
+# Debian packages. Idempotent: a second run only checks that dockerd is up.
+# Runs only as root and only in CI (CI=true) or when EVALCHECK_DOCKER_TESTS=1.
+set -euo pipefail
+
+BASE_IMAGE=${EVALCHECK_BASE_IMAGE:-evalcheck-base:bookworm}
+
+if [ "$(id -u)" != 0 ]; then
+  echo "50-docker: not root; skipping docker setup"; exit 0
+fi
+if [ "${CI:-}" != true ] && [ "${EVALCHECK_DOCKER_TESTS:-}" != 1 ]; then
+  echo "50-docker: set CI=true or EVALCHECK_DOCKER_TESTS=1 to set up docker"; exit 0
+fi
+
+docker_up() { [ -S /var/run/docker.sock ] && docker info >/dev/null 2>&1; }
+
+if docker_up && docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+  echo "50-docker: dockerd runs and $BASE_IMAGE exists"; exit 0
+fi
+
+if ! command -v dockerd >/dev/null || ! command -v debootstrap >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq docker.io debootstrap >/dev/null
+fi
+
+if ! docker_up; then
+  # Started detached so that it outlives this script; log kept for diagnosis.
+  nohup dockerd >/var/log/evalcheck-dockerd.log 2>&1 &
+  for _ in $(seq 1 60); do docker_up && break; sleep 1; done
+  docker_up || { echo "50-docker: dockerd did not start, see /var/log/evalcheck-dockerd.log" >&2; exit 1; }
+fi
+
+if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+  root=$(mktemp -d /var/tmp/evalcheck-base.XXXXXX)
+  trap 'rm -rf "$root"' EXIT
+  echo "50-docker: bootstrapping $BASE_IMAGE (debootstrap, a few minutes)"
+  debootstrap --variant=minbase --include=python3,python3-venv,python3-pip,ca-certificates \
+    bookworm "$root" >/var/log/evalcheck-debootstrap.log 2>&1 \
+    || { tail -20 /var/log/evalcheck-debootstrap.log >&2; exit 1; }
+  # Registries are reached through a TLS proxy whose CA is only in the host's bundle.
+  cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+  tar -C "$root" -c . | docker import \
+    -c 'ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt' \
+    - "$BASE_IMAGE" >/dev/null
+  echo "50-docker: built $BASE_IMAGE"
+fi
