@@ -19,7 +19,15 @@ from urllib.parse import quote
 from ..models.records import RecordedRun
 from .base import AgentFailure, RunJob, no_static_conversation, session_spec
 from .events import ConversionError, events_to_invocation
-from .process import OutputTail, describe_status, drain_into_tail, kill_group, reap, spawn
+from .process import (
+    OutputTail,
+    become_subreaper,
+    describe_status,
+    drain_into_tail,
+    kill_group,
+    reap,
+    spawn,
+)
 
 
 class ServerStartError(AgentFailure):
@@ -52,6 +60,7 @@ class ApiServerRunner:
     async def start(self) -> None:
         import httpx
 
+        become_subreaper()
         self._client = httpx.AsyncClient(
             base_url=self.url, timeout=httpx.Timeout(30.0),
             limits=httpx.Limits(max_connections=self.concurrency + 2))

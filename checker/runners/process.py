@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import signal
+import sys
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
@@ -105,17 +107,10 @@ async def spawn(command: str, *, cwd: Path | None, env: Mapping[str, str],
         limit=READ_CHUNK * 4)
 
 
-def live_group_members(pgid: int) -> list[int]:
-    """Pids of the processes of group ``pgid`` that are alive (zombies excluded)."""
-    proc = Path("/proc")
-    if not proc.is_dir():  # not Linux: fall back to "someone in the group answers a signal"
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return []
-        return [pgid]
+def _group_processes(pgid: int) -> list[tuple[int, bytes, int]]:
+    """(pid, state, ppid) of every process of group ``pgid``, read from /proc."""
     members = []
-    for entry in os.scandir(proc):
+    for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
@@ -125,9 +120,44 @@ def live_group_members(pgid: int) -> list[int]:
             continue
         # Fields after the parenthesised command: state ppid pgrp ...
         fields = stat[stat.rfind(b")") + 2:].split()
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            members.append(int(entry.name))
+        if len(fields) > 2 and int(fields[2]) == pgid:
+            members.append((int(entry.name), fields[0], int(fields[1])))
     return members
+
+
+def live_group_members(pgid: int) -> list[int]:
+    """Pids of the processes of group ``pgid`` that are alive (zombies excluded)."""
+    if not os.path.isdir("/proc"):  # not Linux: "someone in the group answers a signal"
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return []
+        return [pgid]
+    return [pid for pid, state, _ in _group_processes(pgid) if state not in (b"Z", b"X")]
+
+
+def become_subreaper() -> None:
+    """Have orphaned agent children re-parented to us rather than to PID 1, so that we
+    can reap them: a container's PID 1 is often not an init and would leave zombies."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+def reap_orphans(pgid: int, leader: int) -> None:
+    """Reap the exited processes of the group that were re-parented to us. Only those:
+    the event loop's child watcher waits for the leader itself."""
+    if not os.path.isdir("/proc"):
+        return
+    me = os.getpid()
+    for pid, state, ppid in _group_processes(pgid):
+        if state == b"Z" and ppid == me and pid != leader:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -147,14 +177,14 @@ async def _wait_group_gone(pgid: int, timeout: float) -> bool:
 
 
 async def kill_group(pgid: int, grace: float = 2.0) -> None:
-    """SIGTERM the whole group, then SIGKILL whatever is still alive after ``grace`` seconds."""
-    if not live_group_members(pgid):
-        return
-    _signal_group(pgid, signal.SIGTERM)
-    if await _wait_group_gone(pgid, grace):
-        return
-    _signal_group(pgid, signal.SIGKILL)
-    await _wait_group_gone(pgid, 5.0)
+    """SIGTERM the whole group, then SIGKILL whatever is still alive after ``grace``
+    seconds, then reap the group's orphans. ``pgid`` is also the leader's pid."""
+    if live_group_members(pgid):
+        _signal_group(pgid, signal.SIGTERM)
+        if not await _wait_group_gone(pgid, grace):
+            _signal_group(pgid, signal.SIGKILL)
+            await _wait_group_gone(pgid, 5.0)
+    reap_orphans(pgid, leader=pgid)
 
 
 async def wait_exit(proc: asyncio.subprocess.Process) -> int:

@@ -21,6 +21,7 @@ from .base import AgentFailure, RunJob, no_static_conversation, session_spec
 from .events import ConversionError, events_to_invocation, fields_to_invocation
 from .process import (
     OutputTail,
+    become_subreaper,
     describe_status,
     drain_into_tail,
     kill_group,
@@ -63,6 +64,7 @@ class StdioRunner:
         self.exit_grace = exit_grace
         self.kill_grace = kill_grace
         self.max_line_bytes = max_line_bytes
+        become_subreaper()
 
     async def aclose(self) -> None:
         return None
