@@ -55,6 +55,10 @@ class Part(StrictModel):
     part_metadata: dict[str, Any] | None = None
     tool_call: Any = None
     tool_response: Any = None
+    # In google-genai 2.x; ADK 2.13 writes them (as null) when it dumps every field.
+    audio_transcription: Any = None
+    media_processing: Any = None
+    speech_metadata: Any = None
 
 
 class Content(StrictModel):
