@@ -1,0 +1,396 @@
+"""Shared plumbing of the Vertex AI evaluation metrics (safety, coherence, multi-turn).
+
+Calls go through the real google-cloud-aiplatform client (``agentplatform.Client``, the
+package ADK 2.13 uses; ``vertexai.Client`` is its deprecated alias) and its public
+``client.evals.evaluate_instances``, which POSTs the REST method
+``[projects/{p}/locations/{l}/]:evaluateInstances`` on ``aiplatform.googleapis.com``.
+The instance built here is the one ``client.evals.evaluate`` builds for a dataset row
+(``_evals_metric_handlers._build_evaluation_instance``), so the service scores the same
+input. We do not call ``evaluate()`` itself because (as of aiplatform 2.7) it turns every
+HTTP failure into an ``error_message`` string, retries with fixed sleeps of up to ~15 s
+that ignore Retry-After, runs its own 100-thread pool, and resolves COHERENCE by
+downloading a prompt from a GCS bucket at run time. The REST method scores one instance
+per request (batching exists only as the asynchronous ``evaluateDataset`` operation,
+which writes to Cloud Storage), so a single-turn metric makes one request per
+invocation and a multi-turn metric one per run.
+
+Credentials, as ADK reads them, with one deliberate difference (genai's own rule):
+``GOOGLE_CLOUD_PROJECT`` + ``GOOGLE_CLOUD_LOCATION`` with application default credentials
+win over ``GOOGLE_API_KEY``, because that key is usually a Gemini API key for the agent.
+``GOOGLE_API_KEY`` alone is sent as a Vertex AI express-mode key (ADK does the same).
+``GOOGLE_VERTEX_BASE_URL`` (the genai SDK's variable) points the client elsewhere, e.g.
+at a proxy or, in tests, at a local fake of the service.
+
+Everything heavy (agentplatform, pandas, litellm) is imported inside a worker thread, so
+importing this module is cheap and the event loop never blocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import os
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..models.evalset import (Content, IntermediateData, Invocation, InvocationEvents,
+                              content_text)
+from .base import ScoringContext
+
+BACKEND_PROJECT = "vertex-ai"
+BACKEND_EXPRESS = "vertex-ai-express-mode"
+
+# HTTP codes worth another try: timeouts, rate limits, server-side failures.
+RETRYABLE = frozenset({408, 429})
+
+CREDENTIALS_HELP = (
+    "set GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION (e.g. us-central1) and provide "
+    "application default credentials (GOOGLE_APPLICATION_CREDENTIALS, workload identity, "
+    "or `gcloud auth application-default login`), or set GOOGLE_API_KEY to a Vertex AI "
+    "express-mode API key")
+
+
+class VertexError(RuntimeError):
+    """The Vertex AI evaluation service could not score; the message says why and what to do."""
+
+
+# ---------------------------------------------------------------- settings
+
+
+@dataclass(frozen=True)
+class Settings:
+    project: str | None = None
+    location: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # never printed
+    base_url: str | None = None
+
+    @property
+    def backend(self) -> str:
+        return BACKEND_EXPRESS if self.api_key else BACKEND_PROJECT
+
+
+def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
+    """Which Vertex AI credentials to use; raises VertexError naming what to set."""
+    env = os.environ if env is None else env
+    project = (env.get("GOOGLE_CLOUD_PROJECT") or "").strip() or None
+    location = (env.get("GOOGLE_CLOUD_LOCATION") or "").strip() or None
+    api_key = (env.get("GOOGLE_API_KEY") or "").strip() or None
+    base_url = (env.get("GOOGLE_VERTEX_BASE_URL") or "").strip() or None
+    if project and location:
+        return Settings(project=project, location=location, base_url=base_url)
+    if api_key:
+        return Settings(api_key=api_key, base_url=base_url)
+    if project or location:
+        missing = "GOOGLE_CLOUD_LOCATION" if project else "GOOGLE_CLOUD_PROJECT"
+        raise VertexError(f"Vertex AI metrics need {missing} as well: {CREDENTIALS_HELP}")
+    raise VertexError(f"Vertex AI metrics need credentials: {CREDENTIALS_HELP}")
+
+
+# ---------------------------------------------------------------- retries
+
+
+async def _sleep(seconds: float) -> None:
+    await asyncio.sleep(seconds)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with jitter on 408/429/5xx and transport errors.
+
+    Put one in ``context.services["vertex_retry"]`` to change it (tests pass a recording
+    ``sleep`` so that no test waits).
+    """
+
+    attempts: int = 6
+    initial_delay: float = 1.0
+    max_delay: float = 60.0
+    # Longest Retry-After honoured: a server asking for more would stall the whole job.
+    max_retry_after: float = 120.0
+    timeout: float = 180.0  # seconds for one HTTP request
+    sleep: Callable[[float], Awaitable[None]] = _sleep
+
+    def backoff(self, attempt: int, rng: random.Random) -> float:
+        base = min(self.max_delay, self.initial_delay * 2 ** attempt)
+        return base / 2 + rng.uniform(0, base / 2)  # "equal jitter": never 0, never herds
+
+
+def retry_after_seconds(headers: Any, now: float | None = None) -> float | None:
+    """Retry-After as seconds (delta-seconds or an HTTP date), None if absent or bad."""
+    value = headers.get("retry-after") if headers is not None else None
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+# ---------------------------------------------------------------- the client
+
+
+def _make_client(settings: Settings) -> Any:
+    # litellm (imported by the evals module) fetches a price list from the internet on
+    # import unless told not to; CI has no network and we never want that call.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        import agentplatform
+        import agentplatform._genai.evals  # noqa: F401  (pandas etc.: fail here, clearly)
+    except ImportError as exc:
+        raise VertexError(
+            "Vertex AI metrics need google-cloud-aiplatform[evaluation]: "
+            "pip install 'evalcheck[vertex]'") from exc
+    # Pointing the client elsewhere is genai's supported http_options.base_url; with a
+    # project and location the path stays projects/{p}/locations/{l}:evaluateInstances.
+    http_options: dict[str, Any] = {}
+    if settings.base_url:
+        http_options["base_url"] = settings.base_url
+    if settings.api_key:
+        return agentplatform.Client(api_key=settings.api_key, http_options=http_options or None)
+    return agentplatform.Client(project=settings.project, location=settings.location,
+                                http_options=http_options or None)
+
+
+async def _client(context: ScoringContext, settings: Settings) -> Any:
+    # One client per scoring job and settings; created once even when many metrics ask
+    # at the same moment (no await between the lookup and the store).
+    clients = context.services.setdefault("vertex_clients", {})
+    task = clients.get(settings)
+    if task is None:
+        task = clients[settings] = asyncio.ensure_future(asyncio.to_thread(_make_client, settings))
+    return await task
+
+
+# ---------------------------------------------------------------- requests
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """What to ask Vertex for: a predefined metric by name, or an LLM metric by prompt."""
+
+    name: str
+    prompt_template: str | None = None
+
+
+@dataclass
+class Verdict:
+    score: float | None
+    explanation: str | None
+    rubric_verdicts: list[dict[str, Any]]
+    error: str | None  # a per-instance error the service reported inside a 200 answer
+
+
+def _sdk_metric(spec: MetricSpec) -> Any:
+    from agentplatform import types
+
+    if spec.prompt_template is not None:
+        return types.LLMMetric(name=spec.name, prompt_template=spec.prompt_template)
+    return types.Metric(name=spec.name)
+
+
+def _call(client: Any, spec: MetricSpec, instance: dict[str, Any], timeout: float) -> Verdict:
+    """The blocking SDK call, run in a worker thread."""
+    from agentplatform import types
+    from pydantic import ValidationError
+
+    try:
+        sdk_instance = types.EvaluationInstance.model_validate(instance)
+    except ValidationError as exc:
+        # e.g. a tool declaration in app_details that is not a genai Tool
+        raise VertexError(f"the run cannot be sent to Vertex AI: {exc}") from None
+    response = client.evals.evaluate_instances(metric_config={
+        "metrics": [_sdk_metric(spec)],
+        "instance": sdk_instance,
+        "config": {"http_options": {"timeout": int(timeout * 1000)}},
+    })
+    results = response.metric_results or []
+    if not results:
+        return Verdict(None, None, [], "the service returned no metric result")
+    result = results[0]
+    error = None
+    if result.error is not None and (result.error.code or result.error.message):
+        error = f"{result.error.code or ''} {result.error.message or ''}".strip()
+    verdicts = []
+    for index, verdict in enumerate(result.rubric_verdicts or []):
+        rubric = verdict.evaluated_rubric
+        description = None
+        if rubric and rubric.content and rubric.content.property:
+            description = rubric.content.property.description
+        verdicts.append({
+            "rubric": description or (rubric.rubric_id if rubric else None) or f"rubric_{index}",
+            # Vertex omits `verdict` when a rubric is not met.
+            "verdict": bool(verdict.verdict),
+            "reasoning": verdict.reasoning,
+        })
+    return Verdict(result.score, result.explanation, verdicts, error)
+
+
+def _scrub(text: str, settings: Settings) -> str:
+    return text.replace(settings.api_key, "***") if settings.api_key else text
+
+
+def _refusal_help(settings: Settings) -> str:
+    if settings.api_key:
+        return ("GOOGLE_API_KEY was sent as a Vertex AI express-mode key; a Gemini API "
+                "(AI Studio) key is not accepted by the Vertex AI evaluation service: set "
+                "GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION with application default "
+                "credentials instead")
+    return (f"check that the Vertex AI API is enabled in project {settings.project} and that "
+            "the application default credentials may call it (role roles/aiplatform.user)")
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    try:
+        import httpx
+    except ImportError:  # pragma: no cover - httpx is a dependency of evalcheck
+        return False
+    return isinstance(exc, httpx.TransportError)
+
+
+async def evaluate(context: ScoringContext, spec: MetricSpec,
+                   instance: dict[str, Any]) -> tuple[Verdict, Settings]:
+    """One evaluateInstances request, retried; raises VertexError when it cannot score."""
+    settings = settings_from_env()
+    policy: RetryPolicy = context.services.get("vertex_retry") or RetryPolicy()
+    rng: random.Random = context.services.setdefault("vertex_rng", random.Random())
+    semaphore = context.services.setdefault(
+        "judge_semaphore", asyncio.Semaphore(context.services.get("judge_concurrency", 8)))
+    client = await _client(context, settings)
+    from google.auth import exceptions as auth_errors
+    from google.genai import errors as genai_errors
+
+    last = ""
+    for attempt in range(policy.attempts):
+        delay: float | None = None
+        # Hold a slot only while the request is in flight, not while backing off.
+        async with semaphore:
+            try:
+                verdict = await asyncio.to_thread(_call, client, spec, instance, policy.timeout)
+                return verdict, settings
+            except genai_errors.APIError as exc:
+                code = exc.code or 0
+                last = _scrub(f"{code} {exc.status or ''}: {exc.message or exc.details}", settings)
+                if code in (401, 403):
+                    raise VertexError(f"Vertex AI refused the request ({last}); "
+                                      f"{_refusal_help(settings)}") from None
+                if code not in RETRYABLE and code < 500:
+                    raise VertexError(f"Vertex AI rejected the request ({last})") from None
+                hinted = retry_after_seconds(getattr(exc.response, "headers", None))
+                if hinted is not None:
+                    delay = min(hinted, policy.max_retry_after)
+            except auth_errors.DefaultCredentialsError as exc:
+                raise VertexError(f"no application default credentials for project "
+                                  f"{settings.project} ({_scrub(str(exc), settings)}); "
+                                  f"{CREDENTIALS_HELP}") from None
+            except auth_errors.RefreshError as exc:
+                raise VertexError(f"the application default credentials could not be "
+                                  f"refreshed ({_scrub(str(exc), settings)}); "
+                                  f"{CREDENTIALS_HELP}") from None
+            except Exception as exc:
+                if not (_is_transport_error(exc) or isinstance(exc, auth_errors.TransportError)):
+                    raise
+                last = _scrub(f"{type(exc).__name__}: {exc}", settings)
+        if attempt + 1 < policy.attempts:
+            await policy.sleep(policy.backoff(attempt, rng) if delay is None else delay)
+    raise VertexError(f"Vertex AI did not answer after {policy.attempts} attempts "
+                      f"(last: {last})")
+
+
+# ---------------------------------------------------------------- instances
+
+
+def _content_dict(content: Content | None, role: str | None = None) -> dict[str, Any] | None:
+    if content is None:
+        return None
+    data = content.model_dump(exclude_none=True)
+    if role and not data.get("role"):
+        data["role"] = role
+    return data
+
+
+def _text(text: str, role: str) -> dict[str, Any]:
+    return {"role": role, "parts": [{"text": text}]}
+
+
+def _instance_data(content: dict[str, Any]) -> dict[str, Any]:
+    return {"contents": {"contents": [content]}}
+
+
+def single_turn_instance(prompt: str, response: str, reference: str | None = None) -> dict[str, Any]:
+    """The instance ``evaluate()`` sends for a dataset row of prompt/response(/reference) text."""
+    user, model = _text(prompt, "user"), _text(response, "model")
+    instance: dict[str, Any] = {
+        "prompt": _instance_data(user),
+        "response": _instance_data(model),
+        "agent_data": {"turns": [{"turn_index": 0, "turn_id": "turn_0", "events": [
+            {"author": "user", "content": user}, {"author": "model", "content": model}]}]},
+    }
+    if reference is not None:
+        instance["reference"] = _instance_data(_text(reference, "model"))
+    return instance
+
+
+def _agents(invocations: list[Invocation]) -> dict[str, dict[str, Any]]:
+    agents: dict[str, dict[str, Any]] = {}
+    for invocation in invocations:
+        details = invocation.app_details.agent_details if invocation.app_details else {}
+        for name, agent in details.items():
+            if name in agents:  # first occurrence wins, as in ADK
+                continue
+            config: dict[str, Any] = {"agent_id": agent.name, "instruction": agent.instructions}
+            if agent.tool_declarations:
+                config["tools"] = agent.tool_declarations
+            agents[name] = config
+    return agents
+
+
+def _turn_events(invocation: Invocation, agent: str) -> list[dict[str, Any]]:
+    events = [{"author": "user", "content": _content_dict(invocation.user_content, "user")}]
+    data = invocation.intermediate_data
+    if isinstance(data, InvocationEvents):
+        events += [{"author": e.author, "content": _content_dict(e.content)}
+                   for e in data.invocation_events if e.content is not None]
+    elif isinstance(data, IntermediateData):
+        # ADK drops these; the judge of tool use needs them. Calls and responses are
+        # paired by position (the recorded shape keeps no interleaving).
+        calls = [{"role": "model", "parts": [{"function_call": c.model_dump(exclude_none=True)}]}
+                 for c in data.tool_uses]
+        answers = [{"role": "user", "parts": [{"function_response": r.model_dump(exclude_none=True)}]}
+                   for r in data.tool_responses]
+        for index in range(max(len(calls), len(answers))):
+            if index < len(calls):
+                events.append({"author": agent, "content": calls[index]})
+            if index < len(answers):
+                events.append({"author": agent, "content": answers[index]})
+        for author, parts in data.intermediate_responses:
+            text = "\n".join(p.text for p in parts if p.text)
+            if text:
+                events.append({"author": author, "content": _text(text, "model")})
+    if invocation.final_response is not None:
+        events.append({"author": agent, "content": _content_dict(invocation.final_response, "model")})
+    return events
+
+
+def conversation_instance(invocations: list[Invocation]) -> dict[str, Any]:
+    """The whole run as Vertex agent data: one turn per invocation, every event kept."""
+    agents = _agents(invocations)
+    # Events should name an agent of ``agents``; with one agent its name is the author.
+    author = next(iter(agents)) if len(agents) == 1 else "agent"
+    turns = [{"turn_index": i, "turn_id": inv.invocation_id or f"turn_{i}",
+              "events": _turn_events(inv, author)} for i, inv in enumerate(invocations)]
+    agent_data: dict[str, Any] = {"turns": turns}
+    if agents:
+        agent_data["agents"] = agents
+    return {"agent_data": agent_data}
+
+
+def final_text(invocation: Invocation) -> str:
+    return content_text(invocation.final_response)
