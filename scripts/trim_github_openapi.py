@@ -36,10 +36,18 @@ OPERATIONS: list[tuple[str, str]] = [
 
 
 def _strip(node: Any) -> Any:
-    """Drop examples and Octokit/GitHub doc extensions: validation never reads them."""
+    """Drop examples and Octokit/GitHub doc extensions: validation never reads them.
+
+    One normalisation: OpenAPI 3.0.3 says ``nullable`` does not widen an ``enum``, and
+    validators (openapi-core) follow it, yet GitHub sends ``"conclusion": null`` for a check
+    run in progress; so a nullable enum gets ``null`` added, as GitHub means it.
+    """
     if isinstance(node, dict):
-        return {k: _strip(v) for k, v in node.items()
-                if k not in ("examples", "example") and not k.startswith("x-")}
+        out = {k: _strip(v) for k, v in node.items()
+               if k not in ("examples", "example") and not k.startswith("x-")}
+        if out.get("nullable") is True and isinstance(out.get("enum"), list) and None not in out["enum"]:
+            out["enum"] = [*out["enum"], None]
+        return out
     if isinstance(node, list):
         return [_strip(v) for v in node]
     return node

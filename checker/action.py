@@ -1,0 +1,264 @@
+"""The GitHub Action's entrypoint: inputs -> setup-command -> evaluation -> publish.
+
+Run by the ``entrypoint`` script inside the container the runner starts (action.yml).
+Exit status: 0 the gate passed (per ``fail-on``), 1 it failed, 2 bad input or setup.
+Also used by ``evalcheck publish`` (the second half of the fork-safe workflow pair).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import InputError
+from .github.publish import PublishOptions, PublishOutcome, check_comment_key
+from .github.workflow import Commands, Inputs, RunContext, summary_room, write_output, write_summary
+from .main import RunOptions
+from .models.results import Results
+
+EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+FAIL_ON = ("failure", "error", "never")
+COMMENT_MODES = ("update", "new", "off")
+DEFAULT_RESULTS = "evalcheck-report/results.json"
+DEFAULT_MARKDOWN = "evalcheck-report/report.md"
+
+# Every input action.yml declares; tests check this list against action.yml and README.
+INPUTS = (
+    "paths", "agent-command", "agent-url", "agent-server-command", "app-name", "replay",
+    "config", "num-runs", "concurrency", "turn-timeout", "judge-concurrency", "judge-cache",
+    "template", "results", "markdown", "junit", "inference-out",
+    "github-token", "setup-command", "working-directory", "comment", "comment-key",
+    "check-run", "commit-status", "fail-on",
+)
+
+
+def gate_failed(results: Results, fail_on: str) -> bool:
+    """Whether the job fails: ``failure`` on any miss, ``error`` only when runs or metrics
+    errored (or nothing could be scored), ``never`` not at all (advisory)."""
+    if fail_on == "never" or results.passed:
+        return False
+    if fail_on == "error":
+        s = results.summary
+        return bool(s.errored or s.not_evaluated)
+    return True
+
+
+@dataclass
+class ActionConfig:
+    run: RunOptions
+    publish: PublishOptions
+    fail_on: str
+    token: str
+    setup_command: str
+    workdir: Path
+    results_path: Path
+    markdown_path: Path
+
+
+def _path(inputs: Inputs, name: str, base: Path, *, must_exist: bool = False,
+          default: str = "") -> Path | None:
+    raw = inputs.text(name, default) or default
+    if not raw:
+        return None
+    path = Path(raw) if Path(raw).is_absolute() else base / raw
+    if must_exist and not path.exists():
+        raise InputError(f"input '{name}': {raw} does not exist (paths are relative to working-directory)")
+    return path
+
+
+def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
+    inputs = Inputs(env)
+    workspace = Path(env.get("GITHUB_WORKSPACE") or cwd)
+    workdir = _path(inputs, "working-directory", workspace) or workspace
+    if not workdir.is_dir():
+        raise InputError(f"input 'working-directory': {workdir} is not a directory")
+    modes = [n for n in ("agent-command", "agent-url", "replay") if inputs.text(n)]
+    if len(modes) != 1:
+        raise InputError("give exactly one of the inputs agent-command, agent-url, replay"
+                         + (f" (got {', '.join(modes)})" if modes else ""))
+    if inputs.text("agent-server-command") and not inputs.text("agent-url"):
+        raise InputError("input 'agent-server-command' goes with 'agent-url'")
+    results_path = _path(inputs, "results", workdir, default=DEFAULT_RESULTS)
+    markdown_path = _path(inputs, "markdown", workdir, default=DEFAULT_MARKDOWN)
+    assert results_path is not None and markdown_path is not None
+    run = RunOptions(
+        paths=inputs.lines("paths") or ["."],
+        agent_command=inputs.text("agent-command") or None,
+        agent_url=inputs.text("agent-url") or None,
+        agent_server_command=inputs.text("agent-server-command") or None,
+        app_name=inputs.text("app-name") or None,
+        replay=_path(inputs, "replay", workdir, must_exist=True),
+        config_file=_path(inputs, "config", workdir, must_exist=True),
+        num_runs=inputs.integer("num-runs", 2),
+        concurrency=inputs.integer("concurrency", 4),
+        turn_timeout=inputs.number("turn-timeout", 300.0),
+        judge_concurrency=inputs.integer("judge-concurrency", 8),
+        judge_cache=_path(inputs, "judge-cache", workdir),
+        results=results_path,
+        inference_out=_path(inputs, "inference-out", workdir),
+        markdown=None,  # written here, with links to the run and files
+        junit=_path(inputs, "junit", workdir),
+        template=_path(inputs, "template", workdir, must_exist=True),
+    )
+    fail_on = inputs.choice("fail-on", FAIL_ON, "failure")
+    publish = PublishOptions(
+        comment=inputs.choice("comment", COMMENT_MODES, "update"),
+        comment_key=check_comment_key(inputs.text("comment-key") or "default"),
+        check_run=inputs.flag("check-run", True),
+        commit_status=inputs.flag("commit-status", False),
+        template=run.template,
+    )
+    return ActionConfig(run=run, publish=publish, fail_on=fail_on, token=inputs.text("github-token"),
+                        setup_command=inputs.text("setup-command"), workdir=workdir,
+                        results_path=results_path, markdown_path=markdown_path)
+
+
+def run_setup(command: str, workdir: Path, commands: Commands) -> None:
+    commands.group("evalcheck: setup-command")
+    # The command's output is the PR's code talking: it must not issue workflow commands.
+    token = commands.stop_commands()
+    try:
+        sys.stdout.flush()
+        done = subprocess.run(["/bin/sh", "-c", command], cwd=workdir, stdin=subprocess.DEVNULL,
+                              stderr=subprocess.STDOUT, check=False)
+    finally:
+        commands.resume_commands(token)
+        commands.endgroup()
+    if done.returncode != 0:
+        raise InputError(f"setup-command failed with exit status {done.returncode}",
+                         fix="see the 'evalcheck: setup-command' group in the log")
+
+
+def relative_to_workspace(path: Path, workspace: Path | None) -> str:
+    """Paths in outputs are for later steps, which run on the host: workspace-relative."""
+    if workspace is not None:
+        try:
+            return str(path.resolve().relative_to(workspace.resolve()))
+        except ValueError:
+            pass
+    return str(path)
+
+
+def give_back(paths: list[Path], workspace: Path | None) -> None:
+    """Files written as root into the workspace would be read-only for later steps (runner
+    issue #1282): hand them to the workspace's owner."""
+    if workspace is None or os.geteuid() != 0:
+        return
+    try:
+        st = workspace.stat()
+    except OSError:
+        return
+    for path in paths:
+        for p in [path, *path.parents]:
+            try:
+                p.relative_to(workspace)
+            except ValueError:
+                break
+            if p == workspace or not p.exists():
+                continue
+            try:
+                os.chown(p, st.st_uid, st.st_gid)
+            except OSError:
+                pass
+
+
+def write_step_summary(results: Results, ctx: RunContext, template: Path | None) -> None:
+    """The full report in the job summary (1 MiB cap: it degrades like the comment)."""
+    if ctx.summary_path is None:
+        return
+    from .report.markdown import Links, render_within
+
+    room = summary_room(ctx.summary_path)
+    links = Links(run_url=ctx.run_url, blob_base=ctx.blob_base())
+    text, _ = render_within(results, room, lambda s: len(s.encode("utf-8")), template=template,
+                            extra={"links": links}, reserve=64)
+    write_summary(ctx.summary_path, text)
+
+
+def publish_results(results: Results, ctx: RunContext, publish_options: PublishOptions, token: str,
+                    commands: Commands, *, sha: str | None = None,
+                    pr_number: int | None = None) -> PublishOutcome:
+    """Comment, check run and status; refusals become warnings. Returns the outcome."""
+    from .github.client import GitHubClient
+    from .github.publish import Target, publish
+
+    owner, repo = ctx.owner_repo
+    if not token or not owner:
+        what = "github-token" if not token else "GITHUB_REPOSITORY"
+        commands.warning(f"evalcheck: no {what}, so nothing was posted to GitHub")
+        return PublishOutcome()
+    target = Target(owner=owner, repo=repo, sha=sha or ctx.head_sha,
+                    pr_number=pr_number if pr_number is not None else ctx.pr_number,
+                    run_url=ctx.run_url, blob_base=ctx.blob_base(sha))
+    from importlib.metadata import version
+
+    with GitHubClient(token, ctx.api_url, user_agent=f"evalcheck/{version('evalcheck')}") as client:
+        return publish(client, results, target, publish_options, commands)
+
+
+def main(env: Mapping[str, str] | None = None) -> int:
+    env = dict(os.environ if env is None else env)
+    commands = Commands(sys.stdout)
+    # Mask first: nothing later may print it, but a crash message might quote it.
+    token = Inputs(env).text("github-token")
+    commands.add_mask(token)
+    try:
+        ctx = RunContext.from_env(env)
+        config = read_config(env, Path.cwd())
+        if config.setup_command:
+            run_setup(config.setup_command, config.workdir, commands)
+        from .main import execute, results_from_file
+
+        os.chdir(config.workdir)
+        commands.group("evalcheck: evaluation")
+        try:
+            execute(config.run)
+        finally:
+            commands.endgroup()
+        results = results_from_file(config.results_path)
+    except InputError as exc:
+        commands.error(f"evalcheck: {exc}")
+        print(f"evalcheck: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+    from .report.markdown import Links, render_markdown
+
+    failed = gate_failed(results, config.fail_on)
+    config.publish.gate_failed = failed
+    config.markdown_path.parent.mkdir(parents=True, exist_ok=True)
+    config.markdown_path.write_text(render_markdown(
+        results, template=config.run.template,
+        extra={"links": Links(run_url=ctx.run_url, blob_base=ctx.blob_base())}), encoding="utf-8")
+    write_step_summary(results, ctx, config.run.template)
+    outcome = publish_results(results, ctx, config.publish, config.token, commands)
+    written = [p for p in (config.results_path, config.markdown_path, config.run.junit,
+                           config.run.inference_out) if p]
+    give_back(written, ctx.workspace)
+    if ctx.output_path is not None:
+        write_output(ctx.output_path, "passed", "true" if results.passed else "false")
+        write_output(ctx.output_path, "results-path", relative_to_workspace(config.results_path, ctx.workspace))
+        write_output(ctx.output_path, "markdown-path", relative_to_workspace(config.markdown_path, ctx.workspace))
+        write_output(ctx.output_path, "comment-url", outcome.comment_url or "")
+    if failed:
+        commands.error(f"evalcheck: {'evaluation failed' if config.fail_on == 'failure' else 'evaluation errored'}"
+                       f" (fail-on: {config.fail_on})")
+    return EXIT_FAILED if failed else EXIT_PASSED
+
+
+def entrypoint() -> None:
+    try:
+        code = main()
+    except Exception as exc:  # a bug of ours: say so in one line, keep the trace for a report
+        print(f"::error::evalcheck crashed: {type(exc).__name__}: {exc}", flush=True)
+        traceback.print_exc()
+        code = EXIT_FAILED
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    entrypoint()

@@ -1,0 +1,350 @@
+"""A fake GitHub REST API on 127.0.0.1, checked against GitHub's own API description.
+
+Real HTTP (http.server in a thread), so the code under test uses its real httpx client.
+Every request is validated with openapi-core against tests/data/github-openapi-subset.json
+(trimmed from GitHub's official description by scripts/trim_github_openapi.py), plus two
+limits the description omits: a comment body of at most 65,536 characters and a status
+description of at most 140. Every response the fake serves is validated too, so the fake
+cannot drift from what GitHub returns. Problems are collected in ``violations`` (and
+answered with 422, as GitHub would); tests assert that list is empty.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from openapi_core import OpenAPI
+from openapi_core.testing import MockRequest, MockResponse
+
+SPEC_PATH = Path(__file__).resolve().parents[1] / "data" / "github-openapi-subset.json"
+_SPEC_CACHE: dict[str, Any] = {}
+SPEC_SERVER = "https://api.github.com"  # the description's server; paths are what we check
+
+
+def load_spec() -> tuple[dict[str, Any], OpenAPI]:
+    if "spec" not in _SPEC_CACHE:
+        spec = json.loads(SPEC_PATH.read_text(encoding="utf-8"))
+        _SPEC_CACHE["spec"] = spec
+        _SPEC_CACHE["openapi"] = OpenAPI.from_dict(spec)
+    return _SPEC_CACHE["spec"], _SPEC_CACHE["openapi"]
+
+
+def instance(spec: dict[str, Any], schema: dict[str, Any], depth: int = 0) -> Any:
+    """A minimal valid value of ``schema``: required properties filled with plain values."""
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[1]
+        return instance(spec, spec["components"]["schemas"][name], depth)
+    if schema.get("nullable") and depth > 0:
+        return None
+    for combo in ("allOf",):
+        if combo in schema:
+            merged: dict[str, Any] = {}
+            for part in schema[combo]:
+                value = instance(spec, part, depth)
+                if isinstance(value, dict):
+                    merged.update(value)
+            return merged
+    for combo in ("anyOf", "oneOf"):
+        if combo in schema:
+            return instance(spec, schema[combo][0], depth)
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        return {k: instance(spec, schema["properties"][k], depth + 1)
+                for k in schema.get("required", []) if k in schema.get("properties", {})}
+    if kind == "array":
+        return []
+    if kind == "integer":
+        return 1
+    if kind == "number":
+        return 1.0
+    if kind == "boolean":
+        return False
+    fmt = schema.get("format")
+    if fmt == "date-time":
+        return "2026-01-01T00:00:00Z"
+    if fmt == "uri":
+        return "https://example.invalid/"
+    if fmt == "email":
+        return "x@example.invalid"
+    return "x"
+
+
+@dataclass
+class Fault:
+    """Answer the next ``times`` matching requests with this status (before routing)."""
+
+    method: str
+    path: str  # regex, matched with re.search against the path
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    message: str = "fault"
+    times: int = 1
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class FakeGitHub:
+    token: str = "ghs_testtoken"
+    read_only: bool = False  # a fork PR's token: every write is refused with 403
+    requests: list[Recorded] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
+    comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    check_runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    annotations: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    statuses: list[dict[str, Any]] = field(default_factory=list)
+    pulls: dict[int, str] = field(default_factory=dict)  # number -> head sha
+    faults: list[Fault] = field(default_factory=list)
+    _next_id: int = 1000
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _server: ThreadingHTTPServer | None = None
+    base_url: str = ""
+
+    # --- set-up helpers ---------------------------------------------------------------
+
+    def add_comment(self, issue: int, body: str, *, login: str = "github-actions[bot]",
+                    user_type: str = "Bot") -> dict[str, Any]:
+        comment = self._comment(issue, body, login, user_type)
+        self.comments.setdefault(issue, []).append(comment)
+        return comment
+
+    def writes(self) -> list[Recorded]:
+        return [r for r in self.requests if r.method != "GET"]
+
+    # --- server -------------------------------------------------------------------------
+
+    def __enter__(self) -> FakeGitHub:
+        self.spec, self.openapi = load_spec()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output quiet
+                pass
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                status, headers, body = fake.handle(self.command, self.path, dict(self.headers), raw)
+                data = b"" if body is None else json.dumps(body).encode()
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Type", "application/json; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _handle
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    # --- request handling --------------------------------------------------------------
+
+    def handle(self, method: str, target: str, headers: dict[str, str],
+               raw: bytes) -> tuple[int, dict[str, str], Any]:
+        parts = urlsplit(target)
+        path, query = parts.path, parse_qs(parts.query)
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = "<invalid json>"
+        lowered = {k.lower(): v for k, v in headers.items()}
+        with self._lock:
+            self.requests.append(Recorded(method, path, query, lowered, body))
+        if lowered.get("authorization") != f"Bearer {self.token}":
+            return 401, {}, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"}
+        for name, want in (("accept", "application/vnd.github+json"), ("x-github-api-version", "2022-11-28")):
+            if lowered.get(name) != want:
+                self.violations.append(f"{method} {path}: header {name}={lowered.get(name)!r}, want {want!r}")
+        problem = self._validate_request(method, path, query, raw, lowered)
+        if problem:
+            self.violations.append(problem)
+            return 422, {}, {"message": "Validation Failed", "documentation_url": "https://docs.github.com/rest"}
+        with self._lock:
+            for fault in self.faults:
+                if fault.times > 0 and fault.method == method and re.search(fault.path, path):
+                    fault.times -= 1
+                    return fault.status, fault.headers, {"message": fault.message,
+                                                         "documentation_url": "https://docs.github.com/rest"}
+        if self.read_only and method != "GET":
+            return 403, {"x-accepted-github-permissions": "issues=write; pull_requests=write"}, {
+                "message": "Resource not accessible by integration",
+                "documentation_url": "https://docs.github.com/rest", "status": "403"}
+        status, out_headers, out = self._route(method, path, query, body)
+        if status < 300:  # GitHub's description documents few of its error answers
+            self._validate_response(method, path, query, raw, status, out)
+        return status, out_headers, out
+
+    def _validate_request(self, method: str, path: str, query: dict[str, list[str]],
+                          raw: bytes, headers: dict[str, str]) -> str | None:
+        request = MockRequest(SPEC_SERVER, method.lower(), path,
+                              args={k: v[0] for k, v in query.items()}, data=raw or None,
+                              headers={"Content-Type": "application/json"} if raw else {})
+        try:
+            self.openapi.validate_request(request)
+        except Exception as exc:  # openapi-core raises several families; all are findings
+            return f"{method} {path}: request does not match GitHub's API description: {_why(exc)}"
+        body = json.loads(raw) if raw else {}
+        if isinstance(body, dict):
+            if "/comments" in path and isinstance(body.get("body"), str) and _utf16(body["body"]) > 65536:
+                return f"{method} {path}: comment body is {_utf16(body['body'])} characters (max 65536)"
+            if "/statuses/" in path and len(body.get("description") or "") > 140:
+                return f"{method} {path}: status description is {len(body['description'])} characters (max 140)"
+        return None
+
+    def _validate_response(self, method: str, path: str, query: dict[str, list[str]], raw: bytes,
+                           status: int, body: Any) -> None:
+        request = MockRequest(SPEC_SERVER, method.lower(), path,
+                              args={k: v[0] for k, v in query.items()}, data=raw or None,
+                              headers={"Content-Type": "application/json"} if raw else {})
+        response = MockResponse(json.dumps(body).encode(), status_code=status)
+        try:
+            self.openapi.validate_response(request, response)
+        except Exception as exc:
+            self.violations.append(f"fake served an invalid response to {method} {path}: {_why(exc)}")
+
+    def _route(self, method: str, path: str, query: dict[str, list[str]],
+               body: Any) -> tuple[int, dict[str, str], Any]:
+        m = re.fullmatch(r"/repos/([^/]+)/([^/]+)/(.+)", path)
+        if not m:
+            return 404, {}, {"message": "Not Found"}
+        owner, repo, rest = m.groups()
+        with self._lock:
+            if (mm := re.fullmatch(r"issues/(\d+)/comments", rest)):
+                issue = int(mm.group(1))
+                if method == "GET":
+                    return self._list_comments(owner, repo, issue, query)
+                comment = self._comment(issue, body["body"], "github-actions[bot]", "Bot", owner, repo)
+                self.comments.setdefault(issue, []).append(comment)
+                return 201, {}, comment
+            if (mm := re.fullmatch(r"issues/comments/(\d+)", rest)) and method == "PATCH":
+                cid = int(mm.group(1))
+                for comment in (c for cs in self.comments.values() for c in cs):
+                    if comment["id"] == cid:
+                        if comment["user"]["type"] != "Bot":
+                            return 403, {}, {"message": "Resource not accessible by integration"}
+                        comment["body"] = body["body"]
+                        comment["updated_at"] = "2026-01-02T00:00:00Z"
+                        return 200, {}, comment
+                return 404, {}, {"message": "Not Found"}
+            if rest == "check-runs" and method == "POST":
+                cid = self._new_id()
+                run = self._check_run(cid, owner, repo, body)
+                self.check_runs[cid] = run
+                self.annotations[cid] = list(body.get("output", {}).get("annotations", []))
+                return 201, {}, self._check_run_view(cid)
+            if (mm := re.fullmatch(r"check-runs/(\d+)", rest)) and method == "PATCH":
+                cid = int(mm.group(1))
+                if cid not in self.check_runs:
+                    return 404, {}, {"message": "Not Found"}
+                run = self.check_runs[cid]
+                for key in ("status", "conclusion", "name", "details_url"):
+                    if key in body:
+                        run[key] = body[key]
+                if "output" in body:
+                    run["output"].update({k: v for k, v in body["output"].items() if k != "annotations"})
+                    self.annotations[cid].extend(body["output"].get("annotations", []))
+                return 200, {}, self._check_run_view(cid)
+            if (mm := re.fullmatch(r"statuses/([0-9a-f]+)", rest)) and method == "POST":
+                status = {**instance(self.spec, {"$ref": "#/components/schemas/status"}),
+                          "id": self._new_id(), "state": body["state"], "sha": mm.group(1),
+                          "description": body.get("description"), "target_url": body.get("target_url"),
+                          "context": body.get("context", "default"), "creator": None}
+                self.statuses.append(status)
+                return 201, {}, {k: v for k, v in status.items() if k != "sha"}
+            if (mm := re.fullmatch(r"pulls/(\d+)", rest)) and method == "GET":
+                number = int(mm.group(1))
+                if number not in self.pulls:
+                    return 404, {}, {"message": "Not Found"}
+                pr = instance(self.spec, {"$ref": "#/components/schemas/pull-request"})
+                pr.update(number=number)
+                pr["head"]["sha"] = self.pulls[number]
+                return 200, {}, pr
+        return 404, {}, {"message": "Not Found"}
+
+    def _list_comments(self, owner: str, repo: str, issue: int,
+                       query: dict[str, list[str]]) -> tuple[int, dict[str, str], Any]:
+        per_page = int(query.get("per_page", ["30"])[0])
+        page = int(query.get("page", ["1"])[0])
+        items = self.comments.get(issue, [])
+        last = max(1, -(-len(items) // per_page))
+        headers = {}
+        url = f"{self.base_url}/repos/{owner}/{repo}/issues/{issue}/comments?per_page={per_page}"
+        links = []
+        if page < last:
+            links.append(f'<{url}&page={page + 1}>; rel="next"')
+            links.append(f'<{url}&page={last}>; rel="last"')
+        if links:
+            headers["Link"] = ", ".join(links)
+        return 200, headers, items[(page - 1) * per_page: page * per_page]
+
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def _comment(self, issue: int, body: str, login: str, user_type: str,
+                 owner: str = "octo", repo: str = "agents") -> dict[str, Any]:
+        cid = self._new_id()
+        comment = instance(self.spec, {"$ref": "#/components/schemas/issue-comment"})
+        user = instance(self.spec, {"$ref": "#/components/schemas/simple-user"})
+        user.update(login=login, type=user_type)
+        comment.update(id=cid, body=body, user=user,
+                       html_url=f"https://github.com/{owner}/{repo}/pull/{issue}#issuecomment-{cid}")
+        return comment
+
+    def _check_run(self, cid: int, owner: str, repo: str, body: dict[str, Any]) -> dict[str, Any]:
+        run = instance(self.spec, {"$ref": "#/components/schemas/check-run"})
+        run.update(id=cid, name=body["name"], head_sha=body["head_sha"],
+                   status=body.get("status", "queued"), conclusion=body.get("conclusion"),
+                   details_url=body.get("details_url"),
+                   html_url=f"https://github.com/{owner}/{repo}/runs/{cid}")
+        if "conclusion" in body:
+            run["status"] = "completed"
+        output = body.get("output") or {}
+        run["output"] = {"title": output.get("title"), "summary": output.get("summary"),
+                         "text": output.get("text"), "annotations_count": 0,
+                         "annotations_url": f"https://api.github.com/repos/{owner}/{repo}/check-runs/{cid}/annotations"}
+        return run
+
+    def _check_run_view(self, cid: int) -> dict[str, Any]:
+        run = json.loads(json.dumps(self.check_runs[cid]))
+        run["output"]["annotations_count"] = len(self.annotations[cid])
+        return run
+
+
+def _why(exc: BaseException) -> str:
+    """The schema errors themselves (paths and reasons), not the whole offending value."""
+    cause = exc.__cause__ or exc.__context__
+    errors = getattr(cause, "schema_errors", None) or getattr(exc, "schema_errors", None)
+    if errors:
+        return "; ".join(f"{'/'.join(map(str, e.absolute_path)) or '$'}: {e.message[:300]}"
+                         for e in errors)
+    return f"{type(exc).__name__}: {str(exc)[:500]}"
+
+
+def _utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
