@@ -122,8 +122,9 @@ class Progress:
         parts = [f"run {r.run}: {one_line(r.error or '', 300)}" for r in errored]
         text = f"{prefix} {len(errored)} of {runs} runs errored - " + "; ".join(parts)
         tail = errored[-1].stderr_tail
-        if tail:
-            text += "\n    last agent output: " + one_line(tail[-400:], 400)
+        if tail:  # the last lines of the agent's log, where its own error usually is
+            text += f"\n    last agent output (run {errored[-1].run}):"
+            text += "".join("\n    | " + one_line(line, 200) for line in tail.splitlines()[-5:])
         return text
 
     def close(self) -> None:
