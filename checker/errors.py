@@ -43,5 +43,10 @@ class InputError(Exception):
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"did you mean '{close[0]}'?" if close else ""
+    close = difflib.get_close_matches(word, list(choices), n=5, cutoff=0.6)
+    if not close:
+        return ""
+    # A truncated name ("response_match") means the name it starts, even when another
+    # name happens to score a hair higher.
+    best = next((c for c in close if c.startswith(word)), close[0])
+    return f"did you mean '{best}'?"

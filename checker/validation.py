@@ -7,25 +7,29 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic.alias_generators import to_camel, to_snake
 
 from .errors import InputError, did_you_mean, json_path
 
 M = TypeVar("M", bound=BaseModel)
 
 
-def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(key)
-        out[key] = value
-    return out
+class _DuplicateKeys(dict):
+    """A JSON object in which ``duplicate`` was written more than once."""
+
+    duplicate: str
 
 
-class _DuplicateKey(ValueError):
-    def __init__(self, key: str):
-        super().__init__(key)
-        self.key = key
+def _find_duplicate(value: Any, loc: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...], str] | None:
+    """JSON location and key of the first object (in document order) with a repeated key."""
+    if isinstance(value, _DuplicateKeys):
+        return loc, value.duplicate
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _find_duplicate(item, (*loc, key))
+        if found:
+            return found
+    return None
 
 
 def read_json(path: Path, display: str | None = None) -> Any:
@@ -43,14 +47,35 @@ def read_json(path: Path, display: str | None = None) -> Any:
 def parse_json_text(text: str, display: str) -> Any:
     if not text.strip():
         raise InputError("file is empty", file=display, fix="write a JSON document into it")
+    repeated = False
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal repeated
+        out = dict(pairs)
+        if len(out) == len(pairs):
+            return out
+        marked = _DuplicateKeys(out)
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                marked.duplicate = key
+                break
+            seen.add(key)
+        repeated = True
+        return marked
+
     try:
-        return json.loads(text, object_pairs_hook=_reject_duplicate_keys)
-    except _DuplicateKey as exc:
-        raise InputError(f"duplicate key '{exc.key}'", file=display,
-                         fix="keep only one of them") from None
+        data = json.loads(text, object_pairs_hook=pairs_hook)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=display,
                          line=exc.lineno) from None
+    if repeated:
+        found = _find_duplicate(data)
+        assert found is not None
+        loc, key = found
+        raise InputError(f"duplicate key '{key}'", file=display, path=json_path(loc),
+                         fix="keep only one of them")
+    return data
 
 
 def _known_keys(model: type[BaseModel], seen: set[type] | None = None) -> set[str]:
@@ -96,8 +121,8 @@ def describe_validation_error(exc: ValidationError, model: type[BaseModel],
         return (json_path(loc[:-1]), f"unknown key '{key}'{suffix}",
                 hint or "remove it or fix its spelling")
     if kind == "missing":
-        return (json_path(loc[:-1]), f"missing required key '{loc[-1]}'{suffix}",
-                f"add '{loc[-1]}'")
+        key = _spelt_like_siblings(str(loc[-1]), err.get("input"))
+        return (json_path(loc[:-1]), f"missing required key '{key}'{suffix}", f"add '{key}'")
     msg = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
@@ -105,6 +130,19 @@ def describe_validation_error(exc: ValidationError, model: type[BaseModel],
     if kind not in ("value_error", "assertion_error") and not isinstance(got, (dict, list)):
         msg = f"{msg}, got {json.dumps(got)[:60]}"
     return json_path(loc), msg + suffix, None
+
+
+def _spelt_like_siblings(key: str, siblings: Any) -> str:
+    """A missing key in the spelling the object's other keys use (pydantic names the alias).
+
+    snake_case unless the object is written in camelCase: ADK writes snake_case files.
+    """
+    snake = to_snake(key)
+    if to_camel(snake) != key and snake != key:
+        return key  # not one of our generated aliases
+    keys = [k for k in siblings if isinstance(k, str)] if isinstance(siblings, dict) else []
+    camel = any(k != k.lower() for k in keys) and not any("_" in k for k in keys)
+    return to_camel(snake) if camel else snake
 
 
 def _is_union_tag(part: Any) -> bool:
