@@ -69,8 +69,11 @@ def collect_runs(targets: list[EvalTarget], options: RunOptions) -> dict[RunKey,
 
 
 def build_context(options: RunOptions) -> ScoringContext:
+    from .judges.service import JudgeService  # no SDK import: the client is built on first use
+
+    judge = JudgeService(concurrency=options.judge_concurrency, cache_dir=options.judge_cache)
     return ScoringContext(services={"judge_concurrency": options.judge_concurrency,
-                                    "judge_cache": options.judge_cache})
+                                    "judge_cache": options.judge_cache, "judge": judge})
 
 
 def write_reports(results: Results, options: RunOptions) -> None:
@@ -98,10 +101,18 @@ def execute(options: RunOptions) -> bool:
                    for r in sorted(runs.get((t.eval_set_id, c), []), key=lambda r: r.run)]
         records = RecordedRuns(runs=ordered)
         _write(options.inference_out, records.model_dump_json(indent=2, exclude_none=True) + "\n")
-    results = asyncio.run(score_all(targets, runs, build_context(options)))
+    context = build_context(options)
+    from .judges.service import closing_judges
+
+    results = asyncio.run(closing_judges(score_all(targets, runs, context), context))
+    judge = context.services["judge"]
+    if judge.stats.used():
+        results.metadata["judge"] = judge.metadata()
     write_reports(results, options)
     for line in failure_lines(results):
         click.echo(log_safe(line))
+    if judge.stats.used():
+        click.echo(judge.stats.line())
     click.echo(summary_line(results))
     return results.passed
 

@@ -1,0 +1,301 @@
+"""The Gemini judge client: credentials, one request, retries with backoff.
+
+Built on ``google-genai`` (imported lazily). google-genai's own retries are switched off
+(``HttpRetryOptions(attempts=1)``, which also disables its implicit reconnect-and-retry), so
+every HTTP request the judge makes is one counted call, and retry/backoff is decided here:
+408, 429 and 5xx answers, timeouts and connection errors are retried with exponential backoff
+plus jitter, waiting at least as long as the server's ``Retry-After`` (or ``RetryInfo``) asks.
+
+Credentials, from the environment (the same variables google-genai and ADK read):
+- Gemini API: ``GOOGLE_API_KEY`` or ``GEMINI_API_KEY``;
+- Vertex AI: ``GOOGLE_GENAI_USE_VERTEXAI=true`` with ``GOOGLE_CLOUD_PROJECT`` and
+  ``GOOGLE_CLOUD_LOCATION`` (application default credentials).
+Base URL (proxies, tests): ``http_options.base_url`` in ``judge_model_config``, else
+``EVALCHECK_GEMINI_BASE_URL``, else google-genai's own ``GOOGLE_GEMINI_BASE_URL`` /
+``GOOGLE_VERTEX_BASE_URL``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
+CREDENTIALS_HELP = ("set GOOGLE_API_KEY (or GEMINI_API_KEY) for the Gemini API, or "
+                    "GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT and "
+                    "GOOGLE_CLOUD_LOCATION for Vertex AI")
+
+
+class JudgeError(Exception):
+    """A judge call failed for good (after retries, or not retryable)."""
+
+
+class JudgeConfigError(JudgeError):
+    """The judge cannot be used at all: missing credentials, SDK not installed, bad model."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How failed judge calls are retried. ``attempts`` counts the first call too."""
+
+    attempts: int = 6
+    initial_delay: float = 2.0
+    max_delay: float = 60.0
+    exp_base: float = 2.0
+    jitter: float = 1.0  # up to this many seconds added at random to each backoff
+    timeout: float = 180.0  # seconds one attempt may take
+    statuses: tuple[int, ...] = RETRY_STATUSES
+
+    def backoff(self, retry: int, rng: random.Random) -> float:
+        """Delay before retry number ``retry`` (0-based), without any server hint."""
+        base = min(self.max_delay, self.initial_delay * self.exp_base ** retry)
+        return min(self.max_delay, base + rng.uniform(0, self.jitter)) if self.jitter else base
+
+    @classmethod
+    def from_http_options(cls, options: Mapping[str, Any] | None,
+                          base: RetryPolicy | None = None) -> RetryPolicy:
+        """Apply google-genai ``http_options`` (``retry_options``, ``timeout`` in ms) to ``base``."""
+        policy = base or cls()
+        if not options:
+            return policy
+        changes: dict[str, Any] = {}
+        retry = options.get("retry_options") or {}
+        for ours, theirs in (("attempts", "attempts"), ("initial_delay", "initial_delay"),
+                             ("max_delay", "max_delay"), ("exp_base", "exp_base"),
+                             ("jitter", "jitter")):
+            if retry.get(theirs) is not None:
+                changes[ours] = max(1, int(retry[theirs])) if ours == "attempts" else float(retry[theirs])
+        if retry.get("http_status_codes"):
+            changes["statuses"] = tuple(int(c) for c in retry["http_status_codes"])
+        if options.get("timeout"):
+            changes["timeout"] = float(options["timeout"]) / 1000.0
+        return cls(**{**policy.__dict__, **changes})
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where judge requests go, resolved from the environment."""
+
+    vertexai: bool
+    api_key: str | None = None
+    project: str | None = None
+    location: str | None = None
+    base_url: str | None = None
+
+    @property
+    def label(self) -> str:
+        return "vertex" if self.vertexai else "gemini-api"
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def backend_from_env(env: Mapping[str, str], base_url: str | None = None) -> Backend:
+    """The judge backend for ``env``; JudgeConfigError names the variables to set."""
+    base_url = base_url or env.get("EVALCHECK_GEMINI_BASE_URL") or None
+    if _truthy(env.get("GOOGLE_GENAI_USE_VERTEXAI")):
+        project, location = env.get("GOOGLE_CLOUD_PROJECT"), env.get("GOOGLE_CLOUD_LOCATION")
+        missing = [n for n, v in (("GOOGLE_CLOUD_PROJECT", project),
+                                  ("GOOGLE_CLOUD_LOCATION", location)) if not v]
+        if missing and not base_url:
+            raise JudgeConfigError(
+                "no judge credentials: GOOGLE_GENAI_USE_VERTEXAI is set but "
+                + " and ".join(missing) + (" is" if len(missing) == 1 else " are")
+                + " not; set GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION (Vertex AI uses "
+                "application default credentials), or unset GOOGLE_GENAI_USE_VERTEXAI and set "
+                "GOOGLE_API_KEY")
+        return Backend(vertexai=True, project=project, location=location, base_url=base_url)
+    api_key = env.get("GOOGLE_API_KEY") or env.get("GEMINI_API_KEY")
+    has_own_base = bool(base_url or env.get("GOOGLE_GEMINI_BASE_URL"))
+    if not api_key and not has_own_base:
+        raise JudgeConfigError("no judge credentials: " + CREDENTIALS_HELP)
+    return Backend(vertexai=False, api_key=api_key, base_url=base_url)
+
+
+@dataclass
+class JudgeReply:
+    """The text of a judge answer and what it cost."""
+
+    text: str
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> JudgeReply:
+        return cls(text=str(data["text"]), finish_reason=data.get("finish_reason"),
+                   prompt_tokens=int(data.get("prompt_tokens") or 0),
+                   output_tokens=int(data.get("output_tokens") or 0),
+                   total_tokens=int(data.get("total_tokens") or 0))
+
+
+@dataclass
+class CallStats:
+    """Counters of one run's judge traffic (every HTTP request is a call)."""
+
+    calls: int = 0
+    retries: int = 0
+    failed_requests: int = 0
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    retry_delays: list[float] = field(default_factory=list)
+
+
+class _Retryable(Exception):
+    def __init__(self, reason: str, server_delay: float | None = None):
+        super().__init__(reason)
+        self.server_delay = server_delay
+
+
+def _retry_after(exc: Any) -> float | None:
+    """Seconds the server asked us to wait: ``Retry-After`` header, else google.rpc.RetryInfo."""
+    response = getattr(exc, "response", None)
+    response = getattr(response, "_response", response)
+    headers = getattr(response, "headers", None)
+    value = None
+    if headers is not None:
+        try:
+            value = headers.get("Retry-After") or headers.get("retry-after")
+        except Exception:  # exotic header containers
+            value = None
+    if value:
+        value = value.strip()
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            parsed = email.utils.parsedate_to_datetime(value) if value else None
+            if parsed is not None:
+                return max(0.0, parsed.timestamp() - time.time())
+    details = getattr(exc, "details", None)
+    found = re.search(r"'retryDelay': '([0-9.]+)s'|\"retryDelay\": \"([0-9.]+)s\"", str(details))
+    if found:
+        return float(found.group(1) or found.group(2))
+    return None
+
+
+def _reply_from_response(response: Any) -> JudgeReply:
+    candidates = getattr(response, "candidates", None) or []
+    finish = None
+    texts: list[str] = []
+    if candidates:
+        first = candidates[0]
+        finish = getattr(getattr(first, "finish_reason", None), "value", None) or (
+            str(first.finish_reason) if getattr(first, "finish_reason", None) else None)
+        content = getattr(first, "content", None)
+        for part in getattr(content, "parts", None) or []:
+            if getattr(part, "text", None) and not getattr(part, "thought", False):
+                texts.append(part.text)
+    usage = getattr(response, "usage_metadata", None)
+    prompt = int(getattr(usage, "prompt_token_count", 0) or 0)
+    output = int(getattr(usage, "candidates_token_count", 0) or 0) + int(
+        getattr(usage, "thoughts_token_count", 0) or 0)
+    total = int(getattr(usage, "total_token_count", 0) or 0) or prompt + output
+    return JudgeReply(text="".join(texts), finish_reason=finish, prompt_tokens=prompt,
+                      output_tokens=output, total_tokens=total)
+
+
+def _import_genai() -> Any:
+    try:
+        from google import genai
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise JudgeConfigError(
+            "LLM-judged metrics need the google-genai package: pip install 'evalcheck[judges]'"
+        ) from exc
+    return genai
+
+
+class GeminiClient:
+    """One google-genai client per (backend, base URL); retries are ours."""
+
+    def __init__(self, backend: Backend, *, sleep: Callable[[float], Any] = asyncio.sleep,
+                 rng: random.Random | None = None):
+        self.backend = backend
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        genai = _import_genai()
+        from google.genai import types
+
+        http_options = types.HttpOptions(
+            retry_options=types.HttpRetryOptions(attempts=1),  # we retry, so calls count exactly
+            base_url=backend.base_url or None)
+        if backend.vertexai:
+            self._client = genai.Client(vertexai=True, project=backend.project,
+                                        location=backend.location, http_options=http_options)
+        else:
+            self._client = genai.Client(api_key=backend.api_key or "no-key-behind-proxy",
+                                        http_options=http_options)
+
+    async def generate(self, model: str, prompt: str, config: dict[str, Any], policy: RetryPolicy,
+                       stats: CallStats, limiter: asyncio.Semaphore) -> JudgeReply:
+        """One judge answer. Raises JudgeError once the retries are spent."""
+        from google.genai import errors, types
+
+        config = dict(config)
+        if isinstance(config.get("response_schema"), dict):  # sent with the API's field names
+            config["response_schema"] = types.Schema.model_validate(config["response_schema"])
+        request_config = types.GenerateContentConfig.model_validate(config)
+        contents = [types.Content(role="user", parts=[types.Part(text=prompt)])]
+        last = "no attempt made"
+        for attempt in range(policy.attempts):
+            try:
+                async with limiter:
+                    stats.calls += 1
+                    response = await asyncio.wait_for(
+                        self._client.aio.models.generate_content(
+                            model=model, contents=contents, config=request_config),
+                        timeout=policy.timeout)
+                reply = _reply_from_response(response)
+                stats.prompt_tokens += reply.prompt_tokens
+                stats.output_tokens += reply.output_tokens
+                stats.total_tokens += reply.total_tokens
+                return reply
+            except errors.APIError as exc:
+                stats.failed_requests += 1
+                message = f"HTTP {exc.code} {exc.status or ''}: {exc.message or ''}".strip()
+                if exc.code not in policy.statuses:
+                    raise JudgeError(f"judge request rejected ({message})") from None
+                last, server_delay = message, _retry_after(exc)
+            except asyncio.TimeoutError:
+                stats.failed_requests += 1
+                last, server_delay = f"no answer within {policy.timeout:g} s", None
+            except (OSError, ConnectionError) as exc:
+                stats.failed_requests += 1
+                last, server_delay = f"connection failed ({type(exc).__name__}: {exc})", None
+            except Exception as exc:  # aiohttp/httpx transport errors share no base class
+                stats.failed_requests += 1
+                if not _is_transport_error(exc):
+                    raise JudgeError(f"unreadable answer from the judge ({type(exc).__name__}: "
+                                     f"{exc})") from None
+                last, server_delay = f"connection failed ({type(exc).__name__}: {exc})", None
+            if attempt + 1 >= policy.attempts:
+                break
+            delay = policy.backoff(attempt, self._rng)
+            if server_delay is not None:
+                if server_delay > policy.max_delay:
+                    raise JudgeError(f"judge asked to retry after {server_delay:g} s, more than "
+                                     f"the {policy.max_delay:g} s limit (last error: {last})")
+                delay = max(delay, server_delay)
+            stats.retries += 1
+            stats.retry_delays.append(delay)
+            await self._sleep(delay)
+        raise JudgeError(f"judge call failed after {policy.attempts} attempt(s): {last}")
+
+    async def aclose(self) -> None:
+        await self._client.aio.aclose()
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    module = type(exc).__module__ or ""
+    return module.startswith(("aiohttp", "httpx", "httpcore"))

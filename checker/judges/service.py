@@ -1,0 +1,205 @@
+"""The judge service of one evalcheck run: concurrency limit, cache, counters.
+
+One ``JudgeService`` lives in ``ScoringContext.services["judge"]`` for the whole run, so the
+``--judge-concurrency`` limit holds across every metric, case and run scored at once. A
+sample is answered, in order, by: the same request already asked in this run (identical
+agent outputs across runs are common), the on-disk cache, or the judge. Only answers the
+metric could read are written to the disk cache, so an unreadable answer is asked again on
+the next run instead of being replayed forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .cache import JudgeCache, cache_key
+from .client import Backend, CallStats, GeminiClient, JudgeConfigError, JudgeError, JudgeReply
+from .client import RetryPolicy, backend_from_env
+
+T = TypeVar("T")
+
+# Transport settings of google-genai's per-request http_options that evalcheck owns.
+_OWN_HTTP_OPTIONS = ("base_url", "retry_options", "timeout")
+
+
+class UnreadableReply(Exception):
+    """The judge answered, but not in the requested shape. ``reply`` is what it said."""
+
+    def __init__(self, reason: str, reply: str):
+        super().__init__(reason)
+        self.reason = reason
+        self.reply = reply
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One prompt for the judge. ``config`` holds GenerateContentConfig fields (snake_case)."""
+
+    model: str
+    prompt: str
+    config: dict[str, Any]
+
+
+@dataclass
+class JudgeStats(CallStats):
+    samples: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    reused: int = 0  # answered by an identical request earlier in the same run
+    models: set[str] = field(default_factory=set)
+
+    def used(self) -> bool:
+        return self.samples > 0
+
+    def as_metadata(self) -> dict[str, Any]:
+        return {"calls": self.calls, "retries": self.retries,
+                "failedRequests": self.failed_requests, "samples": self.samples,
+                "cacheHits": self.cache_hits, "cacheMisses": self.cache_misses,
+                "reusedInRun": self.reused, "tokens": self.total_tokens,
+                "promptTokens": self.prompt_tokens, "outputTokens": self.output_tokens,
+                "models": sorted(self.models)}
+
+    def line(self) -> str:
+        hits = self.cache_hits + self.reused
+        return (f"judge: {self.calls:,} call{'s' if self.calls != 1 else ''}, {hits:,} cache "
+                f"hit{'s' if hits != 1 else ''}, {self.total_tokens:,} tokens")
+
+
+class JudgeService:
+    def __init__(self, concurrency: int = 8, cache_dir: Path | None = None, *,
+                 env: Mapping[str, str] | None = None, retry: RetryPolicy | None = None,
+                 sleep: Callable[[float], Any] = asyncio.sleep):
+        if concurrency < 1:
+            raise ValueError("judge concurrency must be at least 1")
+        self.concurrency = concurrency
+        self.cache = JudgeCache(cache_dir) if cache_dir is not None else None
+        self.retry = retry or RetryPolicy()
+        self.stats = JudgeStats()
+        self._env = env
+        self._sleep = sleep
+        self._clients: dict[str | None, GeminiClient | JudgeConfigError] = {}
+        self._limiters: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+        self._memo: dict[str, asyncio.Future[tuple[JudgeReply, bool]]] = {}
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _limiter(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        limiter = self._limiters.get(loop)
+        if limiter is None:
+            limiter = self._limiters[loop] = asyncio.Semaphore(self.concurrency)
+        return limiter
+
+    def _client(self, base_url: str | None) -> GeminiClient:
+        found = self._clients.get(base_url)
+        if found is None:
+            try:
+                env = self._env if self._env is not None else os.environ
+                backend: Backend = backend_from_env(env, base_url)
+                found = GeminiClient(backend, sleep=self._sleep)
+            except JudgeConfigError as exc:
+                found = exc
+            self._clients[base_url] = found
+        if isinstance(found, JudgeConfigError):
+            raise found
+        return found
+
+    def check_available(self, base_url: str | None = None) -> None:
+        """Raise JudgeConfigError now if judge calls cannot work (credentials, SDK)."""
+        self._client(base_url)
+
+    async def _ask(self, request: JudgeRequest, key: str) -> tuple[JudgeReply, bool]:
+        """(reply, came from the network)."""
+        if self.cache is not None:
+            cached = self.cache.get(key)
+            if cached is not None:
+                self.stats.cache_hits += 1
+                return cached, False
+        self.stats.cache_misses += 1
+        http = dict(request.config.get("http_options") or {})
+        policy = RetryPolicy.from_http_options(http, self.retry)
+        config = dict(request.config)
+        rest = {k: v for k, v in http.items() if k not in _OWN_HTTP_OPTIONS}
+        if rest:
+            config["http_options"] = rest
+        else:
+            config.pop("http_options", None)
+        client = self._client(http.get("base_url"))
+        self.stats.models.add(request.model)
+        reply = await client.generate(request.model, request.prompt, config, policy, self.stats,
+                                      self._limiter())
+        return reply, True
+
+    # ------------------------------------------------------------------ API
+
+    async def sample(self, request: JudgeRequest, index: int, parse: Callable[[str], T]) -> T:
+        """Sample number ``index`` of ``request``, read by ``parse``.
+
+        Raises JudgeError when the judge cannot be reached, UnreadableReply (from ``parse``)
+        when its answer cannot be read.
+        """
+        self.stats.samples += 1
+        key = cache_key(request.model, request.prompt, request.config, index)
+        future = self._memo.get(key)
+        owner = future is None
+        if future is None:
+            future = asyncio.ensure_future(self._ask(request, key))
+            self._memo[key] = future
+        else:
+            self.stats.reused += 1
+        try:
+            reply, fresh = await asyncio.shield(future)
+        except JudgeError:
+            if self._memo.get(key) is future:
+                del self._memo[key]  # a later identical request may try again
+            raise
+        try:
+            value = parse(reply.text)
+        except UnreadableReply:
+            if self._memo.get(key) is future:
+                del self._memo[key]
+            raise
+        if fresh and owner and self.cache is not None:
+            self.cache.put(key, reply)
+        return value
+
+    async def aclose(self) -> None:
+        for client in self._clients.values():
+            if isinstance(client, GeminiClient):
+                await client.aclose()
+        self._clients.clear()
+
+    def metadata(self) -> dict[str, Any]:
+        data = self.stats.as_metadata()
+        data["concurrency"] = self.concurrency
+        if self.cache is not None:
+            data["cacheDir"] = str(self.cache.directory)
+            if self.cache.write_error:
+                data["cacheWriteError"] = self.cache.write_error
+        return data
+
+
+def judge_service(context: Any) -> JudgeService:
+    """The run's judge service, created on first use from the context's judge options."""
+    services = context.services
+    service = services.get("judge")
+    if service is None:
+        service = JudgeService(concurrency=int(services.get("judge_concurrency") or 8),
+                               cache_dir=services.get("judge_cache"))
+        services["judge"] = service
+    return service
+
+
+async def closing_judges(awaitable: Any, context: Any) -> Any:
+    """Await ``awaitable`` (the scoring of a run), then close the judge's HTTP sessions."""
+    try:
+        return await awaitable
+    finally:
+        service = context.services.get("judge")
+        if isinstance(service, JudgeService):
+            await service.aclose()
