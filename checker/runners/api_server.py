@@ -41,13 +41,15 @@ class ServerStartError(AgentFailure):
 class ApiServerRunner:
     def __init__(self, url: str, *, server_command: str | None = None, cwd: Path | None = None,
                  env: Mapping[str, str] | None = None, concurrency: int = 4,
-                 startup_timeout: float = 120.0, kill_grace: float = 5.0):
+                 startup_timeout: float = 120.0, connect_timeout: float = 10.0,
+                 kill_grace: float = 5.0):
         self.url = url.rstrip("/")
         self.server_command = server_command
         self.cwd = cwd
         self.env = dict(os.environ if env is None else env)
         self.concurrency = concurrency
-        self.startup_timeout = startup_timeout
+        self.startup_timeout = startup_timeout  # for a server we start
+        self.connect_timeout = connect_timeout  # for one already running
         self.kill_grace = kill_grace
         self.apps: list[str] | None = None
         self._client: Any = None
@@ -74,7 +76,7 @@ class ApiServerRunner:
             assert self._server.stdout is not None
             self._server_reader = asyncio.ensure_future(
                 drain_into_tail(self._server.stdout, self._server_tail))
-        await self._wait_ready(self.startup_timeout if self.server_command else 10.0)
+        await self._wait_ready(self.startup_timeout if self.server_command else self.connect_timeout)
 
     async def _wait_ready(self, timeout: float) -> None:
         import httpx
