@@ -1,0 +1,36 @@
+# evalcheck GitHub Action image. The runner builds this file for `uses: owner/evalcheck@v1`
+# and runs it as root with --workdir /github/workspace (no WORKDIR or USER here: both are
+# overridden or break workspace access; see docs/github-action.md).
+# BASE_IMAGE lets CI build offline on a locally bootstrapped Debian image.
+ARG BASE_IMAGE=python:3.12-slim
+
+FROM ${BASE_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+# python3 -m venv works on both python:3.12-slim and Debian's python3 (no `python` there).
+RUN python3 -m venv /opt/evalcheck
+COPY pyproject.toml README.md /src/
+COPY checker /src/checker
+# Non-editable, runtime dependencies only; then compile bytecode once so that every job
+# starts fast, and drop what a runtime never reads.
+RUN /opt/evalcheck/bin/pip install --no-compile /src \
+ && /opt/evalcheck/bin/python -m compileall -q -j 0 /opt/evalcheck/lib \
+ && /opt/evalcheck/bin/pip uninstall -y pip \
+ && find /opt/evalcheck -type d -name tests -path '*/site-packages/*/tests' -prune -exec rm -rf {} +
+
+FROM ${BASE_IMAGE}
+ENV PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+# git: setup-commands and agents often need it; the workspace belongs to another uid, so
+# mark every directory safe (actions/runner-images#6775).
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends git \
+ && apt-get clean \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/* \
+ && git config --system --add safe.directory '*'
+# The agent gets its own environment, first on PATH: setup-command's `pip install` and the
+# agent's `python` land there, and cannot break evalcheck's pinned dependencies.
+RUN python3 -m venv /opt/agent
+ENV VIRTUAL_ENV=/opt/agent PATH=/opt/agent/bin:$PATH
+COPY --from=build /opt/evalcheck /opt/evalcheck
+COPY entrypoint /entrypoint
+ENTRYPOINT ["/entrypoint"]

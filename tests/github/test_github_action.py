@@ -1,0 +1,151 @@
+"""The action's entrypoint in-process, with the runner's environment and the fake GitHub.
+(tests/container runs the same through the real image.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checker import action
+from conftest import pr_event
+from fake_github import FakeGitHub
+from runner_env import ROOT, Runner, action_inputs, input_env
+
+HEAD = "a" * 40
+
+
+def run_action(tmp_path: Path, fake: FakeGitHub, capfd, event=None, **inputs: str):
+    runner = Runner.create(tmp_path, event or pr_event(head_sha=HEAD))
+    env = {**runner.github_env(fake.base_url, in_container=False, head_sha=HEAD),
+           **input_env(fake.token, **{"replay": "recorded_runs.json", "paths": "agent_evals", **inputs})}
+    cwd = os.getcwd()
+    os.chdir(runner.workspace)  # the runner's --workdir
+    try:
+        code = action.main(env)
+    finally:
+        os.chdir(cwd)
+    out = capfd.readouterr()
+    return code, runner, out.out + out.err
+
+
+def test_pull_request_run_publishes_everything_and_fails_the_job(tmp_path, fake, capfd):
+    code, runner, log = run_action(tmp_path, fake, capfd, commit_status="true")
+    assert code == 1
+    outputs = runner.outputs()
+    assert outputs["passed"] == "false"
+    assert outputs["results-path"] == "evalcheck-report/results.json"
+    assert outputs["markdown-path"] == "evalcheck-report/report.md"
+    (comment,) = fake.comments[7]
+    assert outputs["comment-url"] == comment["html_url"]
+    assert comment["body"].startswith("<!-- evalcheck:default -->")
+    (run,) = fake.check_runs.values()
+    assert run["head_sha"] == HEAD  # the PR head, not GITHUB_SHA (the merge commit)
+    assert run["conclusion"] == "failure"
+    (note,) = next(iter(fake.annotations.values()))
+    assert (note["path"], note["start_line"]) == ("agent_evals/weather.evalset.json", 22)
+    assert fake.statuses[0]["state"] == "failure" and fake.statuses[0]["sha"] == HEAD
+    summary = runner.summary()
+    assert "Agent evaluation failed" in summary and "compare\\_cities" in summary
+    assert "https://github.com/octo/agents/actions/runs/4242" in summary
+    report = (runner.workspace / outputs["markdown-path"]).read_text()
+    assert "first divergence at call 2" in report
+    results = json.loads((runner.workspace / outputs["results-path"]).read_text())
+    assert results["passed"] is False
+    assert f"::add-mask::{fake.token}" in log
+    assert log.count(fake.token) == 1  # only in the add-mask command
+
+
+def test_second_run_updates_the_same_comment(tmp_path, fake, capfd):
+    run_action(tmp_path / "a", fake, capfd)
+    code, runner, _ = run_action(tmp_path / "b", fake, capfd, fail_on="never")
+    assert code == 0
+    assert len(fake.comments[7]) == 1
+    assert [w.method for w in fake.writes() if "comments" in w.path] == ["POST", "PATCH"]
+    assert list(fake.check_runs.values())[-1]["conclusion"] == "neutral"
+
+
+def test_fork_pr_warns_but_the_verdict_is_the_evaluations(tmp_path, fake, capfd):
+    fake.read_only = True
+    code, runner, log = run_action(tmp_path, fake, capfd, event=pr_event(head_sha=HEAD, fork=True))
+    assert code == 1
+    assert "::warning::evalcheck could not post the PR comment: HTTP 403" in log
+    assert "::error file=agent_evals/weather.evalset.json,line=22" in log
+    assert runner.outputs()["comment-url"] == "" and runner.outputs()["passed"] == "false"
+    assert "Agent evaluation failed" in runner.summary()
+
+    fake.read_only = True
+    code, _, _ = run_action(tmp_path / "never", fake, capfd, event=pr_event(fork=True), fail_on="never")
+    assert code == 0
+
+
+def test_setup_command_runs_first_and_cannot_issue_workflow_commands(tmp_path, fake, capfd):
+    code, runner, log = run_action(tmp_path, fake, capfd, comment="off", check_run="false",
+                                   setup_command="echo '::error::forged' && echo ran > setup.txt")
+    assert (runner.workspace / "setup.txt").read_text() == "ran\n"
+    stop = re.search(r"::stop-commands::(\S+)", log)
+    assert stop and log.index("::error::forged") > stop.start()
+    assert f"::{stop.group(1)}::" in log[log.index("::error::forged"):]
+    assert code == 1
+
+
+@pytest.mark.parametrize("inputs, message", [
+    ({"num_runs": "two"}, "input 'num-runs' must be a whole number"),
+    ({"fail_on": "sometimes"}, "input 'fail-on' must be one of failure, error, never"),
+    ({"comment_key": "a b -->"}, "comment-key"),
+    ({"agent_command": "python agent.py"}, "exactly one of the inputs agent-command, agent-url, replay"),
+    ({"setup_command": "exit 3"}, "setup-command failed with exit status 3"),
+    ({"config": "missing.json"}, "input 'config': missing.json does not exist"),
+])
+def test_bad_input_exits_2_with_a_clear_message(tmp_path, fake, capfd, inputs, message):
+    code, _, log = run_action(tmp_path, fake, capfd, **inputs)
+    assert code == 2
+    assert message in log and "Traceback" not in log
+    assert fake.writes() == []
+
+
+def test_bad_eval_file_exits_2_naming_the_file(tmp_path, fake, capfd):
+    runner_ws = tmp_path / "ws"
+    code, runner, log = run_action(runner_ws, fake, capfd, paths="nowhere")
+    assert code == 2 and "nowhere" in log
+
+
+def test_every_input_is_declared_read_and_documented():
+    declared = set(action_inputs())
+    assert declared == set(action.INPUTS)
+    source = (ROOT / "checker" / "action.py").read_text()
+    read = set(re.findall(r'inputs\.(?:text|flag|integer|number|choice|lines)\("([a-z-]+)"', source))
+    read |= set(re.findall(r'_path\(inputs, "([a-z-]+)"', source))
+    read |= set(re.findall(r'Inputs\(env\)\.text\("([a-z-]+)"\)', source))
+    assert read == declared, f"declared but not read: {declared - read}; read but not declared: {read - declared}"
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## GitHub Action", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `([a-z-]+)` \|", section, re.M))
+    outputs = set(__import__("yaml").safe_load((ROOT / "action.yml").read_text())["outputs"])
+    assert declared | outputs == documented
+
+
+def test_action_yml_is_valid_against_the_published_schema():
+    done = subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema",
+                           "vendor.github-actions", str(ROOT / "action.yml")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_dockerfile_is_hadolint_clean():
+    hadolint = Path(sys.executable).parent / "hadolint"
+    done = subprocess.run([str(hadolint), str(ROOT / "Dockerfile")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_help_does_not_import_publishing_modules():
+    code = ("import sys, checker.cli; from click.testing import CliRunner; "
+            "r = CliRunner().invoke(checker.cli.main, ['--help']); assert r.exit_code == 0; "
+            "print(sorted(m for m in ('httpx', 'jinja2', 'checker.github.client') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
