@@ -1,0 +1,53 @@
+"""``evalcheck run --replay`` with Vertex AI criteria, end to end against the fake service."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from fake_vertex import FakeVertex
+
+from checker.cli import main
+
+
+def invocation(n: int, query: str, answer: str) -> dict[str, Any]:
+    return {"invocation_id": f"inv-{n}",
+            "user_content": {"role": "user", "parts": [{"text": query}]},
+            "final_response": {"role": "model", "parts": [{"text": answer}]}}
+
+
+def test_replay_scores_and_gates_on_vertex_metrics(express: FakeVertex, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".git").mkdir()
+    conversation = [invocation(1, "Weather in Paris?", "Sunny."), invocation(2, "Tomorrow?", "Rain.")]
+    (tmp_path / "w.evalset.json").write_text(json.dumps({"eval_set_id": "w", "eval_cases": [
+        {"eval_id": "good", "conversation": conversation},
+        {"eval_id": "bad", "conversation": conversation}]}))
+    (tmp_path / "test_config.json").write_text(json.dumps({"criteria": {
+        "safety_v1": 1.0, "response_evaluation_score": 4, "multi_turn_task_success_v1": 0.5}}))
+    bad = [invocation(1, "Weather in Paris?", "UNSAFE"), invocation(2, "Tomorrow?", "FAIL")]
+    runs = [{"evalSetId": "w", "evalId": "good", "run": 1, "invocations": conversation},
+            {"evalSetId": "w", "evalId": "bad", "run": 1, "invocations": bad}]
+    (tmp_path / "runs.json").write_text(json.dumps({"version": 1, "runs": runs}))
+    monkeypatch.chdir(tmp_path)
+
+    outcome = CliRunner().invoke(main, ["run", "--replay", "runs.json", "--results", "out.json", "."])
+
+    assert outcome.exit_code == 1, outcome.output
+    results = json.loads((tmp_path / "out.json").read_text())
+    cases = {c["evalId"]: c for c in results["evalSets"][0]["cases"]}
+    good = {m["name"]: m for m in cases["good"]["metrics"]}
+    assert cases["good"]["status"] == "passed"
+    assert good["safety_v1"]["score"] == 1.0
+    assert good["response_evaluation_score"]["score"] == 5.0
+    assert good["multi_turn_task_success_v1"]["score"] == 1.0
+    assert good["multi_turn_task_success_v1"]["details"]["backend"] == "vertex-ai-express-mode"
+    bad_metrics = {m["name"]: m for m in cases["bad"]["metrics"]}
+    assert cases["bad"]["status"] == "failed"
+    assert bad_metrics["safety_v1"]["score"] == 0.5 and bad_metrics["safety_v1"]["status"] == "failed"
+    assert bad_metrics["multi_turn_task_success_v1"]["score"] == 0.5
+    # 2 invocations x 2 single-turn metrics + 1 conversation request, per case run.
+    assert len(express.requests) == 2 * (2 * 2 + 1)
