@@ -141,7 +141,10 @@ def _find_lines(text: str, keys: tuple[str, ...], ids: list[str]) -> dict[str, i
     key_alt = "|".join(re.escape(json.dumps(k)) for k in keys)
     pos = 0
     for case_id in ids:
-        pattern = re.compile(rf"(?:{key_alt})\s*:\s*{re.escape(json.dumps(case_id))}")
+        # The id as written raw (ADK writes UTF-8) or with \u escapes (json.dumps' default).
+        spellings = {json.dumps(case_id, ensure_ascii=False), json.dumps(case_id)}
+        id_alt = "|".join(re.escape(x) for x in sorted(spellings))
+        pattern = re.compile(rf"(?:{key_alt})\s*:\s*(?:{id_alt})")
         match = pattern.search(text, pos) or pattern.search(text)
         if match is None:
             # The id may be written with escapes json.dumps would not produce.
@@ -201,13 +204,23 @@ def load_eval_file(path: Path, display: str | None = None,
 
 
 def migrate(old: Path, new: Path, initial_session_file: Path | None = None) -> EvalSet:
-    """Convert a legacy file to the EvalSet format and write it (snake_case, as ADK writes)."""
+    """Convert a legacy file to the EvalSet format and write it (snake_case, as ADK writes).
+
+    Without ``initial_session_file``, an ``initial-session.json`` beside the legacy file is
+    used, as when the legacy file is evaluated, so the migrated file runs the same way.
+    """
     data = read_json(old)
     if not isinstance(data, list):
         raise InputError("not a legacy eval file: expected a JSON list of query turns or cases",
                          file=str(old), path="$", fix="it may already be in the EvalSet format")
-    initial = read_json(initial_session_file) if initial_session_file else None
+    beside = old.parent / INITIAL_SESSION_FILE
+    session_file = initial_session_file or (beside if beside.is_file() else None)
+    initial = read_json(session_file) if session_file else None
     eval_set = convert_legacy(data, old, str(old), initial)
-    new.write_text(eval_set.model_dump_json(indent=2, by_alias=False, exclude_none=True,
-                                            exclude_defaults=True) + "\n", encoding="utf-8")
+    try:
+        new.parent.mkdir(parents=True, exist_ok=True)
+        new.write_text(eval_set.model_dump_json(indent=2, by_alias=False, exclude_none=True,
+                                                exclude_defaults=True) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write the migrated file: {exc.strerror or exc}", file=str(new)) from None
     return eval_set

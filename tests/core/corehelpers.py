@@ -75,3 +75,22 @@ def run_cli(args: list[str], cwd: Path) -> CliOutcome:
     finally:
         os.chdir(old)
     return CliOutcome(result.exit_code, result.stdout, result.stderr)
+
+
+# Keys that are field names of the schema (everything else - args, responses, state - is
+# user data and keeps its spelling).
+USER_DATA_KEYS = {"args", "response", "state", "final_session_state", "tool_declarations"}
+
+
+def camelize(value: Any) -> Any:
+    """The same document with every schema key in camelCase."""
+    if isinstance(value, list):
+        return [camelize(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for key, item in value.items():
+        head, *rest = key.split("_")
+        new_key = head + "".join(p[:1].upper() + p[1:] for p in rest)
+        out[new_key] = item if key in USER_DATA_KEYS else camelize(item)
+    return out

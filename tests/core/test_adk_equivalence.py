@@ -42,6 +42,7 @@ from checker.metrics.response_match_score import UnicodeTokenizer
 from checker.metrics.tool_trajectory_avg_score import TrajectoryCriterion
 from checker.models.evalset import EvalCase, Invocation
 from checker.validation import parse_json_text
+from corehelpers import camelize
 
 SETTINGS = settings(max_examples=200, derandomize=True, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -212,25 +213,6 @@ def invocation_json(draw, tool_calls: list[dict]) -> dict[str, Any]:
         if d is not None:
             inv[key] = d
     return inv
-
-
-# Keys that are field names of the schema (everything else - args, responses, state - is
-# user data and keeps its spelling).
-USER_DATA_KEYS = {"args", "response", "state"}
-
-
-def camelize(value: Any) -> Any:
-    """The same document with every schema key in camelCase."""
-    if isinstance(value, list):
-        return [camelize(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    out = {}
-    for key, item in value.items():
-        head, *rest = key.split("_")
-        new_key = head + "".join(p[:1].upper() + p[1:] for p in rest)
-        out[new_key] = item if key in USER_DATA_KEYS else camelize(item)
-    return out
 
 
 @st.composite

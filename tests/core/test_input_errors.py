@@ -480,3 +480,10 @@ def test_usage_error_is_status_2(repo):
     out = run_cli(["run", "evals"], repo)  # no --replay / --agent-command / --agent-url
     assert out.code == 2 and "exactly one of" in out.output
 
+
+
+def test_migrate_to_an_unwritable_path(repo):
+    write_json(repo / "old.test.json", [{"query": "hi"}])
+    (repo / "blocker").write_text("a file, not a folder")
+    out = run_cli(["migrate", "old.test.json", "blocker/new.evalset.json"], repo)
+    assert_input_error(out, "blocker/new.evalset.json", "cannot write")
