@@ -46,11 +46,10 @@ BACKEND_EXPRESS = "vertex-ai-express-mode"
 # HTTP codes worth another try: timeouts, rate limits, server-side failures.
 RETRYABLE = frozenset({408, 429})
 
+# Short on purpose: the terminal report shows the start of an error line.
 CREDENTIALS_HELP = (
-    "set GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION (e.g. us-central1) and provide "
-    "application default credentials (GOOGLE_APPLICATION_CREDENTIALS, workload identity, "
-    "or `gcloud auth application-default login`), or set GOOGLE_API_KEY to a Vertex AI "
-    "express-mode API key")
+    "set GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION with application default "
+    "credentials, or GOOGLE_API_KEY (a Vertex AI express-mode key)")
 
 
 class VertexError(RuntimeError):
