@@ -19,7 +19,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..judges.voting import majority
 from ..models.evalset import Invocation, Rubric
@@ -105,7 +105,7 @@ class RubricVerdict(BaseModel):
 class RubricAnswer(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    verdicts: list[RubricVerdict]
+    verdicts: list[dict[str, Any]]
 
 
 def answer_schema(with_evidence: bool) -> dict[str, Any]:
@@ -129,7 +129,11 @@ def parser(rubrics: list[Rubric]) -> Callable[[str], dict[str, RubricVerdict]]:
     def parse(text: str) -> dict[str, RubricVerdict]:
         answer: RubricAnswer = read_json_reply(text, RubricAnswer)
         found: dict[str, RubricVerdict] = {}
-        for verdict in answer.verdicts:
+        for raw in answer.verdicts:
+            try:  # an entry that cannot be read only loses its own rubric
+                verdict = RubricVerdict.model_validate(raw)
+            except ValidationError:
+                continue
             rid = verdict.rubric_id.strip()
             rid = rid if rid in ids else by_text.get(normalise(rid), rid)
             if rid in ids and rid not in found:
@@ -137,7 +141,8 @@ def parser(rubrics: list[Rubric]) -> Callable[[str], dict[str, RubricVerdict]]:
         if not found:
             from ..judges.service import UnreadableReply
 
-            raise UnreadableReply("the judge's answer names none of the rubric ids", text)
+            raise UnreadableReply("the judge's answer has no readable verdict for any of the "
+                                  "rubric ids", text)
         return found
 
     return parse

@@ -22,7 +22,7 @@ import asyncio
 from collections import Counter
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from ..judges.voting import majority
 from ..models.evalset import (Invocation, InvocationEvents, content_text, intermediate_texts,
@@ -119,7 +119,7 @@ class _SentenceLabel(BaseModel):
 
 class _Labels(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    labels: list[_SentenceLabel]
+    labels: list[dict[str, Any]]
 
 
 def parse_sentences(text: str) -> list[str]:
@@ -127,9 +127,18 @@ def parse_sentences(text: str) -> list[str]:
 
 
 def parse_labels(text: str) -> dict[int, _SentenceLabel]:
+    """{sentence number: label}. An entry that cannot be read only loses its own sentence."""
     found: dict[int, _SentenceLabel] = {}
-    for entry in read_json_reply(text, _Labels).labels:
+    for raw in read_json_reply(text, _Labels).labels:
+        try:
+            entry = _SentenceLabel.model_validate(raw)
+        except ValidationError:
+            continue
         found.setdefault(entry.index, entry)
+    if not found:
+        from ..judges.service import UnreadableReply
+
+        raise UnreadableReply("the judge's answer has no readable sentence label", text)
     return found
 
 
