@@ -1,0 +1,141 @@
+"""End to end: build the action's image and run it exactly as the Actions runner does.
+
+`docker build` of the real Dockerfile (with a locally bootstrapped base image, since images
+cannot be pulled here; scripts/setup.d/50-docker.sh makes it), then `docker run` with the
+runner's mounts, working directory and -e variables, on the weather example (replay mode:
+one failing and one passing case), against the fake GitHub API on 127.0.0.1 (--network
+host). In CI (CI=true) a missing docker is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "github"))
+
+from fake_github import FakeGitHub  # noqa: E402
+from runner_env import ROOT, Runner, input_env  # noqa: E402
+
+BASE_IMAGE = os.environ.get("EVALCHECK_BASE_IMAGE", "evalcheck-base:bookworm")
+IMAGE = "evalcheck-action:pytest"
+HEAD = "d" * 40
+
+
+def _docker_problem() -> str | None:
+    if shutil.which("docker") is None:
+        return "docker is not installed (scripts/setup.d/50-docker.sh installs it as root)"
+    info = subprocess.run(["docker", "info"], capture_output=True, text=True)
+    if info.returncode != 0:
+        return f"docker daemon not reachable: {info.stderr.strip()[:200]}"
+    base = subprocess.run(["docker", "image", "inspect", BASE_IMAGE], capture_output=True)
+    if base.returncode != 0:
+        return f"base image {BASE_IMAGE} missing (run EVALCHECK_DOCKER_TESTS=1 scripts/setup.d/50-docker.sh)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def image() -> str:
+    problem = _docker_problem()
+    if problem:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"container test needs docker in CI: {problem}")
+        pytest.skip(problem)
+    build = subprocess.run(["docker", "build", "-q", "--build-arg", f"BASE_IMAGE={BASE_IMAGE}",
+                            "-t", IMAGE, str(ROOT)], capture_output=True, text=True, timeout=900)
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    return IMAGE
+
+
+def docker_run(image: str, runner: Runner, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    # As the runner does it (ContainerActionHandler / DockerCommandManager): values travel in
+    # the environment and are named with `-e NAME`, never written on the command line.
+    args = ["docker", "run", "--rm", "--workdir", "/github/workspace", "--network", "host",
+            "-v", f"{runner.workspace}:/github/workspace", "-v", f"{runner.home}:/github/home",
+            "-v", f"{runner.workflow}:/github/workflow",
+            "-v", f"{runner.file_commands}:/github/file_commands"]
+    for name in env:
+        args += ["-e", name]
+    return subprocess.run([*args, image], env={**os.environ, **env}, capture_output=True,
+                          text=True, timeout=600)
+
+
+def event() -> dict:
+    return {"action": "opened", "number": 7,
+            "pull_request": {"number": 7, "head": {"sha": HEAD, "repo": {"full_name": "octo/agents"}},
+                             "base": {"sha": "b" * 40, "repo": {"full_name": "octo/agents"}}},
+            "repository": {"full_name": "octo/agents"}}
+
+
+def test_container_action_end_to_end(image, tmp_path):
+    with FakeGitHub() as fake:
+        runner = Runner.create(tmp_path / "first", event())
+        # The agent's requirements go into the agent's venv, first on PATH in the image.
+        setup = "pip --version > setup-pip.txt && python -c 'import sys; print(sys.prefix)' > setup-prefix.txt"
+        env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
+               **input_env(fake.token, replay="recorded_runs.json", paths="agent_evals",
+                           commit_status="true", setup_command=setup)}
+        done = docker_run(image, runner, env)
+        log = done.stdout + done.stderr
+        assert done.returncode == 1, log  # one case fails on purpose: the gate fails the job
+
+        # outputs, summary, report files
+        outputs = runner.outputs()
+        assert outputs["passed"] == "false"
+        assert outputs["results-path"] == "evalcheck-report/results.json"
+        results = json.loads((runner.workspace / outputs["results-path"]).read_text())
+        assert results["summary"]["passed"] == 1 and results["summary"]["failed"] == 1
+        assert "first divergence at call 2" in (runner.workspace / outputs["markdown-path"]).read_text()
+        summary = runner.summary()
+        assert "Agent evaluation failed" in summary
+        assert "https://github.com/octo/agents/actions/runs/4242" in summary
+        assert (runner.workspace / "setup-prefix.txt").exists(), log
+        assert (runner.workspace / "setup-prefix.txt").read_text().strip() == "/opt/agent"
+
+        # the sticky comment, check run with its annotation, status
+        (comment,) = fake.comments[7]
+        assert comment["body"].startswith("<!-- evalcheck:default -->")
+        assert "compare\\_cities" in comment["body"] and "<details>" in comment["body"]
+        assert outputs["comment-url"] == comment["html_url"]
+        (cid, run), = fake.check_runs.items()
+        assert run["head_sha"] == HEAD and run["conclusion"] == "failure"
+        assert run["details_url"] == "https://github.com/octo/agents/actions/runs/4242"
+        (note,) = fake.annotations[cid]
+        assert (note["path"], note["start_line"], note["annotation_level"]) == \
+            ("agent_evals/weather.evalset.json", 22, "failure")
+        assert note["title"] == "compare_cities: failed"
+        (status,) = fake.statuses
+        assert status["state"] == "failure" and status["sha"] == HEAD
+
+        # the token: masked first, never printed otherwise
+        assert log.count(fake.token) == 1 and f"::add-mask::{fake.token}" in log
+        assert "::group::evalcheck: evaluation" in log
+
+        # a second push: the same comment is updated; fail-on: never lets the job pass
+        runner2 = Runner.create(tmp_path / "second", event())
+        env2 = {**runner2.github_env(fake.base_url, in_container=True, head_sha=HEAD),
+                **input_env(fake.token, replay="recorded_runs.json", paths="agent_evals", fail_on="never")}
+        done2 = docker_run(image, runner2, env2)
+        assert done2.returncode == 0, done2.stdout + done2.stderr
+        assert len(fake.comments[7]) == 1
+        assert runner2.outputs()["comment-url"] == comment["html_url"]
+        assert list(fake.check_runs.values())[-1]["conclusion"] == "neutral"
+        assert fake.violations == [], fake.violations
+
+
+def test_container_bad_input_exits_2(image, tmp_path):
+    with FakeGitHub() as fake:
+        runner = Runner.create(tmp_path, event())
+        env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
+               **input_env(fake.token, replay="missing.json")}
+        done = docker_run(image, runner, env)
+        assert done.returncode == 2
+        assert "input 'replay': missing.json does not exist" in done.stdout + done.stderr
+        assert "Traceback" not in done.stdout + done.stderr
+        assert fake.requests == []
