@@ -82,5 +82,29 @@ def migrate(old: Path, new: Path, initial_session: Path | None) -> None:
     click.echo(f"wrote {new}: eval set '{eval_set.eval_set_id}' with {len(eval_set.eval_cases)} case(s)")
 
 
+@main.command()
+@click.option("--results", "results_file", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Results file written by `evalcheck run --results` (or the action).")
+@click.option("--event", "event_file", type=click.Path(dir_okay=False, path_type=Path), help="Event payload of the evaluated run (pull_request), e.g. from an artifact: gives the PR number and head SHA.")
+@click.option("--sha", help="Commit for the check run and status (default: the PR head from --event or this run's event).")
+@click.option("--pr", type=click.IntRange(min=1), help="Pull request number for the comment.")
+@click.option("--repository", metavar="OWNER/REPO", help="Repository (default: GITHUB_REPOSITORY).")
+@click.option("--comment", type=click.Choice(["update", "new", "off"]), default="update", show_default=True, help="Sticky comment, a new one, or none.")
+@click.option("--comment-key", default="default", show_default=True, help="Keeps several reports on one PR apart.")
+@click.option("--check-run/--no-check-run", default=True, show_default=True, help="Create a check run with annotations.")
+@click.option("--commit-status/--no-commit-status", default=False, show_default=True, help="Set a commit status.")
+@click.option("--fail-on", type=click.Choice(["failure", "error", "never"]), default="failure", show_default=True, help="What makes the check run fail (else neutral).")
+@click.option("--template", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Your own Jinja template for the report.")
+def publish(results_file: Path, event_file: Path | None, **options) -> None:
+    """Post a results file to GitHub: PR comment, check run, status, job summary.
+
+    For the fork-safe workflow_run pattern (docs/github-action.md). The token comes from
+    the GITHUB_TOKEN environment variable, never from the command line. Exit status: 0
+    published (refusals are warnings), 2 bad input.
+    """
+    from .action import PublishRequest, publish_command
+
+    sys.exit(publish_command(PublishRequest(results=results_file, event=event_file, **options)))
+
+
 if __name__ == "__main__":
     main()

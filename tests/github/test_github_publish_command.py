@@ -1,0 +1,71 @@
+"""`evalcheck publish`: the second half of the fork-safe workflow_run pair."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from checker.cli import main
+from conftest import pr_event, realistic_results, write_json
+
+HEAD = "e" * 40
+
+
+def workflow_run_env(tmp_path, fake, pull_requests=()):
+    event = {"action": "completed", "workflow_run": {
+        "head_sha": HEAD, "event": "pull_request", "conclusion": "failure",
+        "pull_requests": list(pull_requests), "head_repository": {"full_name": "someone/agents"}}}
+    summary = tmp_path / "summary.md"
+    return {"GITHUB_EVENT_PATH": str(write_json(tmp_path / "event.json", event)),
+            "GITHUB_EVENT_NAME": "workflow_run", "GITHUB_REPOSITORY": "octo/agents",
+            "GITHUB_API_URL": fake.base_url, "GITHUB_RUN_ID": "77", "GITHUB_SHA": "f" * 40,
+            "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(tmp_path / "out.txt"),
+            "GITHUB_TOKEN": fake.token}
+
+
+def invoke(args, env):
+    return CliRunner().invoke(main, ["publish", *args], env=env, catch_exceptions=False)
+
+
+def test_publishes_a_fork_prs_artifact_on_the_verified_pr(tmp_path, fake):
+    fake.pulls[7] = HEAD
+    env = workflow_run_env(tmp_path, fake)
+    results = write_json(tmp_path / "results.json", realistic_results())
+    artifact_event = write_json(tmp_path / "pr-event.json", pr_event(7, head_sha=HEAD, fork=True))
+    result = invoke(["--results", str(results), "--event", str(artifact_event), "--commit-status"], env)
+    assert result.exit_code == 0, result.output
+    assert fake.comments[7][0]["body"].startswith("<!-- evalcheck:default -->")
+    (run,) = fake.check_runs.values()
+    assert run["head_sha"] == HEAD and run["conclusion"] == "failure"
+    assert fake.statuses[0]["sha"] == HEAD
+    assert "Agent evaluation failed" in (tmp_path / "summary.md").read_text()
+    assert fake.token not in result.output.replace(f"::add-mask::{fake.token}", "")
+
+
+def test_refuses_a_pr_number_whose_head_is_another_commit(tmp_path, fake):
+    fake.pulls[8] = "9" * 40  # the artifact claims PR 8, which is not what was evaluated
+    env = workflow_run_env(tmp_path, fake)
+    results = write_json(tmp_path / "results.json", realistic_results())
+    result = invoke(["--results", str(results), "--pr", "8"], env)
+    assert result.exit_code == 2
+    assert "pull request #8 is at 999999999999" in result.output
+    assert fake.writes() == []
+
+
+def test_same_repo_pr_number_comes_from_the_workflow_run_event(tmp_path, fake):
+    fake.pulls[5] = HEAD
+    env = workflow_run_env(tmp_path, fake, pull_requests=[{"number": 5, "head": {"sha": HEAD}}])
+    results = write_json(tmp_path / "results.json", realistic_results())
+    result = invoke(["--results", str(results), "--no-check-run"], env)
+    assert result.exit_code == 0, result.output
+    assert 5 in fake.comments and fake.check_runs == {}
+
+
+def test_bad_results_file_is_a_clear_error(tmp_path, fake):
+    env = workflow_run_env(tmp_path, fake)
+    bad = tmp_path / "results.json"
+    bad.write_text(json.dumps({"version": 1, "passed": "maybe"}))
+    result = invoke(["--results", str(bad)], env)
+    assert result.exit_code == 2 and "not a results file" in result.output
+    assert "Traceback" not in result.output
