@@ -1,7 +1,7 @@
-"""multi_turn_tool_use_quality_v1: Vertex AI's rubric verdict on how well the agent chose and called tools over the whole conversation.
+"""multi_turn_tool_use_quality_v1: Vertex AI's rubric judgment of how well the agent chose and called its tools.
 
-One request per run with every turn and its events; score 0 to 1, rubric verdicts in
-details. ADK attaches the score to the last invocation only; here it is the run's score.
+The whole conversation in one request (every turn with its events); score 0 to 1, rubric
+verdicts in details. ADK attaches the score to the last invocation; here it is the run's.
 """
 
 from __future__ import annotations
@@ -11,4 +11,4 @@ from ._vertex_metric import VertexConversationMetric
 
 class MultiTurnToolUseQualityV1(VertexConversationMetric):
     name = "multi_turn_tool_use_quality_v1"
-    description = "Vertex AI multi_turn_tool_use_quality_v1: how well the agent chose and called tools over the whole conversation (0 to 1)."
+    description = "Vertex AI: how well the agent chose and called its tools, over the whole conversation (0 to 1)."

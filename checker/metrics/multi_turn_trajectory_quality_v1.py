@@ -1,7 +1,7 @@
-"""multi_turn_trajectory_quality_v1: Vertex AI's rubric verdict on the quality of the agent's path (steps, delegation, recovery) over the whole conversation.
+"""multi_turn_trajectory_quality_v1: Vertex AI's rubric judgment of the quality of the agent's path (steps, delegation, recovery).
 
-One request per run with every turn and its events; score 0 to 1, rubric verdicts in
-details. ADK attaches the score to the last invocation only; here it is the run's score.
+The whole conversation in one request (every turn with its events); score 0 to 1, rubric
+verdicts in details. ADK attaches the score to the last invocation; here it is the run's.
 """
 
 from __future__ import annotations
@@ -11,4 +11,4 @@ from ._vertex_metric import VertexConversationMetric
 
 class MultiTurnTrajectoryQualityV1(VertexConversationMetric):
     name = "multi_turn_trajectory_quality_v1"
-    description = "Vertex AI multi_turn_trajectory_quality_v1: the quality of the agent's path (steps, delegation, recovery) over the whole conversation (0 to 1)."
+    description = "Vertex AI: the quality of the agent's path (steps, delegation, recovery), over the whole conversation (0 to 1)."

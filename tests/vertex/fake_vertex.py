@@ -135,7 +135,8 @@ class FakeVertex:
         except ValueError:
             return self._error(400, "body is not JSON")
         with self._lock:
-            self.requests.append(Request(handler.path, {k.lower(): v for k, v in handler.headers.items()}, body))
+            headers = {k.lower(): v for k, v in handler.headers.items()}
+            self.requests.append(Request(handler.path, headers, body))
             scripted = self.script.pop(0) if self.script else None
         match = PATH.match(handler.path)
         if not match:
