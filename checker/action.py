@@ -230,10 +230,15 @@ def main(env: Mapping[str, str] | None = None) -> int:
 
     failed = gate_failed(results, config.fail_on)
     config.publish.gate_failed = failed
+    try:  # rendered first: a broken user template is bad input, found before any posting
+        report = render_markdown(results, template=config.run.template,
+                                 extra={"links": Links(run_url=ctx.run_url, blob_base=ctx.blob_base())})
+    except InputError as exc:
+        commands.error(f"evalcheck: {exc}")
+        print(f"evalcheck: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     config.markdown_path.parent.mkdir(parents=True, exist_ok=True)
-    config.markdown_path.write_text(render_markdown(
-        results, template=config.run.template,
-        extra={"links": Links(run_url=ctx.run_url, blob_base=ctx.blob_base())}), encoding="utf-8")
+    config.markdown_path.write_text(report, encoding="utf-8")
     write_step_summary(results, ctx, config.run.template)
     outcome = publish_results(results, ctx, config.publish, config.token, commands)
     written = [p for p in (config.results_path, config.markdown_path, config.run.junit,

@@ -20,8 +20,10 @@ from runner_env import ROOT, Runner, action_inputs, input_env
 HEAD = "a" * 40
 
 
-def run_action(tmp_path: Path, fake: FakeGitHub, capfd, event=None, **inputs: str):
+def run_action(tmp_path: Path, fake: FakeGitHub, capfd, event=None, files=None, **inputs: str):
     runner = Runner.create(tmp_path, event or pr_event(head_sha=HEAD))
+    for name, text in (files or {}).items():
+        (runner.workspace / name).write_text(text, encoding="utf-8")
     env = {**runner.github_env(fake.base_url, in_container=False, head_sha=HEAD),
            **input_env(fake.token, **{"replay": "recorded_runs.json", "paths": "agent_evals", **inputs})}
     cwd = os.getcwd()
@@ -149,3 +151,13 @@ def test_help_does_not_import_publishing_modules():
             "print(sorted(m for m in ('httpx', 'jinja2', 'checker.github.client') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_user_template_gets_the_context_and_a_broken_one_is_bad_input(tmp_path, fake, capfd):
+    tpl = "{{ title }}: {{ results.summary.failed }} failed; {% for c in report.failing %}{{ c.eval_id | md }}{% endfor %}\n"
+    code, runner, _ = run_action(tmp_path / "ok", fake, capfd, template="my.md.j2", files={"my.md.j2": tpl})
+    assert code == 1
+    assert fake.comments[7][0]["body"] == "<!-- evalcheck:default -->\nAgent evaluation: 1 failed; compare\\_cities"
+    code, _, log = run_action(tmp_path / "bad", fake, capfd, template="bad.md.j2",
+                              files={"bad.md.j2": "{{ nope.nothing }}\n"})
+    assert code == 2 and "bad.md.j2" in log and "template error" in log and "Traceback" not in log
