@@ -54,8 +54,11 @@ class JudgeCache:
         """Store an answer; a failure to write is remembered (and reported), never raised."""
         path = self._path(key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            try:
+                fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            except FileNotFoundError:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
                     json.dump({"key": key, "reply": reply.to_json()}, handle, ensure_ascii=False)

@@ -117,6 +117,11 @@ class _Rule:
         return reply
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 512  # listen() backlog: the default 5 drops bursts of connections
+
+
 class FakeGemini:
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
@@ -128,9 +133,18 @@ class FakeGemini:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # else headers + body pay a 40 ms delayed-ACK stall
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
+
+            def do_GET(self) -> None:  # noqa: N802 - counters, for a server in another process
+                if self.path != "/stats":
+                    return self._send(error_reply(404, f"unknown path {self.path}"))
+                with outer._lock:
+                    stats = {"requests": len(outer.requests), "max_in_flight": outer.max_in_flight}
+                self._send(Reply(body=json.dumps(stats).encode(),
+                                 headers={"Content-Type": "application/json"}))
 
             def do_POST(self) -> None:  # noqa: N802 - http.server API
                 length = int(self.headers.get("Content-Length") or 0)
@@ -167,9 +181,7 @@ class FakeGemini:
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
                     pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._server.request_queue_size = 256
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         daemon=True)
 
@@ -205,6 +217,10 @@ class FakeGemini:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+    def serve_forever(self) -> None:
+        """Serve in the calling thread (for a server in its own process)."""
+        self._server.serve_forever(poll_interval=0.05)
 
     def __enter__(self) -> FakeGemini:
         return self.start()
