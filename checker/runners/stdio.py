@@ -106,7 +106,7 @@ class _Agent:
 
     def __init__(self, proc: asyncio.subprocess.Process, max_line_bytes: int):
         self.proc = proc
-        self.pgid = proc.pid  # start_new_session: the shell leads its own group
+        self.pgid = proc.pid  # the shell leads its own process group
         self.tail = OutputTail()
         self.max_line_bytes = max_line_bytes
         # Small and bounded: a flooding agent blocks on its own stdout, not our memory.
@@ -156,6 +156,8 @@ class _Agent:
     # ------------------------------------------------------------ the conversation
 
     def _status(self) -> str | None:
+        if self.exited.done() and not self.exited.cancelled() and self.exited.exception() is None:
+            return describe_status(self.exited.result())
         code = self.proc.returncode
         return None if code is None else describe_status(code)
 
