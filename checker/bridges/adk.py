@@ -136,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(serve(agent_dir, out, sys.stdin.buffer))
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # bad input from the checker side, or an ADK failure: one line
+        return _fail(out, f"{type(exc).__name__}: {exc}")
 
 
 if __name__ == "__main__":

@@ -176,3 +176,19 @@ def test_scores_equal_adk_agent_evaluator(via_bridge, via_api_server):
                     (case["evalId"], metric["name"])
                 compared += 1
     assert compared == 8
+
+
+def test_bridge_reports_an_agent_that_cannot_load(tmp_path):
+    from checker.runners.stdio import StdioRunner
+
+    from .helpers import case, run_one
+
+    folder = tmp_path / "broken_agent"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("from . import agent\n")
+    (folder / "agent.py").write_text("import no_such_module_for_the_agent\n")
+    runner = StdioRunner(f"{shlex.quote(PY)} -m checker.bridges.adk {shlex.quote(str(folder))}",
+                         cwd=REPO)
+    run = run_one(runner, case(), turn_timeout=60)
+    assert run.error.startswith("the agent reported an error in turn 1: cannot load the ADK agent in ")
+    assert "no_such_module_for_the_agent" in run.error
