@@ -35,6 +35,8 @@ from .base import InvocationScore, Metric, RunInput, RunScore, ScoringContext
 
 GOOD = ("supported", "not_applicable")
 BAD = ("unsupported", "contradictory", "disputed")
+# The label shown for a sentence is the commonest on the winning side; ties go to the first here.
+_SHOWN_FIRST = ("contradictory", "disputed", "unsupported", "supported", "not_applicable")
 Label = Literal["supported", "unsupported", "contradictory", "disputed", "not_applicable"]
 
 
@@ -247,7 +249,8 @@ class HallucinationsV1(Metric):
                     decision = vote.decision
                     backing = [a for a in answers if a is not None and decision is not None
                                and (a.label in GOOD) == decision]
-                    label = Counter(a.label for a in backing).most_common(1)[0][0] if backing else None
+                    counts = Counter(a.label for a in backing)
+                    label = min(counts, key=lambda x: (-counts[x], _SHOWN_FIRST.index(x))) if counts else None
                     first = next((a for a in backing if a.label == label), None)
                     entry = {"sentence": clip(sentence, 500), "label": label,
                              "agreement": vote.agreement, "votes": vote.to_json(),

@@ -68,11 +68,12 @@ def test_labels_are_voted_per_sentence(fake, env):
                  labels(["supported", "disputed", "opinion"]))  # 'opinion' is no label: failed
     result = score(METRIC, crit(samples=3), weather_run(), service_for(env))
     # sentence 1: 2 good / 1 bad -> good; 2: 1 good / 2 bad -> bad; 3: sample 3 unreadable,
-    # so 2 good, 0 bad, 1 failed -> good.
+    # so 2 good, 0 bad, 1 failed -> good. The label shown is the commonest on the winning side,
+    # a tie going to the more severe label (disputed before unsupported).
     assert result.score == 2 / 3
     sentences_shown = result.invocations[0].details["steps"][0]["sentences"]
     assert [(s["label"], s["agreement"]) for s in sentences_shown] == [
-        ("supported", "2/3"), ("unsupported", "2/3"), ("not_applicable", "2/3")]
+        ("supported", "2/3"), ("disputed", "2/3"), ("not_applicable", "2/3")]
     assert len(fake.requests) == 4
 
 
