@@ -12,7 +12,7 @@ Known ADK behaviour kept for score equality: an empty reference and an empty res
 from __future__ import annotations
 
 import unicodedata
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from ..models.evalset import content_text
@@ -28,30 +28,58 @@ def _in(ranges: tuple[tuple[int, int], ...], char: str) -> bool:
     return any(lo <= code <= hi for lo, hi in ranges)
 
 
+def _is_mark(char: str) -> bool:
+    return unicodedata.category(char).startswith("M")
+
+
+class _CharMap(dict):
+    """What each character becomes before splitting on whitespace, for ``str.translate``.
+
+    The rule depends on the character alone, so it is computed once per distinct character:
+    a CJK character becomes its own word, a Thai/Lao/Khmer/Myanmar base character starts a
+    new word (its combining marks stay attached), other letters, digits and marks are kept,
+    anything else separates words.
+    """
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        if _in(_CJK_RANGES, char):
+            out = f" {char} "
+        elif _in(_CLUSTER_SCRIPT_RANGES, char):
+            out = char if _is_mark(char) else f" {char}"
+        elif char.isalnum() or _is_mark(char):
+            out = char
+        else:
+            out = " "
+        if len(self) < 200_000:  # bounded, whatever text comes in
+            self[code] = out
+        return out
+
+
+_CHAR_MAP = _CharMap()
+
+
 class UnicodeTokenizer:
     """rouge-score tokenizer interface (``tokenize(text) -> list[str]``)."""
 
     def __init__(self) -> None:
         from rouge_score import tokenizers
 
-        self._ascii = tokenizers.DefaultTokenizer(use_stemmer=True)
+        ascii_tokenizer = tokenizers.DefaultTokenizer(use_stemmer=True)
+
+        # Stemming is the slow part, and words repeat: tokenize each ASCII word once.
+        @lru_cache(maxsize=1 << 16)
+        def ascii_tokens(word: str) -> tuple[str, ...]:
+            return tuple(ascii_tokenizer.tokenize(word))
+
+        self._ascii_tokens = ascii_tokens
 
     def tokenize(self, text: str) -> list[str]:
-        chars: list[str] = []
-        for char in unicodedata.normalize("NFKC", text).lower():
-            if _in(_CJK_RANGES, char):
-                chars += [" ", char, " "]
-            elif _in(_CLUSTER_SCRIPT_RANGES, char):
-                is_mark = unicodedata.category(char).startswith("M")
-                chars += [char] if is_mark else [" ", char]
-            elif char.isalnum() or unicodedata.category(char).startswith("M"):
-                chars.append(char)
-            else:
-                chars.append(" ")
+        words = unicodedata.normalize("NFKC", text).lower().translate(_CHAR_MAP).split()
         tokens: list[str] = []
-        for word in "".join(chars).split():
+        for word in words:
             if word.isascii():
-                tokens.extend(self._ascii.tokenize(word))
+                tokens.extend(self._ascii_tokens(word))
             else:
                 tokens.append(word)
         return tokens

@@ -45,23 +45,33 @@ def calls_match(actual: FunctionCall, expected: FunctionCall, ignore_args: bool)
 
 def trajectory_matches(actual: list[FunctionCall], expected: list[FunctionCall],
                        match_type: MatchType, ignore_args: bool) -> bool:
+    # The comparisons are written out (not calls_match): these loops are the hot path.
     if match_type is MatchType.EXACT:
-        return len(actual) == len(expected) and all(
-            calls_match(a, e, ignore_args) for a, e in zip(actual, expected))
+        if len(actual) != len(expected):
+            return False
+        for call, want in zip(actual, expected):
+            if call.name != want.name or (not ignore_args and call.args != want.args):
+                return False
+        return True
     if not expected:
         return True
     if not actual:
         return False
     if match_type is MatchType.IN_ORDER:
-        want = 0
+        # Is expected a subsequence of actual? Stop as soon as every expected call is seen.
+        pending = iter(expected)
+        want = next(pending)
         for call in actual:
-            if want < len(expected) and calls_match(call, expected[want], ignore_args):
-                want += 1
-        return want == len(expected)
+            if call.name == want.name and (ignore_args or call.args == want.args):
+                want = next(pending, None)
+                if want is None:
+                    return True
+        return False
     unused = list(actual)  # ANY_ORDER; greedy is optimal because matching is equality
     for exp in expected:
+        name, args = exp.name, exp.args
         for i, call in enumerate(unused):
-            if calls_match(call, exp, ignore_args):
+            if call.name == name and (ignore_args or call.args == args):
                 del unused[i]
                 break
         else:
@@ -78,10 +88,6 @@ def first_divergence(actual: list[FunctionCall], expected: list[FunctionCall],
     return None
 
 
-def call_json(call: FunctionCall) -> dict[str, Any]:
-    return {"name": call.name, "args": call.args}
-
-
 class ToolTrajectoryAvgScore(Metric):
     name = "tool_trajectory_avg_score"
     description = "Tool calls match the expected trajectory (EXACT / IN_ORDER / ANY_ORDER), per turn 1 or 0."
@@ -96,11 +102,15 @@ class ToolTrajectoryAvgScore(Metric):
         for actual, expected in pair_invocations(run):
             a, e = tool_calls(actual), tool_calls(expected)
             ok = trajectory_matches(a, e, criterion.match_type, criterion.ignore_args)
-            per_invocation.append(InvocationScore(score=1.0 if ok else 0.0, details={
-                "expected": [call_json(c) for c in e],
-                "actual": [call_json(c) for c in a],
-                "firstDivergence": None if ok else first_divergence(a, e, criterion.ignore_args),
-            }))
+            # Only a mismatch needs explaining: listing the calls of a long trajectory
+            # costs more than matching them.
+            details: dict[str, Any] = {"expectedCount": len(e), "actualCount": len(a),
+                                       "firstDivergence": None}
+            if not ok:
+                details.update(expected=[{"name": c.name, "args": c.args} for c in e],
+                               actual=[{"name": c.name, "args": c.args} for c in a],
+                               firstDivergence=first_divergence(a, e, criterion.ignore_args))
+            per_invocation.append(InvocationScore(score=1.0 if ok else 0.0, details=details))
         score = mean([i.score for i in per_invocation if i.score is not None])
         return RunScore(score=score, invocations=per_invocation,
                         details={"matchType": criterion.match_type.name,

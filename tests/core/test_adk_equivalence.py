@@ -397,6 +397,15 @@ def test_tokenizer_equals_adk_on_any_unicode(text):
     assert UnicodeTokenizer().tokenize(text) == _UnicodeAwareTokenizer(use_stemmer=True).tokenize(text)
 
 
+def test_tokenizer_equals_adk_on_every_character():
+    """Every character of the BMP (lone surrogates included) and every 16th one above it."""
+    ours, adk = UnicodeTokenizer(), _UnicodeAwareTokenizer(use_stemmer=True)
+    codes = [*range(0x10000), *range(0x10000, 0x110000, 16), *range(0xE0100, 0xE01F0)]
+    for start in range(0, len(codes), 8192):
+        text = " ".join(chr(c) for c in codes[start:start + 8192])
+        assert ours.tokenize(text) == adk.tokenize(text), hex(codes[start])
+
+
 # ------------------------------------------------------------------ efficiency metrics
 
 EFFICIENCY = {
