@@ -267,3 +267,17 @@ def test_an_errored_run_fails_the_gate(repo):
     assert res["summary"]["errored"] == 1 and res["passed"] is False
     assert res["evalSets"][0]["cases"][0]["runs"][1] == {
         "run": 2, "status": "error", "error": "timeout", "durationSeconds": None, "stderrTail": None}
+
+
+def test_trajectory_details_explain_only_mismatches():
+    expected = case("c", invocation("q1", "a", [call("f", x=1), call("g")]), invocation("q2", "b", [call("h")]))
+    actual = [invocation("q1", "a", [call("f", x=1), call("g")]), invocation("q2", "b", [call("h", y=2)])]
+    result = score(expected, config({"tool_trajectory_avg_score": 1.0}), runs_of(actual))
+    trajectory = metric(result, "tool_trajectory_avg_score")
+    assert trajectory.score == 0.5
+    assert trajectory.details["invocations"] == [
+        {"score": 1.0, "expectedCount": 2, "actualCount": 2, "firstDivergence": None},
+        {"score": 0.0, "expectedCount": 1, "actualCount": 1, "firstDivergence": 0,
+         "expected": [{"name": "h", "args": {}}], "actual": [{"name": "h", "args": {"y": 2}}]},
+    ]
+    assert (trajectory.details["matchType"], trajectory.details["ignoreArgs"]) == ("EXACT", False)

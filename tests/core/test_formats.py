@@ -503,3 +503,10 @@ def test_migrate_uses_the_initial_session_beside_the_file(repo):
     assert migrated["eval_cases"][0]["session_input"] == SESSION
     assert load_eval_file(repo / "new/sub/weather.evalset.json").eval_set == load_eval_file(
         repo / "old/weather.test.json").eval_set
+
+
+def test_replay_may_hold_runs_of_cases_left_out_by_a_filter(repo):
+    write_json(repo / "e/s.evalset.json", evalset("s", case("a"), case("b")))
+    write_json(repo / "runs.json", replay(("s", "a", 1, [invocation()]), ("s", "b", 1, [invocation(response="no")])))
+    code, res = results_of(repo, "e/s.evalset.json:a")
+    assert code == 0 and [c["evalId"] for c in res["evalSets"][0]["cases"]] == ["a"]
