@@ -71,9 +71,11 @@ def collect_runs(targets: list[EvalTarget], options: RunOptions) -> dict[RunKey,
 def build_context(options: RunOptions) -> ScoringContext:
     from .judges.service import JudgeService  # no SDK import: the client is built on first use
 
-    judge = JudgeService(concurrency=options.judge_concurrency, cache_dir=options.judge_cache)
-    return ScoringContext(services={"judge_concurrency": options.judge_concurrency,
-                                    "judge_cache": options.judge_cache, "judge": judge})
+    services = {"judge_concurrency": options.judge_concurrency, "judge_cache": options.judge_cache}
+    # One judge service per run; its limit ("judge_semaphore") is shared with Vertex AI metrics.
+    services["judge"] = JudgeService(concurrency=options.judge_concurrency,
+                                     cache_dir=options.judge_cache, shared=services)
+    return ScoringContext(services=services)
 
 
 def write_reports(results: Results, options: RunOptions) -> None:

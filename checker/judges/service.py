@@ -73,7 +73,8 @@ class JudgeStats(CallStats):
 class JudgeService:
     def __init__(self, concurrency: int = 8, cache_dir: Path | None = None, *,
                  env: Mapping[str, str] | None = None, retry: RetryPolicy | None = None,
-                 sleep: Callable[[float], Any] = asyncio.sleep):
+                 sleep: Callable[[float], Any] = asyncio.sleep,
+                 shared: dict[str, Any] | None = None):
         if concurrency < 1:
             raise ValueError("judge concurrency must be at least 1")
         self.concurrency = concurrency
@@ -82,6 +83,9 @@ class JudgeService:
         self.stats = JudgeStats()
         self._env = env
         self._sleep = sleep
+        # ScoringContext.services of the run: its "judge_semaphore" is the one limit on judge
+        # calls in flight that every judge-backed metric (Gemini here, Vertex AI) shares.
+        self._shared = shared
         self._clients: dict[str | None, GeminiClient | JudgeConfigError] = {}
         self._limiters: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._memo: dict[str, asyncio.Future[tuple[JudgeReply, bool]]] = {}
@@ -89,6 +93,8 @@ class JudgeService:
     # ------------------------------------------------------------------ plumbing
 
     def _limiter(self) -> asyncio.Semaphore:
+        if self._shared is not None:
+            return self._shared.setdefault("judge_semaphore", asyncio.Semaphore(self.concurrency))
         loop = asyncio.get_running_loop()
         limiter = self._limiters.get(loop)
         if limiter is None:
@@ -190,7 +196,7 @@ def judge_service(context: Any) -> JudgeService:
     service = services.get("judge")
     if service is None:
         service = JudgeService(concurrency=int(services.get("judge_concurrency") or 8),
-                               cache_dir=services.get("judge_cache"))
+                               cache_dir=services.get("judge_cache"), shared=services)
         services["judge"] = service
     return service
 
