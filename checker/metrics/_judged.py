@@ -155,7 +155,26 @@ async def ask_samples(context: ScoringContext, request: Any, count: int,
         except JudgeError as exc:
             return Sample(error=str(exc))
 
-    return list(await asyncio.gather(*(one(i) for i in range(count))))
+    return await gather_all(*(one(i) for i in range(count)))
+
+
+async def gather_all(*awaitables: Any) -> list[Any]:
+    """Like asyncio.gather, but every awaitable finishes before the first error is raised
+    (no orphaned task keeps calling the judge or logs an unretrieved exception)."""
+    results = await asyncio.gather(*awaitables, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return list(results)
+
+
+def failure_reason(failure: dict[str, Any]) -> str:
+    """One line for an error message: why a sample failed and, if any, what the judge said."""
+    text = str(failure.get("error"))
+    if failure.get("reply") is not None:
+        said = " ".join(str(failure["reply"]).split())
+        text += f"; the judge said: {json.dumps(said[:200] + ('...' if len(said) > 200 else ''))}"
+    return text
 
 
 def sample_failures(samples: Sequence[Sample]) -> list[dict[str, Any]]:

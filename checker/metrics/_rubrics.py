@@ -14,7 +14,6 @@ is the share of yes over every (invocation, rubric) verdict, as ``adk eval`` com
 
 from __future__ import annotations
 
-import asyncio
 import unicodedata
 from collections.abc import Callable
 from typing import Any, Literal
@@ -23,7 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..judges.voting import majority
 from ..models.evalset import Invocation, Rubric
-from ._judged import (JudgedCriterion, Sample, ask_samples, build_request, judge_details,
+from ._judged import (JudgedCriterion, Sample, ask_samples, build_request, failure_reason,
+                      gather_all, judge_details,
                       object_schema, read_json_reply, sample_failures, string_schema)
 from .base import InvocationScore, RunInput, RunScore, ScoringContext
 
@@ -173,7 +173,7 @@ async def score_rubrics(criterion: RubricsCriterion, run: RunInput, context: Sco
         request = build_request(criterion, prompt_for(run, i, rubrics), schema)
         return await ask_samples(context, request, count, parser(rubrics))
 
-    all_samples = await asyncio.gather(*(judge(i, r) for i, r in enumerate(rubric_lists)))
+    all_samples = await gather_all(*(judge(i, r) for i, r in enumerate(rubric_lists)))
     per_invocation: list[InvocationScore] = []
     pooled: list[float] = []
     per_rubric: dict[str, list[float]] = {}
@@ -220,7 +220,7 @@ async def score_rubrics(criterion: RubricsCriterion, run: RunInput, context: Sco
     if undecided:
         reasons = []
         for inv in per_invocation:
-            reasons += [f["error"] for f in inv.details.get("failedSamples", [])]
+            reasons += [failure_reason(f) for f in inv.details.get("failedSamples", [])]
         why = f" ({reasons[0]})" if reasons else ""
         return RunScore(error="judge failed: " + "; ".join(undecided) + why,
                         invocations=per_invocation, details=details)

@@ -11,7 +11,6 @@ invocation when the others decide it (see checker/judges/voting.py).
 
 from __future__ import annotations
 
-import asyncio
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
@@ -19,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from ..judges.voting import majority
 from ..models.evalset import content_text
 from ._judged import (DATA_NOTE, JudgedCriterion, ask_samples, build_request, clip, data_block,
+                      failure_reason, gather_all,
                       judge_details, object_schema, read_json_reply, response_text, sample_failures,
                       string_schema)
 from .base import InvocationScore, Metric, RunInput, RunScore, ScoringContext
@@ -102,7 +102,7 @@ class FinalResponseMatchV2(Metric):
             reference = content_text(expected.final_response)
             prompt = build_prompt(content_text(actual.user_content), response, reference)
             requests.append((response, reference, build_request(criterion, prompt, SCHEMA)))
-        all_samples = await asyncio.gather(*(ask_samples(context, req, samples_per_item, parse)
+        all_samples = await gather_all(*(ask_samples(context, req, samples_per_item, parse)
                                              for _, _, req in requests))
         for n, ((response, reference, _), samples) in enumerate(zip(requests, all_samples), 1):
             vote = majority([None if s.error else s.value.verdict == "valid" for s in samples])
@@ -117,7 +117,7 @@ class FinalResponseMatchV2(Metric):
             if failures:
                 details["failedSamples"] = failures
             if decision is None:
-                undecided.append(f"invocation {n}: {vote.agreement} ({failures[0]['error']})")
+                undecided.append(f"invocation {n}: {vote.agreement} ({failure_reason(failures[0])})")
             per_invocation.append(InvocationScore(
                 score=None if decision is None else float(decision), details=details))
         decided = [i.score for i in per_invocation if i.score is not None]

@@ -18,7 +18,6 @@ tool calls there).
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from typing import Any, Literal
 
@@ -28,6 +27,7 @@ from ..judges.voting import majority
 from ..models.evalset import (Invocation, InvocationEvents, content_text, intermediate_texts,
                               tool_calls, tool_responses)
 from ._judged import (DATA_NOTE, JudgedCriterion, Sample, app_details_of, ask_samples,
+                      failure_reason, gather_all,
                       build_request, clip, data_block, developer_instructions, grounding_metadata,
                       judge_details, object_schema, pair_tool_steps, read_json_reply,
                       sample_failures, string_schema, tool_declarations)
@@ -225,7 +225,7 @@ class HallucinationsV1(Metric):
                     context: ScoringContext) -> RunScore:
         plan = [[_Step(item) for item in texts_to_check(
                     inv, criterion.evaluate_intermediate_nl_responses)] for inv in run.actual]
-        await asyncio.gather(*(self._check(criterion, run, i, step, context)
+        await gather_all(*(self._check(criterion, run, i, step, context)
                                for i, steps in enumerate(plan) for step in steps))
         per_invocation: list[InvocationScore] = []
         undecided: list[str] = []
@@ -238,8 +238,8 @@ class HallucinationsV1(Metric):
                     shown["author"] = step.item["author"]
                 if step.segment_error is not None:
                     shown["segmentationFailed"] = step.segment_error.failure_json()
-                    undecided.append(f"invocation {n}: splitting the {step.item['kind']} "
-                                     f"response failed ({step.segment_error.error})")
+                    undecided.append(f"invocation {n}: splitting the {step.item['kind']} response "
+                                     f"failed ({failure_reason(shown['segmentationFailed'])})")
                     shown_steps.append(shown)
                     continue
                 sentences = []
@@ -280,7 +280,7 @@ class HallucinationsV1(Metric):
                    "sentences": sum(i.details["sentences"] for i in per_invocation),
                    "unsupportedSentences": sum(len(i.details["unsupported"]) for i in per_invocation)}
         if undecided:
-            reasons = [f["error"] for inv in per_invocation for st in inv.details["steps"]
+            reasons = [failure_reason(f) for inv in per_invocation for st in inv.details["steps"]
                        for f in st.get("failedSamples", [])]
             return RunScore(error="judge failed: " + "; ".join(undecided[:5])
                             + (f" (+{len(undecided) - 5} more)" if len(undecided) > 5 else "")

@@ -166,12 +166,11 @@ def test_no_reference_is_not_evaluated_and_length_mismatch_is_an_error(fake, env
 
 
 def test_missing_credentials_make_the_metric_fail_with_the_variables_to_set(fake):
-    from checker.metrics.base import RunScore  # noqa: F401 - documents the type
     import asyncio
 
+    from checker.config import build_config
     from checker.metrics.base import ScoringContext
     from checker.scoring import score_run
-    from checker.config import build_config
 
     config = build_config({"criteria": {METRIC: criterion()}}, None, "test_config.json")
     service = service_for({})

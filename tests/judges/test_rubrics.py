@@ -135,6 +135,7 @@ def test_unreadable_answers_from_every_sample_make_an_error(fake, env):
     assert result.score is None
     assert result.error.startswith("judge failed: invocation 1, rubric 'r1': undecided: 0 for, "
                                    "0 against, 2 failed (unreadable judge answer")
+    assert result.error.endswith('the judge said: "Verdict: yes")')
     assert result.invocations[0].details["failedSamples"][0]["reply"] == "Verdict: yes"
 
 
