@@ -112,7 +112,8 @@ class FinalResponseMatchV2(Metric):
             details = {"verdict": None if decision is None else ("valid" if decision else "invalid"),
                        "agreement": vote.agreement, "votes": vote.to_json(),
                        "rationale": winner[0] if winner else None,
-                       "response": clip(response), "reference": clip(reference)}
+                       # the keys response_match_score uses, so reports show both texts
+                       "actual": clip(response), "expected": clip(reference)}
             failures = sample_failures(samples)
             if failures:
                 details["failedSamples"] = failures
