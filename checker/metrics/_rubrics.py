@@ -53,6 +53,11 @@ def effective_rubrics(criterion: RubricsCriterion, run: RunInput, index: int,
                         [r for r in run.expected[index].rubrics or [] if _applies(r, rubric_type)]))
     sources.append((f"invocation {index + 1} of the run",
                     [r for r in run.actual[index].rubrics or [] if _applies(r, rubric_type)]))
+    return merge_rubrics(sources)
+
+
+def merge_rubrics(sources: list[tuple[str, list[Rubric]]]) -> list[Rubric]:
+    """The rubrics of ``(where, rubrics)`` sources in order; an id reused with other text is an error."""
     chosen: dict[str, tuple[str, Rubric]] = {}
     for where, rubrics in sources:
         for rubric in rubrics:
@@ -183,49 +188,67 @@ async def score_rubrics(criterion: RubricsCriterion, run: RunInput, context: Sco
             per_invocation.append(InvocationScore(details={"rubrics": [],
                                                            "note": "no rubrics apply"}))
             continue
-        verdicts = []
-        for rubric in rubrics:
-            answers = [None if s.error else s.value.get(rubric.rubric_id) for s in samples]
-            vote = majority([None if a is None else a.verdict == "yes" for a in answers])
-            decision = vote.decision
-            backing = [a for a in answers if a is not None and decision is not None
-                       and (a.verdict == "yes") == decision]
-            entry: dict[str, Any] = {
-                "rubricId": rubric.rubric_id, "property": _text(rubric),
-                "verdict": None if decision is None else ("yes" if decision else "no"),
-                "score": None if decision is None else float(decision),
-                "agreement": vote.agreement, "votes": vote.to_json(),
-                "rationale": backing[0].rationale if backing else None}
-            if with_evidence:
-                entry["evidence"] = backing[0].evidence if backing else None
-            missing = sum(1 for s, a in zip(samples, answers) if s.error is None and a is None)
-            if missing:
-                entry["missingInSamples"] = missing
-            verdicts.append(entry)
-            if decision is None:
-                undecided.append(f"invocation {n}, rubric '{rubric.rubric_id}': {vote.agreement}")
+        verdicts = vote_rubrics(rubrics, samples, with_evidence)
+        for entry in verdicts:
+            if entry["score"] is None:
+                undecided.append(f"invocation {n}, rubric '{entry['rubricId']}': {entry['agreement']}")
             else:
-                pooled.append(float(decision))
-                per_rubric.setdefault(rubric.rubric_id, []).append(float(decision))
-        scores = [v["score"] for v in verdicts if v["score"] is not None]
-        details: dict[str, Any] = {"rubrics": verdicts}
-        failures = sample_failures(samples)
-        if failures:
-            details["failedSamples"] = failures
-        per_invocation.append(InvocationScore(
-            score=sum(scores) / len(scores) if scores and len(scores) == len(verdicts) else None,
-            details=details))
+                pooled.append(entry["score"])
+                per_rubric.setdefault(entry["rubricId"], []).append(entry["score"])
+        per_invocation.append(InvocationScore(score=verdicts_score(verdicts),
+                                              details=verdict_details(verdicts, samples)))
     details = {**judge_details(criterion),
                "rubricScores": {rid: sum(v) / len(v) for rid, v in per_rubric.items()}}
     if undecided:
-        reasons = []
-        for inv in per_invocation:
-            reasons += [failure_reason(f) for f in inv.details.get("failedSamples", [])]
-        why = f" ({reasons[0]})" if reasons else ""
+        why = first_failure(*(inv.details for inv in per_invocation))
         return RunScore(error="judge failed: " + "; ".join(undecided) + why,
                         invocations=per_invocation, details=details)
     return RunScore(score=sum(pooled) / len(pooled) if pooled else None,
                     invocations=per_invocation, details=details)
+
+
+def vote_rubrics(rubrics: list[Rubric], samples: list[Sample],
+                 with_evidence: bool) -> list[dict[str, Any]]:
+    """One majority vote per rubric over the samples; a rubric an answer left out is a failed vote."""
+    verdicts = []
+    for rubric in rubrics:
+        answers = [None if s.error else s.value.get(rubric.rubric_id) for s in samples]
+        vote = majority([None if a is None else a.verdict == "yes" for a in answers])
+        decision = vote.decision
+        backing = [a for a in answers if a is not None and decision is not None
+                   and (a.verdict == "yes") == decision]
+        entry: dict[str, Any] = {
+            "rubricId": rubric.rubric_id, "property": _text(rubric),
+            "verdict": None if decision is None else ("yes" if decision else "no"),
+            "score": None if decision is None else float(decision),
+            "agreement": vote.agreement, "votes": vote.to_json(),
+            "rationale": backing[0].rationale if backing else None}
+        if with_evidence:
+            entry["evidence"] = backing[0].evidence if backing else None
+        missing = sum(1 for s, a in zip(samples, answers) if s.error is None and a is None)
+        if missing:
+            entry["missingInSamples"] = missing
+        verdicts.append(entry)
+    return verdicts
+
+
+def verdicts_score(verdicts: list[dict[str, Any]]) -> float | None:
+    """Share of yes, or None while any rubric is undecided."""
+    scores = [v["score"] for v in verdicts if v["score"] is not None]
+    return sum(scores) / len(scores) if scores and len(scores) == len(verdicts) else None
+
+
+def verdict_details(verdicts: list[dict[str, Any]], samples: list[Sample]) -> dict[str, Any]:
+    details: dict[str, Any] = {"rubrics": verdicts}
+    failures = sample_failures(samples)
+    if failures:
+        details["failedSamples"] = failures
+    return details
+
+
+def first_failure(*details: dict[str, Any]) -> str:
+    reasons = [failure_reason(f) for d in details for f in d.get("failedSamples", [])]
+    return f" ({reasons[0]})" if reasons else ""
 
 
 def step_inputs(invocation: Invocation) -> Any:

@@ -174,3 +174,42 @@ def test_final_response_prompt_has_instructions_tools_and_answer(fake, env):
     assert data["available_tools"] == {"root": [{"name": "weather"}]}
     assert data["final_answer"] == "Sunny."
     assert data["tool_calls_and_responses"] == "No tool was called."
+
+
+TRAJECTORY = "rubric_based_multi_turn_trajectory_quality_v1"
+
+
+def test_multi_turn_trajectory_judges_the_whole_conversation_once(fake, env):
+    events = {"invocation_events": [
+        {"author": "planner", "content": {"parts": [{"text": "Handing over to the booker."}]}},
+        {"author": "booker", "content": {"parts": [{"function_call": {"name": "book", "args": {"n": 2}}}]}},
+        {"author": "booker", "content": {"parts": [{"function_response": {"name": "book",
+                                                                          "response": {"ok": True}}}]}}]}
+    details = {"agent_details": {"booker": {"name": "booker", "instructions": "Book tables.",
+                                            "tool_declarations": [{"function_declarations": [
+                                                {"name": "book", "description": "Books"}]}]}}}
+    actual = [invocation("Book for two", "Booked.", intermediate_data=events, app_details=details),
+              invocation("Thanks", "You're welcome.",
+                         rubrics=[rubric("t2", "Closes politely.", "TRAJECTORY_QUALITY"),
+                                  rubric("f", "Final answer is short.", "FINAL_RESPONSE_QUALITY")])]
+    case_rubrics = [rubric("deleg", "Delegates booking to the booker."),
+                    rubric("other", "Uses the right tool.", "TOOL_USE_QUALITY")]
+    fake.on("Handing over", rubric_verdicts({"deleg": True, "t2": False}),
+            rubric_verdicts({"deleg": True, "t2": True}), rubric_verdicts({"deleg": False, "t2": False}))
+    result = score(TRAJECTORY, crit(samples=3), run_input(actual, rubrics=case_rubrics),
+                   service_for(env))
+    assert len(fake.requests) == 3  # one request per sample for the whole conversation
+    assert result.score == 0.5
+    assert result.details["rubricScores"] == {"deleg": 1.0, "t2": 0.0}
+    assert [i.score for i in result.invocations] == [None, 0.5]
+    prompt = fake.requests[0].prompt
+    start = prompt.index("<<<INPUT_JSON\n") + len("<<<INPUT_JSON\n")
+    data = json.loads(prompt[start:prompt.index("\nINPUT_JSON>>>")])
+    assert [p["rubric_id"] for p in data["properties"]] == ["deleg", "t2"]
+    assert data["agent_tools"] == {"booker": [{"function_declarations": [
+        {"name": "book", "description": "Books"}]}]}
+    assert [t["user"] for t in data["conversation"]] == ["Book for two", "Thanks"]
+    assert data["conversation"][0]["steps"] == [
+        {"author": "planner", "text": "Handing over to the booker."},
+        {"author": "booker", "tool_call": {"name": "book", "args": {"n": 2}}},
+        {"author": "booker", "tool_output": {"name": "book", "response": {"ok": True}}}]
