@@ -153,12 +153,6 @@ class CallStats:
     retry_delays: list[float] = field(default_factory=list)
 
 
-class _Retryable(Exception):
-    def __init__(self, reason: str, server_delay: float | None = None):
-        super().__init__(reason)
-        self.server_delay = server_delay
-
-
 def _retry_after(exc: Any) -> float | None:
     """Seconds the server asked us to wait: ``Retry-After`` header, else google.rpc.RetryInfo."""
     response = getattr(exc, "response", None)

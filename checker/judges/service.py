@@ -165,6 +165,9 @@ class JudgeService:
                 del self._memo[key]  # a later identical request may try again
             raise
         try:
+            if not reply.text.strip():
+                raise UnreadableReply("the judge returned no text (finish reason: "
+                                      f"{reply.finish_reason or 'none given'})", reply.text)
             value = parse(reply.text)
         except UnreadableReply:
             if self._memo.get(key) is future:

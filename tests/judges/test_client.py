@@ -188,22 +188,21 @@ def test_retry_options_in_judge_model_config_override_the_defaults(fake, env):
 # ---------------------------------------------------------------- answers
 
 
-def test_empty_reply_reaches_the_parser_with_its_text(fake, env):
+def test_empty_reply_is_unreadable_with_its_finish_reason(fake, env):
     fake.on("question one", empty_reply())
     service = service_for(env)
-
-    def parse(text: str) -> str:
-        raise UnreadableReply("empty", text)
+    parsed = []
 
     async def go():
         try:
-            await service.sample(request(), 0, parse)
+            await service.sample(request(), 0, parsed.append)
         finally:
             await service.aclose()
 
     with pytest.raises(UnreadableReply) as err:
         asyncio.run(go())
-    assert err.value.reply == ""
+    assert (err.value.reason, err.value.reply) == ("the judge returned no text (finish reason: SAFETY)", "")
+    assert parsed == []
 
 
 def test_malformed_http_body_is_a_judge_error(fake, env):

@@ -134,7 +134,7 @@ def test_wrong_label_and_empty_reply_are_failed_samples(fake, env):
     result = score(METRIC, criterion(samples=2), weather_run(), service_for(env))
     assert result.score is None
     errors = sorted(f["error"] for f in result.invocations[0].details["failedSamples"])
-    assert errors[0] == "the judge returned an empty answer"
+    assert errors[0] == "the judge returned no text (finish reason: SAFETY)"
     assert errors[1].startswith("unreadable judge answer (verdict: Input should be 'valid' or 'invalid'")
 
 
