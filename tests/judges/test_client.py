@@ -168,9 +168,9 @@ def test_client_errors_are_not_retried(fake, env):
 
 
 def test_slow_replies_time_out_and_are_retried(fake, env):
-    fake.on("question one", json_reply({"answer": "late"}, delay=1.5), json_reply({"answer": "on time"}))
+    fake.on("question one", json_reply({"answer": "late"}, delay=2.0), json_reply({"answer": "on time"}))
     service = service_for(env, retry=RetryPolicy(attempts=3, initial_delay=0.01, jitter=0.0,
-                                                 timeout=0.3))
+                                                 timeout=0.6))
     assert ask(service, request()) == '{"answer": "on time"}'
     assert (service.stats.calls, service.stats.retries) == (2, 1)
 
@@ -218,7 +218,7 @@ def test_malformed_http_body_is_a_judge_error(fake, env):
 
 
 def test_one_concurrency_limit_across_all_callers(fake, env):
-    fake.on("q", json_reply({"answer": "x"}, delay=0.05))
+    fake.on("q", json_reply({"answer": "x"}, delay=0.1))
     service = service_for(env, concurrency=3)
     requests = [request(f"q{i}") for i in range(12)]
 
