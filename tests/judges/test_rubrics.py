@@ -213,3 +213,19 @@ def test_multi_turn_trajectory_judges_the_whole_conversation_once(fake, env):
         {"author": "planner", "text": "Handing over to the booker."},
         {"author": "booker", "tool_call": {"name": "book", "args": {"n": 2}}},
         {"author": "booker", "tool_output": {"name": "book", "response": {"ok": True}}}]
+
+
+def test_final_response_quality_honours_include_intermediate_responses_in_final(fake, env):
+    data = {"tool_uses": [], "tool_responses": [],
+            "intermediate_responses": [["helper", [{"text": "The price is 5 EUR."}]]]}
+    run = run_input([invocation("Price?", "Anything else?", intermediate_data=data)])
+    fake.on(lambda p: "The price is 5 EUR" in p, rubric_verdicts({"price": True}))
+    fake.on("Anything else?", rubric_verdicts({"price": False}))
+    rubrics = [rubric("price", "States the price.")]
+    assert score(FINAL, crit(rubrics=rubrics), run, service_for(env)).score == 0.0
+    on = crit(rubrics=rubrics, include_intermediate_responses_in_final=True)
+    assert score(FINAL, on, run, service_for(env)).score == 1.0
+    prompt = fake.requests[-1].prompt
+    start = prompt.index("<<<INPUT_JSON\n") + len("<<<INPUT_JSON\n")
+    final = json.loads(prompt[start:prompt.index("\nINPUT_JSON>>>")])["final_answer"]
+    assert final == "The price is 5 EUR.\nAnything else?"
