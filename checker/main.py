@@ -114,7 +114,7 @@ def execute(options: RunOptions) -> bool:
     for line in failure_lines(results):
         click.echo(log_safe(line))
     if judge.stats.used():
-        click.echo(judge.stats.line())
+        click.echo(log_safe(judge.line()))
     click.echo(summary_line(results))
     return results.passed
 

@@ -183,6 +183,13 @@ class JudgeService:
                 await client.aclose()
         self._clients.clear()
 
+    def line(self) -> str:
+        """The terminal line: ``judge: 12 calls, 30 cache hits, 4,512 tokens``."""
+        text = self.stats.line()
+        if self.cache is not None and self.cache.write_error:
+            text += f" (judge cache not written: {self.cache.write_error})"
+        return text
+
     def metadata(self) -> dict[str, Any]:
         data = self.stats.as_metadata()
         data["concurrency"] = self.concurrency

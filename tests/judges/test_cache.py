@@ -84,3 +84,15 @@ def test_same_metric_twice_with_cache_makes_no_calls_and_identical_results(fake,
     assert second_service.stats.cache_hits == 3
     assert first == second
     assert first.invocations[0].details["agreement"] == "2/3"
+
+
+def test_unwritable_cache_is_said_on_the_judge_line(fake, env, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    fake.on("Sunny", verdict(True))
+    run = run_input([invocation("Weather?", "Sunny.")], [invocation("Weather?", "It is sunny.")])
+    service = service_for(env, cache_dir=blocker)
+    score("final_response_match_v2", {"threshold": 0.5, "judge_model_options": {"num_samples": 1}},
+          run, service)
+    assert service.line().startswith("judge: 1 call, 0 cache hits, 120 tokens (judge cache not written: ")
+    assert "cacheWriteError" in service.metadata()
