@@ -115,10 +115,6 @@ class JudgeService:
             raise found
         return found
 
-    def check_available(self, base_url: str | None = None) -> None:
-        """Raise JudgeConfigError now if judge calls cannot work (credentials, SDK)."""
-        self._client(base_url)
-
     async def _ask(self, request: JudgeRequest, key: str) -> tuple[JudgeReply, bool]:
         """(reply, came from the network)."""
         if self.cache is not None:
