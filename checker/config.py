@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -136,7 +136,37 @@ def build_config(raw: Any, path: Path | None, display: str | None) -> EvalConfig
     for name in EFFICIENCY_METRICS:
         if name not in parsed.criteria and name in known:
             metrics.append(ConfiguredMetric(name, known[name], None, None, True))
-    return EvalConfig(path, display, tuple(metrics), parsed.user_simulator_config)
+    simulator = _share_stop_signal(metrics, parsed.user_simulator_config, shown)
+    return EvalConfig(path, display, tuple(metrics), simulator)
+
+
+def _share_stop_signal(metrics: list[ConfiguredMetric], simulator: UserSimulatorConfig | None,
+                       shown: str) -> UserSimulatorConfig | None:
+    """One stop signal for the user simulator and every criterion with a ``stop_signal``
+    (per_turn_user_simulator_quality_v1): the one given, in either place; two different
+    ones are bad input. ``metrics`` is updated in place."""
+    given = simulator.stop_signal if simulator and "stop_signal" in simulator.model_fields_set else None
+    for configured in metrics:
+        own = getattr(configured.criterion, "stop_signal", None)
+        if own is None:
+            continue
+        if given is not None and own != given:
+            raise InputError(
+                f"stop_signal {own!r} differs from user_simulator_config.stop_signal {given!r}",
+                file=shown, path=f"$.criteria.{configured.name}.stop_signal",
+                fix="the simulated user and the metric must share one stop signal: remove "
+                    "this stop_signal or give both the same value")
+        given = own
+    shared = given if given is not None else (simulator.stop_signal if simulator
+                                              else UserSimulatorConfig().stop_signal)
+    for i, configured in enumerate(metrics):
+        if hasattr(configured.criterion, "stop_signal") and configured.criterion.stop_signal is None:
+            metrics[i] = replace(configured, criterion=configured.criterion.model_copy(
+                update={"stop_signal": shared}))
+    if given is None or (simulator is not None and simulator.stop_signal == given):
+        return simulator
+    base = simulator or UserSimulatorConfig()
+    return base.model_copy(update={"stop_signal": given})
 
 
 class _CustomCriterion(Criterion):
