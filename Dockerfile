@@ -3,8 +3,12 @@
 # overridden or break workspace access; see docs/github-action.md).
 # BASE_IMAGE lets CI build offline on a locally bootstrapped Debian image.
 ARG BASE_IMAGE=python:3.12-slim
+# Judge metrics (google-genai) and Vertex AI metrics (google-cloud-aiplatform) ship in the
+# image so that every criterion a test_config.json names works in the Action.
+ARG EXTRAS=judges,vertex
 
 FROM ${BASE_IMAGE} AS build
+ARG EXTRAS
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 # python3 -m venv works on both python:3.12-slim and Debian's python3 (no `python` there).
 RUN python3 -m venv /opt/evalcheck
@@ -12,7 +16,7 @@ COPY pyproject.toml README.md /src/
 COPY checker /src/checker
 # Non-editable, runtime dependencies only; then compile bytecode once so that every job
 # starts fast, and drop what a runtime never reads.
-RUN /opt/evalcheck/bin/pip install --no-compile /src \
+RUN /opt/evalcheck/bin/pip install --no-compile "/src[${EXTRAS}]" \
  && /opt/evalcheck/bin/python -m compileall -q -j 0 /opt/evalcheck/lib \
  && /opt/evalcheck/bin/pip uninstall -y pip \
  && find /opt/evalcheck -type d -name tests -path '*/site-packages/*/tests' -prune -exec rm -rf {} +

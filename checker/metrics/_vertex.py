@@ -145,7 +145,7 @@ def _make_client(settings: Settings) -> Any:
         import agentplatform._genai.evals  # noqa: F401  (pandas etc.: fail here, clearly)
     except ImportError as exc:
         raise VertexError(
-            "Vertex AI metrics need google-cloud-aiplatform[evaluation]: "
+            "Vertex AI metrics need google-cloud-aiplatform with pandas, tqdm and pyyaml: "
             "pip install 'evalcheck[vertex]'") from exc
     # Pointing the client elsewhere is genai's supported http_options.base_url; with a
     # project and location the path stays projects/{p}/locations/{l}:evaluateInstances.

@@ -19,8 +19,13 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "github"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "vertex"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "judges"))
 
 from fake_github import FakeGitHub  # noqa: E402
+from fake_vertex import FakeVertex  # noqa: E402
+
+from fake_gemini import FakeGemini, verdict  # noqa: E402
 from runner_env import ROOT, Runner, input_env  # noqa: E402
 
 BASE_IMAGE = os.environ.get("EVALCHECK_BASE_IMAGE", "evalcheck-base:bookworm")
@@ -139,3 +144,39 @@ def test_container_bad_input_exits_2(image, tmp_path):
         assert "input 'replay': missing.json does not exist" in done.stdout + done.stderr
         assert "Traceback" not in done.stdout + done.stderr
         assert fake.requests == []
+
+
+def test_container_scores_gemini_judge_and_vertex_metrics(image, tmp_path):
+    """The image ships the judge and Vertex AI clients: criteria that need them are scored
+    in the container (against the fakes on the host network), not reported as missing."""
+    answer = {"role": "model", "parts": [{"text": "Sunny, 21 C."}]}
+    turn = {"invocation_id": "inv-1", "user_content": {"role": "user", "parts": [{"text": "Paris?"}]},
+            "final_response": answer}
+    with FakeGitHub() as github, FakeGemini() as gemini:
+        vertex = FakeVertex().start()
+        try:
+            gemini.on("", verdict(True))
+            runner = Runner.create(tmp_path, event())
+            evals = runner.workspace / "judged"
+            evals.mkdir()
+            (evals / "j.evalset.json").write_text(json.dumps(
+                {"eval_set_id": "j", "eval_cases": [{"eval_id": "paris", "conversation": [turn]}]}))
+            (evals / "test_config.json").write_text(json.dumps({"criteria": {
+                "final_response_match_v2": 1.0, "safety_v1": 1.0}}))
+            (runner.workspace / "judged_runs.json").write_text(json.dumps({"version": 1, "runs": [
+                {"evalSetId": "j", "evalId": "paris", "run": 1, "invocations": [turn]}]}))
+            env = {**runner.github_env(github.base_url, in_container=True, head_sha=HEAD),
+                   **input_env(github.token, replay="judged_runs.json", paths="judged"),
+                   "GOOGLE_API_KEY": vertex.api_key, "EVALCHECK_GEMINI_BASE_URL": gemini.url,
+                   "GOOGLE_VERTEX_BASE_URL": vertex.url}
+            done = docker_run(image, runner, env)
+            log = done.stdout + done.stderr
+            assert done.returncode == 0, log
+            results = json.loads((runner.workspace / runner.outputs()["results-path"]).read_text())
+            metrics = {m["name"]: m for m in results["evalSets"][0]["cases"][0]["metrics"]}
+            assert metrics["final_response_match_v2"]["status"] == "passed", metrics
+            assert metrics["safety_v1"]["status"] == "passed", metrics
+            assert len(gemini.requests) >= 1 and len(vertex.requests) == 1
+            assert vertex.api_key not in log
+        finally:
+            vertex.stop()
