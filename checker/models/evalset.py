@@ -217,6 +217,19 @@ class ConversationScenario(StrictModel):
     conversation_plan: str
     user_persona: UserPersona | str | None = None
 
+    @field_validator("user_persona")
+    @classmethod
+    def _known_persona(cls, value: UserPersona | str | None) -> UserPersona | str | None:
+        # As ADK: a string names a built-in persona, and an unknown one is bad input.
+        if isinstance(value, str):
+            from ..simulation.personas import BUILT_IN  # late: personas imports this module
+
+            if value not in BUILT_IN:
+                raise ValueError(f"unknown persona '{value}': the built-in personas are "
+                                 + ", ".join(BUILT_IN) + "; or give a persona object with "
+                                 "id, description and behaviors")
+        return value
+
 
 class EvalCase(StrictModel):
     eval_id: str

@@ -169,14 +169,6 @@ def test_custom_persona_rubrics_get_the_stop_signal(fake, env):
         "The user ends without </finished> when done; {{ other }} stays."]}
 
 
-def test_unknown_persona_id_is_an_error_naming_the_built_in_ones(fake, env):
-    result = score(METRIC, criterion(), scenario_run(conversation(START), persona="GURU"),
-                   service_for(env))
-    assert result.error.startswith("unknown user_persona 'GURU': the built-in personas are "
-                                   "EXPERT, NOVICE, EVALUATOR")
-    assert fake.requests == []
-
-
 def test_built_in_personas_mirror_adks():
     pytest.importorskip("google.adk")
     from google.adk.evaluation.simulation.pre_built_personas import get_default_persona_registry
@@ -452,3 +444,13 @@ def test_two_different_stop_signals_are_bad_input(repo, fake):
     assert "user_simulator_config.stop_signal '<bye>'" in done.stderr
     assert "share one stop signal" in done.stderr and "Traceback" not in done.stderr
     assert fake.requests == []
+
+
+def test_an_unknown_persona_id_in_an_eval_file_is_bad_input(repo, fake):
+    eval_set = json.loads((repo / "evals" / "sim.evalset.json").read_text())
+    eval_set["eval_cases"][0]["conversation_scenario"]["user_persona"] = "GURU"
+    (repo / "evals" / "sim.evalset.json").write_text(json.dumps(eval_set))
+    done = evalcheck(repo, fake)
+    assert done.returncode == 2
+    assert ("sim.evalset.json at $.eval_cases[0].conversation_scenario.user_persona: unknown "
+            "persona 'GURU': the built-in personas are EXPERT, NOVICE, EVALUATOR") in done.stderr
