@@ -51,6 +51,19 @@ def _worst_run_details(scores: list[tuple[int, RunScore]], higher_is_better: boo
     return details
 
 
+def _errored_run_details(scores: list[tuple[int, RunScore]]) -> dict[str, Any]:
+    """Details of the first errored run that kept any (e.g. the verdicts a judge did give
+    and the answers it could not read), else of the worst scored run: what a reader needs
+    to see why the metric could not be computed."""
+    for run_no, s in scores:
+        if s.error and (s.details or s.invocations):
+            details = dict(s.details)
+            details["worstRun"] = run_no
+            details["invocations"] = [{"score": i.score, **i.details} for i in s.invocations]
+            return details
+    return _worst_run_details(scores, True)
+
+
 def _average_details(scores: list[RunScore]) -> dict[str, Any]:
     keys = {k for s in scores for k, v in s.details.items() if isinstance(v, (int, float))}
     out: dict[str, Any] = {}
@@ -73,7 +86,7 @@ def aggregate_metric(configured: ConfiguredMetric, scores: list[tuple[int, RunSc
     if errors:
         return MetricResult(name=configured.name, threshold=configured.threshold, score=score,
                             status="error", runs=run_scores, error="; ".join(errors),
-                            details=_worst_run_details(done, True))
+                            details=_errored_run_details(done))
     if score is None:
         reasons = sorted({s.not_evaluated_reason for _, s in done if s.not_evaluated_reason})
         reason = "; ".join(reasons) or ("no run of the agent succeeded" if not done
@@ -98,14 +111,18 @@ def case_status(runs: list[RunResult], metrics: list[MetricResult]) -> str:
 
 
 def _run_status(run: RecordedRun, per_metric: list[tuple[ConfiguredMetric, RunScore | None]]) -> str:
+    """The agent run's verdict: ``error`` only when the agent failed.
+
+    A metric that could not be computed on this run (a judge outage, a metric bug) is that
+    metric's error, and its case's (CONTRACT section 4); the run is judged on the metrics
+    that could be computed, so reports never blame the agent for a broken judge.
+    """
     if run.error is not None:
         return "error"
     verdicts = []
     for configured, score in per_metric:
-        if configured.informational or score is None:
+        if configured.informational or score is None or score.error:
             continue
-        if score.error:
-            return "error"
         if score.score is not None and configured.threshold is not None:
             verdicts.append(score.score >= configured.threshold)
     if not verdicts:

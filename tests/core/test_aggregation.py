@@ -17,7 +17,7 @@ from google.adk.evaluation.eval_metrics import EvalMetric
 from google.adk.evaluation.final_response_match_v1 import RougeEvaluator
 
 from checker.config import ConfiguredMetric, EvalConfig, build_config
-from checker.metrics.base import Metric, RunInput, RunScore, ScoringContext
+from checker.metrics.base import InvocationScore, Metric, RunInput, RunScore, ScoringContext
 from checker.models.evalset import EvalCase
 from checker.models.records import RecordedRun
 from checker.models.results import EvalSetResult
@@ -174,10 +174,71 @@ def test_a_raising_metric_is_an_error_that_fails_the_case():
     assert raising.error == "run 2: RuntimeError: judge unavailable"
     assert raising.runs == [1.0, None]
     assert metric(result, "tool_trajectory_avg_score").status == "passed"
-    assert [r.status for r in result.runs] == ["passed", "error"]
+    # The agent ran fine both times: the broken metric is the metric's error and the case's,
+    # never the run's (reports would otherwise say the agent failed).
+    assert [(r.status, r.error) for r in result.runs] == [("passed", None), ("passed", None)]
     assert result.status == "error"
     results = [EvalSetResult(eval_set_id="s", path="s.evalset.json", cases=[result])]
     assert summarize(results).errored == 1 and summarize(results).passed == 0
+
+
+class JudgeDown(Metric):
+    """A judge metric whose judge answers run 1 but not run 2, keeping what it did get."""
+
+    name = "test_judge_down"
+
+    def score(self, criterion: Any, run: RunInput, context: ScoringContext) -> RunScore:
+        if run.run == 2:
+            return RunScore(error="judge failed: invocation 1: undecided",
+                            invocations=[InvocationScore(details={"verdict": None, "failedSamples": [
+                                {"error": "HTTP 503"}]})], details={"judgeModel": "gemini-x"})
+        return RunScore(score=0.0, invocations=[InvocationScore(score=0.0, details={"verdict": "invalid"})],
+                        details={"judgeModel": "gemini-x"})
+
+
+def test_a_metric_error_is_judged_on_the_other_metrics_of_the_run():
+    result = score(EXPECTED, config({"tool_trajectory_avg_score": 1.0}, configured(JudgeDown, 0.5)),
+                   runs_of([RIGHT], [WRONG]))
+    # run 1: the judge said 0.0 < 0.5, so the run failed; run 2: the judge is down, and the
+    # trajectory (0.0) alone decides it
+    assert [r.status for r in result.runs] == ["failed", "failed"]
+    judge = metric(result, "test_judge_down")
+    assert (judge.status, judge.runs) == ("error", [0.0, None])
+    # the report shows the errored run: what the judge could not answer is there
+    assert judge.details["worstRun"] == 2
+    assert judge.details["invocations"] == [{"score": None, "verdict": None,
+                                             "failedSamples": [{"error": "HTTP 503"}]}]
+    assert result.status == "failed"  # a failed gate outranks an error, as for errored runs
+
+
+def test_a_run_whose_only_gate_errored_is_not_evaluated_not_errored():
+    result = score(EXPECTED, EvalConfig(None, None, (configured(JudgeDown, 0.5),)), runs_of([RIGHT], [RIGHT]))
+    assert [r.status for r in result.runs] == ["failed", "not_evaluated"]
+    assert metric(result, "test_judge_down").status == "error" and result.status == "error"
+
+
+def test_reports_call_a_metric_error_a_metric_error_not_an_agent_failure(tmp_path):
+    from checker.models.results import Results, Summary
+    from checker.report.junit import render_junit
+    from checker.report.markdown import render_markdown
+    from checker.report.terminal import failure_lines
+
+    result = score(EXPECTED, config({"tool_trajectory_avg_score": 1.0}, configured(Raising)),
+                   runs_of([RIGHT], [RIGHT]))
+    sets = [EvalSetResult(eval_set_id="s", path="s.evalset.json", cases=[result])]
+    results = Results(passed=False, summary=summarize(sets), eval_sets=sets)
+    assert isinstance(results.summary, Summary)
+    lines = failure_lines(results)
+    assert lines == ["s.evalset.json:7 c: test_raising could not be computed (metric error): "
+                     "run 2: RuntimeError: judge unavailable"]
+    markdown = render_markdown(results)
+    assert "errored" not in markdown.split("### Why")[1]  # no "Run 2 errored", no "1 of 2 runs errored"
+    assert "**test\\_raising** could not be computed (metric error)" in markdown
+    assert "<sub>metric error</sub>" in markdown
+    junit = render_junit(results)
+    assert 'message="metric error: test_raising"' in junit
+    assert "test_raising error: run 2: RuntimeError: judge unavailable" in junit
+    assert "agent run" not in junit
 
 
 def test_a_metric_returning_the_wrong_type_is_an_error():
