@@ -145,7 +145,8 @@ def _share_stop_signal(metrics: list[ConfiguredMetric], simulator: UserSimulator
     """One stop signal for the user simulator and every criterion with a ``stop_signal``
     (per_turn_user_simulator_quality_v1): the one given, in either place; two different
     ones are bad input. ``metrics`` is updated in place."""
-    given = simulator.stop_signal if simulator and "stop_signal" in simulator.model_fields_set else None
+    given = (simulator.stop_signal if simulator and "stop_signal" in simulator.model_fields_set
+             else None)
     for configured in metrics:
         own = getattr(configured.criterion, "stop_signal", None)
         if own is None:
@@ -160,7 +161,8 @@ def _share_stop_signal(metrics: list[ConfiguredMetric], simulator: UserSimulator
     shared = given if given is not None else (simulator.stop_signal if simulator
                                               else UserSimulatorConfig().stop_signal)
     for i, configured in enumerate(metrics):
-        if hasattr(configured.criterion, "stop_signal") and configured.criterion.stop_signal is None:
+        criterion = configured.criterion
+        if hasattr(criterion, "stop_signal") and criterion.stop_signal is None:
             metrics[i] = replace(configured, criterion=configured.criterion.model_copy(
                 update={"stop_signal": shared}))
     if given is None or (simulator is not None and simulator.stop_signal == given):
