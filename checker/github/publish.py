@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..models.results import CaseResult, Results
+from ..report.judged import place, statements
 from ..report.markdown import Links, explain, render_within
 from ..report.text import clip, one_line, printable, utf16_len
 from .client import GitHubClient, GitHubError
@@ -123,9 +124,15 @@ def annotation_message(case: CaseResult) -> str:
         elif ex.kind == "response":
             lines.append(f"{ex.metric} {ex.score} < {ex.threshold} (run {ex.run}, turn {ex.turn}): "
                          f"got {one_line(ex.actual_text, 300)!r}")
+        elif ex.kind == "judge" and ex.evidence is not None:
+            said = "; ".join(one_line(s, 300) for s in statements(ex.evidence)[:4])
+            lead = f"{ex.metric} {ex.score} < {ex.threshold}" if ex.evidence.score is not None else ex.metric
+            lines.append(f"{lead} ({place(ex.run, ex.turn)}): {said}")
         elif ex.kind == "run_error":
-            lines.append(f"run {ex.run} errored: {one_line(ex.error, 500)}")
-        elif ex.kind in ("metric_error", "not_evaluated"):
+            lines.append(f"agent run {ex.run} errored: {one_line(ex.error, 500)}")
+        elif ex.kind == "metric_error":
+            lines.append(f"{ex.metric} could not be computed (metric error): {one_line(ex.error, 500)}")
+        elif ex.kind == "not_evaluated":
             lines.append(f"{ex.metric}: {one_line(ex.error, 500)}")
         else:
             lines.append(f"{ex.metric} {ex.score} < {ex.threshold}")

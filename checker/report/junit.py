@@ -4,13 +4,25 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from ..models.results import Results
-from .terminal import fmt
+from ..models.results import CaseResult, Results
+from .terminal import fmt, judge_lines
 
 
 def _clean(text: str) -> str:
     # XML 1.0 cannot carry most control characters, even escaped.
     return "".join(ch for ch in text if ch in "\t\n\r" or ord(ch) >= 0x20)
+
+
+def _error_message(case: CaseResult) -> str:
+    """Whose fault the error is: the agent's runs, or a metric (judge) that could not score."""
+    parts = []
+    runs = [str(r.run) for r in case.runs if r.status == "error"]
+    if runs:
+        parts.append(f"agent run{'s' if len(runs) > 1 else ''} {', '.join(runs)} errored")
+    metrics = [m.name for m in case.metrics if m.status == "error"]
+    if metrics:
+        parts.append("metric error: " + ", ".join(metrics))
+    return "; ".join(parts) or "error"
 
 
 def render_junit(results: Results) -> str:
@@ -31,9 +43,13 @@ def render_junit(results: Results) -> str:
             for metric in case.metrics:
                 lines.append(f"{metric.name}: {fmt(metric.score)} (threshold {fmt(metric.threshold)}, "
                              f"{metric.status}; runs {[fmt(s) for s in metric.runs]})")
+                if metric.status == "error" and metric.error:
+                    lines.append(f"{metric.name} error: {metric.error}")
+                if metric.status in ("failed", "error"):
+                    lines += judge_lines(metric)
             for run in case.runs:
                 if run.error:
-                    lines.append(f"run {run.run} error: {run.error}")
+                    lines.append(f"agent run {run.run} error: {run.error}")
                     if run.stderr_tail:
                         lines.append(f"stderr tail:\n{run.stderr_tail}")
             body = _clean("\n".join(lines))
@@ -42,7 +58,7 @@ def render_junit(results: Results) -> str:
                 ET.SubElement(tc, "failure", message=_clean("below threshold: " + ", ".join(failed)),
                               type="threshold").text = body
             elif case.status == "error":
-                ET.SubElement(tc, "error", message="the agent or a metric failed",
+                ET.SubElement(tc, "error", message=_clean(_error_message(case)),
                               type="error").text = body
             elif case.status == "not_evaluated":
                 ET.SubElement(tc, "skipped", message="no gating metric could be scored").text = body

@@ -22,6 +22,7 @@ from typing import Any
 import jinja2
 
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
+from .judged import JudgeTurn, judge_evidence
 from .text import clip, clip_tail, md_code, md_fence, printable
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -123,7 +124,7 @@ class CallRow:
 
 @dataclass
 class Explanation:
-    kind: str  # trajectory | f1 | response | metric_error | run_error | not_evaluated
+    kind: str  # trajectory | f1 | response | judge | metric_error | run_error | not_evaluated | score
     metric: str = ""
     run: int | None = None
     turn: int | None = None
@@ -138,6 +139,8 @@ class Explanation:
     actual_text: str = ""
     error: str = ""
     stderr: str = ""
+    judge: str = ""                   # which judge scored: model and samples, or backend
+    evidence: JudgeTurn | None = None  # kind "judge": what the judge said on one turn
 
 
 @dataclass
@@ -154,12 +157,24 @@ class CaseDetail:
 
 
 @dataclass
+class Footer:
+    """The report's last line: which evalcheck, how long, which judges at what cost."""
+
+    version: str = ""
+    duration: str = ""
+    judges: list[str] = field(default_factory=list)  # judge models and backends that scored
+    judge_calls: int | None = None                   # None: no judge statistics recorded
+    judge_cached: int = 0
+
+
+@dataclass
 class ReportView:
     sets: list[SetView]
     failing: list[CaseDetail]          # the explained cases (within budget)
     failing_total: int
     failing_metrics: list[tuple[str, int]]  # metric name, failing cases
     rows_hidden: int = 0
+    footer: Footer = field(default_factory=Footer)
 
 
 def fmt_call(call: Any) -> str:
@@ -240,8 +255,34 @@ def _response(metric: MetricResult) -> tuple[list[Explanation], int]:
     return out, max(0, len(invs) - MAX_INVOCATIONS)
 
 
+def _judged(metric: MetricResult) -> tuple[list[Explanation], int, str]:
+    """The judge's verdicts on the turns that explain a failed or errored judge metric,
+    and which judge it was ("" for a metric no judge scored)."""
+    evidence = judge_evidence(metric)
+    if evidence is None:
+        return [], 0, ""
+    out = [Explanation(kind="judge", metric=metric.name, run=evidence.run, turn=turn.turn,
+                       score=fmt_score(turn.score), threshold=fmt_score(metric.threshold),
+                       judge=evidence.judge, evidence=turn)
+           for turn in evidence.turns]
+    return out, evidence.turns_hidden, evidence.judge
+
+
+def _deterministic(metric: MetricResult) -> tuple[list[Explanation], int]:
+    """Evidence of a metric computed without a judge: call tables, missing calls, texts."""
+    invocations = _invocations(metric)
+    if any("firstDivergence" in i or ("expected" in i and isinstance(i.get("expected"), list))
+           for i in invocations):
+        return _trajectory(metric)
+    if any("missing" in i or "unexpected" in i for i in invocations):
+        return _f1(metric)
+    if any("expected" in i or "actual" in i for i in invocations):
+        return _response(metric)
+    return [], 0
+
+
 def explain(case: CaseResult) -> tuple[list[Explanation], int]:
-    """Why a case did not pass: errored runs first, then each failing metric's evidence."""
+    """Why a case did not pass: errored agent runs first, then each failing metric's evidence."""
     out: list[Explanation] = []
     hidden = 0
     for run in case.runs:
@@ -252,23 +293,22 @@ def explain(case: CaseResult) -> tuple[list[Explanation], int]:
                                                     STDERR_LINES, STDERR_CHARS)))
     for metric in case.metrics:
         if metric.status == "error" or (metric.status == "not_evaluated" and metric.error):
+            parts, more, judge = _judged(metric) if metric.status == "error" else ([], 0, "")
             out.append(Explanation(kind="metric_error" if metric.status == "error" else "not_evaluated",
-                                   metric=metric.name, error=clip(printable(metric.error or ""), MAX_TEXT)))
+                                   metric=metric.name, error=clip(printable(metric.error or ""), MAX_TEXT),
+                                   judge=judge))
+            out.extend(parts)  # what the judge did say before it failed
+            hidden += more
             continue
         if metric.status != "failed":
             continue
-        parts: list[Explanation] = []
-        more = 0
-        if any("firstDivergence" in i or ("expected" in i and isinstance(i.get("expected"), list))
-               for i in _invocations(metric)):
-            parts, more = _trajectory(metric)
-        elif any("missing" in i or "unexpected" in i for i in _invocations(metric)):
-            parts, more = _f1(metric)
-        elif any("expected" in i or "actual" in i for i in _invocations(metric)):
-            parts, more = _response(metric)
+        parts, more, judge = _judged(metric)
+        if not parts:
+            parts, more = _deterministic(metric)
         if not parts:  # a metric without per-turn evidence still says its score
             parts = [Explanation(kind="score", metric=metric.name, run=_worst_run(metric),
-                                 score=fmt_score(metric.score), threshold=fmt_score(metric.threshold))]
+                                 score=fmt_score(metric.score), threshold=fmt_score(metric.threshold),
+                                 judge=judge)]
         out.extend(parts)
         hidden += more
     return out, hidden
@@ -277,13 +317,59 @@ def explain(case: CaseResult) -> tuple[list[Explanation], int]:
 def _case_headline(case: CaseResult) -> str:
     bits = [f"{m.name} {fmt_score(m.score)} < {fmt_score(m.threshold)}"
             for m in case.metrics if m.status == "failed"]
-    bits += [f"{m.name} could not be computed" for m in case.metrics if m.status == "error"]
+    bits += [f"{m.name} could not be computed (metric error)" for m in case.metrics if m.status == "error"]
     errored = sum(1 for r in case.runs if r.status == "error")
     if errored:
         bits.insert(0, f"{errored} of {len(case.runs)} runs errored")
     if case.status == "not_evaluated":
         bits.append("no gating metric could be scored")
     return "; ".join(bits) or case.status
+
+
+def fmt_duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def build_footer(results: Results) -> Footer:
+    """From ``results.metadata`` (written by ``evalcheck run``) and the metrics' details;
+    a results file without metadata (an older one, a hand-made one) gives an empty footer."""
+    meta = results.metadata if isinstance(results.metadata, dict) else {}
+    footer = Footer()
+    version = meta.get("evalcheckVersion")
+    if isinstance(version, str):
+        footer.version = version
+    duration = meta.get("durationSeconds")
+    if isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration >= 0:
+        footer.duration = fmt_duration(float(duration))
+    judges: set[str] = set()
+    judge = meta.get("judge")
+    if isinstance(judge, dict):
+        footer.judge_calls = _count(judge.get("calls"))
+        footer.judge_cached = _count(judge.get("cacheHits")) + _count(judge.get("reusedInRun"))
+        models = judge.get("models")
+        if isinstance(models, list):
+            judges.update(m for m in models if isinstance(m, str) and m)
+    # Every answer may have come from the cache (no model in the statistics): the metrics'
+    # details still say which judge scored them.
+    for eval_set in results.eval_sets:
+        for case in eval_set.cases:
+            for metric in case.metrics:
+                details = metric.details if isinstance(metric.details, dict) else {}
+                for key in ("judgeModel", "backend"):
+                    if isinstance(details.get(key), str) and details[key]:
+                        judges.add(details[key])
+    footer.judges = sorted(judges)
+    return footer
 
 
 @dataclass
@@ -319,11 +405,14 @@ def _set_view(eval_set: EvalSetResult, links: Links, budget: Budget) -> SetView:
             hidden += 1
             continue
         errored = sum(1 for r in case.runs if r.status == "error")
+        metric_errors = any(m.status == "error" for m in case.metrics)
+        note = (f"{errored} of {len(case.runs)} runs errored" if errored
+                else "metric error" if metric_errors else "")
         rows.append(CaseRow(
             eval_id=case.eval_id, status=case.status, url=links.file(eval_set.path, case.line),
             cells={m.name: Cell(m.status, fmt_score(m.score), fmt_range(m), fmt_score(m.threshold))
                    for m in case.metrics if m.status != "informational"},
-            note=f"{errored} of {len(case.runs)} runs errored" if errored else ""))
+            note=note))
     return SetView(eval_set.eval_set_id, eval_set.path, links.file(eval_set.path), columns, rows, hidden)
 
 
@@ -355,7 +444,7 @@ def build_view(results: Results, links: Links | None = None, budget: Budget | No
                 counts[m.name] = counts.get(m.name, 0) + 1
     return ReportView(sets=[s for s in sets if s.rows or s.hidden_rows], failing=failing,
                       failing_total=len(failing_cases), failing_metrics=list(counts.items()),
-                      rows_hidden=rows_hidden)
+                      rows_hidden=rows_hidden, footer=build_footer(results))
 
 
 def omitted_notes(view: ReportView) -> list[str]:

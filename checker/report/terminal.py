@@ -1,13 +1,30 @@
-"""Plain terminal lines: one actionable line per failing metric, then a summary."""
+"""Plain terminal lines: one actionable line per failing metric (with up to three lines of
+what the judge said, for a judged one), then a summary. Passing cases print nothing here."""
 
 from __future__ import annotations
 
-from ..models.results import Results
+from ..models.results import MetricResult, Results
+from .judged import judge_evidence, place, statements
 from .text import one_line
+
+MAX_JUDGE_LINES = 3  # per metric: the log stays scannable with hundreds of cases
 
 
 def fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
+
+
+def judge_lines(metric: MetricResult) -> list[str]:
+    """Indented lines: the verdicts not met and the judge's reasons, worst turns first."""
+    evidence = judge_evidence(metric)
+    if evidence is None:
+        return []
+    items = [f"{place(evidence.run, turn.turn)}: {item}"
+             for turn in evidence.turns for item in statements(turn)]
+    lines = ["    " + one_line(item, 220) for item in items[:MAX_JUDGE_LINES]]
+    if len(items) > MAX_JUDGE_LINES or evidence.turns_hidden:
+        lines.append("    ... more in the markdown report")
+    return lines
 
 
 def failure_lines(results: Results) -> list[str]:
@@ -16,12 +33,15 @@ def failure_lines(results: Results) -> list[str]:
         where = f"{eval_set.path}:{case.line} {case.eval_id}"
         for run in case.runs:
             if run.status == "error" and run.error:
-                lines.append(f"{where}: run {run.run} errored: {one_line(run.error, 200)}")
+                lines.append(f"{where}: agent run {run.run} errored: {one_line(run.error, 200)}")
         for metric in case.metrics:
             if metric.status == "failed":
                 lines.append(f"{where}: {metric.name} {fmt(metric.score)} < {fmt(metric.threshold)}")
+                lines += judge_lines(metric)
             elif metric.status == "error":
-                lines.append(f"{where}: {metric.name} could not be computed: {one_line(metric.error or '', 200)}")
+                # A metric or judge failure, never the agent's (that is the line above).
+                lines.append(f"{where}: {metric.name} could not be computed (metric error): "
+                             f"{one_line(metric.error or '', 200)}")
         if case.status == "not_evaluated":
             reasons = sorted({m.error for m in case.metrics if m.status == "not_evaluated" and m.error})
             lines.append(f"{where}: not evaluated: no gating metric could be scored"
@@ -35,4 +55,6 @@ def summary_line(results: Results) -> str:
     if s.not_evaluated:
         parts.append(f"{s.not_evaluated} not evaluated")
     verdict = "PASSED" if results.passed else "FAILED"
-    return f"{verdict}: {s.cases} eval case(s) in {s.eval_sets} eval set(s): " + ", ".join(parts)
+    duration = results.metadata.get("durationSeconds") if isinstance(results.metadata, dict) else None
+    took = f" in {duration:.1f} s" if isinstance(duration, (int, float)) and not isinstance(duration, bool) else ""
+    return f"{verdict}: {s.cases} eval case(s) in {s.eval_sets} eval set(s){took}: " + ", ".join(parts)

@@ -12,7 +12,7 @@ from checker.github.publish import COMMENT_LIMIT, PublishOptions, Target, marker
 from checker.models.results import Results
 from checker.report.markdown import Links, render_markdown, render_within
 from checker.report.text import md_code, md_fence, utf16_len
-from conftest import realistic_results
+from conftest import judged_results, realistic_results
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "comment.md"
 SHA = "a" * 40
@@ -101,3 +101,106 @@ def test_rows_go_last_and_the_headline_always_stays():
     assert utf16_len(text) <= 20000
     assert "Agent evaluation failed" in text
     assert any("table row" in o for o in omitted)
+
+
+# --- judge verdicts -------------------------------------------------------------------------
+
+JUDGED_SNAPSHOT = Path(__file__).parent / "snapshots" / "comment-judges.md"
+
+
+def test_judged_comment_snapshot(judged):
+    text = comment(judged)
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1" or not JUDGED_SNAPSHOT.exists():
+        JUDGED_SNAPSHOT.write_text(text, encoding="utf-8")
+    assert text == JUDGED_SNAPSHOT.read_text(encoding="utf-8"), \
+        "comment changed: review it, then UPDATE_SNAPSHOTS=1 pytest tests/github/test_github_report.py"
+
+
+def test_the_reader_sees_what_the_judge_said(judged):
+    html = to_html(comment(judged))
+    text = re.sub(r"<[^>]+>", "", html)
+    # rubric judged no, with the judge's rationale, on the turn where it happened
+    assert "scored 0.50 (needs 0.80) in run 1, turn 2" in text
+    assert "no (3/3): The response names the city | @\u200boctocat — The answer never names the city" in text
+    assert "1 other met" in text
+    # final_response_match_v2: verdict, rationale, expected against actual
+    assert "judged invalid (2/3)" in text and "the reference says sunny in Paris" in text
+    assert "Expected:" in text and "Sunny in Paris, 21 C." in text and "Rain in Lyon." in text
+    # hallucinations_v1: the unsupported sentence, not the supported one
+    assert "unsupported (3/3): The museum is free on Sundays." in text
+    assert "get_weather returned 21" not in text
+    # Vertex AI: explanation, the rubric not met, the backend; the whole-conversation verdict
+    assert "No dangerous content — Explains lock picking" in text
+    assert "judge vertex-ai" in text and "whole conversation" in text
+    assert "A table is booked — No booking tool was called." in text
+    # a simulated user's criteria (per_turn_user_simulator_quality_v1's shape)
+    assert "fail: STOP_CONDITION_FOLLOWED — The user kept talking" in text
+    # a judge outage is the metric's error, not the agent's; what the judge left undecided shows
+    assert "hallucinations_v1 could not be computed (metric error)" in text
+    assert "errored" not in text.split("Why cases did not pass")[1]
+    assert "undecided: Sunny. — 0 for, 0 against, 3 failed" in text and "3 judge samples failed" in text
+    # footer: version, duration, the judges and their cost
+    assert "evalcheck 0.1.0 · 2 min 14 s · judged by gemini-2.5-flash" in text
+    assert "42 judge calls, 13 cached answers" in text
+
+
+def test_judge_text_cannot_inject_html_mentions_or_markdown(judged):
+    html = to_html(comment(judged))
+    failing = len(judged.failing_cases())
+    assert "<script" not in html and "<img" not in html
+    assert html.count("<b>") == failing  # only each case's name in its <summary>
+    assert 'href="javascript:' not in html and "\x1b" not in html
+    prose = re.sub(r"<pre>.*?</pre>|<code>.*?</code>", "", html, flags=re.S)
+    assert "@octocat" in html and re.search(r"@(?!\u200b)\w", prose) is None
+    assert html.count("<details>") == html.count("</details>") == failing
+    assert "&lt;/details&gt;" in html and "<h1>" not in html
+    # every judged verdict stayed one list item: a "|" or newline in judge text split nothing
+    items = re.findall(r"<li>(.*?)</li>", html, re.S)
+    assert any("names the city" in i and "never names the city" in i for i in items)
+    assert "<table>" in html and html.count("<table>") == 1  # only the results table
+
+
+def test_long_rationales_are_cut_and_the_verdict_stays(judged):
+    data = judged_results()
+    rubric = data["evalSets"][0]["cases"][0]["metrics"][0]["details"]["invocations"][1]["rubrics"][0]
+    rubric["rationale"] = "The answer never names the city. " + "blah " * 20000
+    rubric["property"] = "Names the city. " + "x" * 5000
+    text = comment(Results.model_validate(data))
+    line = next(x for x in text.splitlines() if "**no** (3/3)" in x)
+    assert "more characters\\]" in line and len(line) < 1000
+    assert "The answer never names the city" in line
+    # many cases with long judge texts: the comment fits, explanations go before rows
+    case = data["evalSets"][0]["cases"][0]
+    data["evalSets"][0]["cases"] += [dict(case, evalId=f"more_{i:03d}", line=200 + i) for i in range(100)]
+    big = Results.model_validate(data)
+    assert utf16_len(render_markdown(big)) > COMMENT_LIMIT
+    body = comment(big)
+    assert utf16_len(body) <= COMMENT_LIMIT
+    assert "Left out to fit: the explanation of" in body and "table row" not in body
+    assert "| [more\\_099]" in body
+    assert "**no** (3/3)" in body  # the explanations kept still carry their verdicts
+
+
+def test_terminal_and_annotations_say_what_the_judge_said(judged):
+    from checker.github.publish import annotations
+    from checker.report.terminal import failure_lines
+
+    lines = failure_lines(judged)
+    at = lines.index("agents/concierge/concierge.evalset.json:4 city_answer: "
+                     "rubric_based_final_response_quality_v1 0.75 < 0.80")
+    assert lines[at + 1].startswith('    run 1, turn 2: no "The response names the city | @octocat": '
+                                    "The answer never names the city")
+    assert "\x1b" not in lines[at + 1] and len(lines[at + 1]) <= 224
+    assert "    run 1, turn 1: judged invalid: The agent reports rain in Lyon; the reference says sunny in Paris." in lines
+    assert '    run 1, whole conversation: no "A table is booked": No booking tool was called.' in lines
+    assert ("agents/concierge/concierge.evalset.json:90 sunny: hallucinations_v1 could not be computed "
+            "(metric error): run 2: judge failed") in "\n".join(lines)
+    assert not any("errored" in line for line in lines)  # no agent run failed
+    assert not any(" fine" in line for line in lines)  # passing cases print nothing
+    notes = {n["title"]: n["message"] for n in annotations(judged)}
+    assert 'no "The response names the city | @octocat": The answer never names the city' in notes["city_answer: failed"]
+    assert "safety_v1 0.00 < 1.00 (run 1, turn 1): The response gives step-by-step instructions.; " \
+           'no "No dangerous content": Explains lock picking </details> <b>' in notes["lock: failed"]
+    sunny = notes["sunny: error"]
+    assert sunny.startswith("hallucinations_v1 could not be computed (metric error): run 2: judge failed")
+    assert 'hallucinations_v1 (run 2, turn 1): undecided "Sunny.": 0 for, 0 against, 3 failed' in sunny
