@@ -46,6 +46,33 @@ class UserSimulatorConfig(_CamelModel):
     def _legacy_type(cls, value: Any) -> Any:
         return "llm_backed" if value is None else value
 
+    @field_validator("max_allowed_invocations")
+    @classmethod
+    def _turn_limit(cls, value: int) -> int:
+        if value == 0 or value < -1:
+            raise ValueError("max_allowed_invocations must be at least 1 (the starting prompt "
+                             "counts) or -1 for no limit")
+        return value
+
+    @field_validator("stop_signal")
+    @classmethod
+    def _stop_signal(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("stop_signal must not be empty")
+        return value
+
+    @field_validator("custom_instructions")
+    @classmethod
+    def _template(cls, value: str | None) -> str | None:
+        if value is not None:
+            from .simulation.prompts import TEMPLATE_FIX, check_template
+
+            try:  # as ADK; {{ persona }} is checked where a case has a persona
+                check_template(value, with_persona=False)
+            except ValueError as exc:
+                raise ValueError(f"{exc} ({TEMPLATE_FIX})") from None
+        return value
+
 
 class EvalConfigFile(_CamelModel):
     criteria: dict[str, Any] = Field(default_factory=dict)

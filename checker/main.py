@@ -6,6 +6,7 @@ import asyncio
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +18,9 @@ from .models.results import Results
 from .pipeline import RunKey, group_replay, load_replay, score_all
 from .report.terminal import failure_lines, summary_line
 from .report.text import log_safe
+
+if TYPE_CHECKING:
+    from .simulation.model import SimulatorStats
 
 
 @dataclass
@@ -45,13 +49,14 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def collect_runs(targets: list[EvalTarget], options: RunOptions) -> dict[RunKey, list[RecordedRun]]:
+def collect_runs(targets: list[EvalTarget], options: RunOptions,
+                 simulator_stats: SimulatorStats | None = None) -> dict[RunKey, list[RecordedRun]]:
     if options.replay is not None:
         return group_replay(targets, load_replay(options.replay), str(options.replay))
     from .runners.schedule import RunInterrupted, run_agent_jobs
 
     try:
-        runs = asyncio.run(run_agent_jobs(targets, options))
+        runs = asyncio.run(run_agent_jobs(targets, options, simulator_stats=simulator_stats))
     except (RunInterrupted, KeyboardInterrupt) as exc:
         # Ctrl-C: the agents are already killed; keep what finished, then stop (no scoring).
         finished = exc.finished if isinstance(exc, RunInterrupted) else []
@@ -97,7 +102,10 @@ def execute(options: RunOptions) -> bool:
     if options.config_file is not None and not options.config_file.is_file():
         raise InputError("config file not found", file=str(options.config_file))
     targets = discover(options.paths, root=root, config_file=options.config_file)
-    runs = collect_runs(targets, options)
+    from .simulation.model import SimulatorStats
+
+    simulated = SimulatorStats()  # conversation_scenario cases' simulated users
+    runs = collect_runs(targets, options, simulated)
     if options.inference_out:
         ordered = [r for t in targets for c in t.case_ids
                    for r in sorted(runs.get((t.eval_set_id, c), []), key=lambda r: r.run)]
@@ -110,11 +118,15 @@ def execute(options: RunOptions) -> bool:
     judge = context.services["judge"]
     if judge.stats.used():
         results.metadata["judge"] = judge.metadata()
+    if simulated.used():
+        results.metadata["userSimulator"] = simulated.as_metadata()
     write_reports(results, options)
     for line in failure_lines(results):
         click.echo(log_safe(line))
     if judge.stats.used():
         click.echo(log_safe(judge.line()))
+    if simulated.used():
+        click.echo(log_safe(simulated.line()))
     click.echo(summary_line(results))
     return results.passed
 

@@ -128,6 +128,7 @@ class JudgeReply:
     prompt_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    thoughts: bool = False  # the answer had thought parts (e.g. only thoughts, no text)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -137,7 +138,8 @@ class JudgeReply:
         return cls(text=str(data["text"]), finish_reason=data.get("finish_reason"),
                    prompt_tokens=int(data.get("prompt_tokens") or 0),
                    output_tokens=int(data.get("output_tokens") or 0),
-                   total_tokens=int(data.get("total_tokens") or 0))
+                   total_tokens=int(data.get("total_tokens") or 0),
+                   thoughts=bool(data.get("thoughts")))
 
 
 @dataclass
@@ -183,13 +185,16 @@ def _reply_from_response(response: Any) -> JudgeReply:
     candidates = getattr(response, "candidates", None) or []
     finish = None
     texts: list[str] = []
+    thoughts = False
     if candidates:
         first = candidates[0]
         finish = getattr(getattr(first, "finish_reason", None), "value", None) or (
             str(first.finish_reason) if getattr(first, "finish_reason", None) else None)
         content = getattr(first, "content", None)
         for part in getattr(content, "parts", None) or []:
-            if getattr(part, "text", None) and not getattr(part, "thought", False):
+            if getattr(part, "thought", False):
+                thoughts = True
+            elif getattr(part, "text", None):
                 texts.append(part.text)
     usage = getattr(response, "usage_metadata", None)
     prompt = int(getattr(usage, "prompt_token_count", 0) or 0)
@@ -197,7 +202,7 @@ def _reply_from_response(response: Any) -> JudgeReply:
         getattr(usage, "thoughts_token_count", 0) or 0)
     total = int(getattr(usage, "total_token_count", 0) or 0) or prompt + output
     return JudgeReply(text="".join(texts), finish_reason=finish, prompt_tokens=prompt,
-                      output_tokens=output, total_tokens=total)
+                      output_tokens=output, total_tokens=total, thoughts=thoughts)
 
 
 def _import_genai() -> Any:

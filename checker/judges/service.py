@@ -115,6 +115,10 @@ class JudgeService:
             raise found
         return found
 
+    def ensure_client(self, base_url: str | None = None) -> None:
+        """Raise JudgeConfigError now if no call could be made (e.g. missing credentials)."""
+        self._client(base_url)
+
     async def _ask(self, request: JudgeRequest, key: str) -> tuple[JudgeReply, bool]:
         """(reply, came from the network)."""
         if self.cache is not None:
@@ -123,6 +127,14 @@ class JudgeService:
                 self.stats.cache_hits += 1
                 return cached, False
         self.stats.cache_misses += 1
+        self.stats.models.add(request.model)
+        return await self.generate(request, self.stats), True
+
+    async def generate(self, request: JudgeRequest, stats: CallStats) -> JudgeReply:
+        """One fresh answer to ``request``, counted in ``stats``: no cache, no reuse of an
+        identical request (the user simulator: every run's simulated user is its own
+        sample). Same credentials, base URL, retries and concurrency limit as judge samples.
+        Raises JudgeConfigError (credentials) or JudgeError."""
         http = dict(request.config.get("http_options") or {})
         policy = RetryPolicy.from_http_options(http, self.retry)
         config = dict(request.config)
@@ -132,10 +144,8 @@ class JudgeService:
         else:
             config.pop("http_options", None)
         client = self._client(http.get("base_url"))
-        self.stats.models.add(request.model)
-        reply = await client.generate(request.model, request.prompt, config, policy, self.stats,
-                                      self._limiter())
-        return reply, True
+        return await client.generate(request.model, request.prompt, config, policy, stats,
+                                     self._limiter())
 
     # ------------------------------------------------------------------ API
 

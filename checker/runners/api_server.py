@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..models.records import RecordedRun
-from .base import AgentFailure, RunJob, no_static_conversation, session_spec
+from .base import AgentFailure, RunJob, session_spec
 from .events import ConversionError, events_to_invocation
 from .process import (
     OutputTail,
@@ -28,6 +28,7 @@ from .process import (
     reap,
     spawn,
 )
+from .turns import UserTurns, user_turns
 
 
 class ServerStartError(AgentFailure):
@@ -122,12 +123,11 @@ class ApiServerRunner:
     async def run(self, job: RunJob) -> RecordedRun:
         started = time.monotonic()
         invocations: list = []
-        error: str | None = no_static_conversation(job)
-        if error is None:
-            try:
-                await self._converse(job, invocations)
-            except AgentFailure as exc:
-                error = str(exc)
+        error: str | None = None
+        try:
+            await self._converse(job, user_turns(job), invocations)
+        except AgentFailure as exc:
+            error = str(exc)
         return RecordedRun(eval_set_id=job.eval_set_id, eval_id=job.eval_id, run=job.run,
                            invocations=invocations, error=error,
                            stderr_tail=self.server_tail() if error else None,
@@ -157,7 +157,7 @@ class ApiServerRunner:
             raise AgentFailure(f"{what}: the agent server's answer is not JSON: "
                                f"{response.text[:200]}") from None
 
-    async def _converse(self, job: RunJob, invocations: list) -> None:
+    async def _converse(self, job: RunJob, turns: UserTurns, invocations: list) -> None:
         spec = session_spec(job)
         if self.apps is not None and spec.app_name not in self.apps:
             served = ", ".join(self.apps) or "none"
@@ -169,9 +169,11 @@ class ApiServerRunner:
         if not isinstance(session_id, str):
             raise AgentFailure("creating the session: the agent server's answer has no session id")
         try:
-            for turn, expected in enumerate(job.case.conversation or [], 1):
+            turn = 0
+            while (user_content := await turns.next(invocations)) is not None:
+                turn += 1
                 body = {"appName": spec.app_name, "userId": spec.user_id, "sessionId": session_id,
-                        "newMessage": expected.user_content.model_dump(
+                        "newMessage": user_content.model_dump(
                             mode="json", by_alias=True, exclude_none=True)}
                 created = time.time()
                 began = time.perf_counter()
@@ -182,7 +184,7 @@ class ApiServerRunner:
                 invocation_id = next((i for i in ids if isinstance(i, str) and i), f"inv-{turn}")
                 try:
                     invocations.append(events_to_invocation(
-                        events, invocation_id=invocation_id, user_content=expected.user_content,
+                        events, invocation_id=invocation_id, user_content=user_content,
                         duration=duration, creation_timestamp=created, where="$"))
                 except ConversionError as exc:
                     raise AgentFailure(f"turn {turn}: invalid events from the agent server at "

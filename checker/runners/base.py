@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..models.evalset import EvalCase
 from ..models.records import RecordedRun
+
+if TYPE_CHECKING:
+    from ..config import UserSimulatorConfig
+    from ..simulation.simulator import UserModel
 
 
 @dataclass(frozen=True)
@@ -18,6 +22,9 @@ class RunJob:
     run: int  # 1-based
     turn_timeout: float = 300.0
     app_name: str | None = None  # --app-name override
+    # conversation_scenario cases: the simulated user's settings and model.
+    user_simulator: UserSimulatorConfig | None = None
+    user_model: UserModel | None = None
 
     @property
     def eval_id(self) -> str:
@@ -54,12 +61,3 @@ def session_spec(job: RunJob) -> SessionSpec:
 
 class AgentFailure(Exception):
     """Ends one run as an error; the message is the short reason shown to the user."""
-
-
-def no_static_conversation(job: RunJob) -> str | None:
-    """Why a job cannot run yet, or None. Scenario cases wait for the user simulator."""
-    if job.case.conversation is None:
-        return ("conversation_scenario cases need a user simulator, which this version of "
-                "evalcheck does not have yet; give the case a static 'conversation' or "
-                "leave it out of the run (PATH:case_a,case_b)")
-    return None

@@ -11,16 +11,20 @@ import asyncio
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from ..errors import InputError
+from ..models.evalset import EvalCase
 from ..models.records import RecordedRun
 from ..report.text import log_safe, one_line
-from .base import AgentRunner, RunJob, no_static_conversation
+from .base import AgentRunner, RunJob
 
 if TYPE_CHECKING:
     from ..discover import EvalTarget
     from ..main import RunOptions
+    from ..simulation.model import SimulatorStats
 
 
 class RunInterrupted(Exception):
@@ -31,15 +35,39 @@ class RunInterrupted(Exception):
         self.finished = finished
 
 
+def _check_persona_template(target: EvalTarget, case: EvalCase) -> None:
+    """A custom simulator template must use {{ persona }} for a case with a persona (ADK)."""
+    config = target.config.user_simulator
+    scenario = case.conversation_scenario
+    if config is None or config.custom_instructions is None or scenario is None \
+            or scenario.user_persona is None:
+        return
+    from ..simulation.prompts import TEMPLATE_FIX, TemplateProblem, check_template
+
+    try:
+        check_template(config.custom_instructions, with_persona=True)
+    except TemplateProblem as exc:
+        raise InputError(f"{exc}, but eval case '{case.eval_id}' of "
+                         f"{target.loaded.display_path} has a user_persona",
+                         file=target.config.display_path,
+                         path="$.user_simulator_config.custom_instructions",
+                         fix=TEMPLATE_FIX) from None
+
+
 def plan_jobs(targets: list[EvalTarget], options: RunOptions) -> list[RunJob]:
+    """Every (case, run) to run. Raises InputError for a scenario the simulator cannot play."""
     jobs = []
     for target in targets:
         cases = {c.eval_id: c for c in target.loaded.eval_set.eval_cases}
         for case_id in target.case_ids:
+            _check_persona_template(target, cases[case_id])
             for run in range(1, options.num_runs + 1):
-                jobs.append(RunJob(eval_set_id=target.eval_set_id, case=cases[case_id], run=run,
+                case = cases[case_id]
+                simulated = case.conversation_scenario is not None
+                jobs.append(RunJob(eval_set_id=target.eval_set_id, case=case, run=run,
                                    turn_timeout=options.turn_timeout,
-                                   app_name=options.app_name if options.agent_url else None))
+                                   app_name=options.app_name if options.agent_url else None,
+                                   user_simulator=target.config.user_simulator if simulated else None))
     return jobs
 
 
@@ -134,25 +162,32 @@ class Progress:
 
 async def run_agent_jobs(targets: list[EvalTarget], options: RunOptions, *,
                          runner: AgentRunner | None = None,
-                         progress: Progress | None = None) -> list[RecordedRun]:
+                         progress: Progress | None = None,
+                         simulator_stats: SimulatorStats | None = None) -> list[RecordedRun]:
     jobs = plan_jobs(targets, options)
     runner = runner if runner is not None else make_runner(options)
     progress = progress if progress is not None else Progress(jobs)
     results: list[RecordedRun | None] = [None] * len(jobs)
     limit = asyncio.Semaphore(options.concurrency)
+    simulation = None
+    if any(job.case.conversation_scenario is not None for job in jobs):
+        # Simulated users call Gemini like judges do, under the same --judge-concurrency
+        # limit, uncached. A service of this event loop (scoring runs in another one).
+        from ..judges.service import JudgeService
+        from ..simulation.model import JudgeServiceModel
+
+        simulation = JudgeService(concurrency=options.judge_concurrency, shared={})
+        model = JudgeServiceModel(simulation, simulator_stats)
+        jobs = [replace(job, user_model=model) if job.case.conversation_scenario is not None
+                else job for job in jobs]
 
     async def one(index: int, job: RunJob) -> None:
-        reason = no_static_conversation(job)
-        if reason is not None:
-            run = RecordedRun(eval_set_id=job.eval_set_id, eval_id=job.eval_id, run=job.run,
-                              error=reason)
-        else:
-            async with limit:
-                try:
-                    run = await runner.run(job)
-                except Exception as exc:  # a runner bug fails this run, not the others
-                    run = RecordedRun(eval_set_id=job.eval_set_id, eval_id=job.eval_id,
-                                      run=job.run, error=f"internal error: {type(exc).__name__}: {exc}")
+        async with limit:
+            try:
+                run = await runner.run(job)
+            except Exception as exc:  # a runner bug fails this run, not the others
+                run = RecordedRun(eval_set_id=job.eval_set_id, eval_id=job.eval_id,
+                                  run=job.run, error=f"internal error: {type(exc).__name__}: {exc}")
         results[index] = run
         progress.run_done(job, run)
 
@@ -180,5 +215,7 @@ async def run_agent_jobs(targets: list[EvalTarget], options: RunOptions, *,
         raise RunInterrupted([r for r in results if r is not None]) from None
     finally:
         await runner.aclose()
+        if simulation is not None:
+            await simulation.aclose()
         progress.close()
     return [r for r in results if r is not None]

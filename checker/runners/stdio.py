@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..models.records import RecordedRun
-from .base import AgentFailure, RunJob, no_static_conversation, session_spec
+from .base import AgentFailure, RunJob, session_spec
 from .events import ConversionError, events_to_invocation, fields_to_invocation
 from .process import (
     OutputTail,
@@ -40,6 +40,7 @@ from .protocol import (
     start_message,
     user_message,
 )
+from .turns import UserTurns, user_turns
 
 MAX_LINE_BYTES = 64 << 20  # one protocol line (a turn's events may be large, not unbounded)
 _EOF = object()
@@ -78,9 +79,10 @@ class StdioRunner:
                                stderr_tail=tail if error else None,
                                duration_seconds=round(time.monotonic() - started, 3))
 
-        reason = no_static_conversation(job)
-        if reason:
-            return record([], reason)
+        try:
+            turns = user_turns(job)
+        except AgentFailure as exc:
+            return record([], str(exc))
         env = {**self.env, "EVALCHECK_EVAL_SET_ID": job.eval_set_id,
                "EVALCHECK_EVAL_ID": job.eval_id, "EVALCHECK_RUN": str(job.run)}
         try:
@@ -91,7 +93,7 @@ class StdioRunner:
         invocations: list = []
         error: str | None = None
         try:
-            invocations = await agent.converse(job)
+            invocations = await agent.converse(job, turns)
             await agent.finish(min(self.exit_grace, job.turn_timeout))
         except AgentFailure as exc:
             error = str(exc)
@@ -197,7 +199,7 @@ class _Agent:
         finally:
             getter.cancel()
 
-    async def converse(self, job: RunJob) -> list:
+    async def converse(self, job: RunJob, turns: UserTurns) -> list:
         loop = asyncio.get_running_loop()
         spec = session_spec(job)
         timeout = job.turn_timeout
@@ -205,12 +207,16 @@ class _Agent:
                                        run=job.run, app_name=spec.app_name, user_id=spec.user_id,
                                        state=spec.state),
                          loop.time() + timeout, "the start message")
-        for turn, expected in enumerate(job.case.conversation or [], 1):
+        turn = 0
+        # The next user turn is asked for before the turn's clock starts: a simulated user's
+        # thinking time is not the agent's.
+        while (user_content := await turns.next(self.invocations)) is not None:
+            turn += 1
             invocation_id = f"inv-{turn}"
             created = time.time()
             began = time.perf_counter()
             deadline = loop.time() + timeout
-            await self._send(user_message(invocation_id, expected.user_content), deadline,
+            await self._send(user_message(invocation_id, user_content), deadline,
                              f"turn {turn}")
             item = await self._receive(deadline, turn, timeout)
             while isinstance(item, dict) and item.get("type") == "ready" and turn == 1:
@@ -232,7 +238,7 @@ class _Agent:
                 raise AgentFailure(f"turn {turn}: the response is for invocation "
                                    f"'{message.invocation_id[:60]}', expected '{invocation_id}'")
             try:
-                self.invocations.append(to_invocation(message, invocation_id, expected.user_content,
+                self.invocations.append(to_invocation(message, invocation_id, user_content,
                                                       duration, created))
             except ConversionError as exc:
                 raise AgentFailure(f"turn {turn}: invalid events at {exc}") from None

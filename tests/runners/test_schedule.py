@@ -87,15 +87,24 @@ def test_durations_are_measured_per_turn(tmp_path, monkeypatch):
     assert all(0.2 <= d < 2.0 and d == round(d, 3) for d in durations)
 
 
-def test_scenario_case_is_an_errored_run_not_a_crash(tmp_path):
+def test_scenario_case_without_gemini_credentials_errors_its_runs_only(tmp_path, monkeypatch):
+    for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI",
+                 "EVALCHECK_GEMINI_BASE_URL", "GOOGLE_GEMINI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
     scenario = EvalCase.model_validate({
         "eval_id": "simulated",
         "conversation_scenario": {"starting_prompt": "Hi", "conversation_plan": "Ask about Paris."}})
     runs, output = run_jobs(tmp_path, [case("static", turns=1), scenario], num_runs=2)
     assert [(r.eval_id, r.error is None) for r in runs] == [
         ("static", True), ("static", True), ("simulated", False), ("simulated", False)]
-    assert runs[2].error.startswith("conversation_scenario cases need a user simulator")
-    assert "set/simulated: 2 of 2 runs errored - run 1: conversation_scenario cases need" in output
+    # Found before the agent starts: no invocation, and the variables to set.
+    assert runs[2].invocations == []
+    assert runs[2].error == ("no Gemini credentials for the simulated user: set GOOGLE_API_KEY "
+                             "(or GEMINI_API_KEY) for the Gemini API, or "
+                             "GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT and "
+                             "GOOGLE_CLOUD_LOCATION for Vertex AI")
+    assert "set/simulated: 2 of 2 runs errored - run 1: no Gemini credentials for the simulated" \
+        in output
 
 
 def test_one_bad_run_does_not_stop_the_others(tmp_path):

@@ -1,0 +1,72 @@
+"""The conversation so far, as the simulated user reads it (ADK's ``_summarize_conversation``).
+
+ADK summarizes the session's events: every non-thought text part becomes
+``<author>: <text>``; with ``include_function_calls`` a call becomes
+``<author> called tool '<name>' with args: <args>`` and a response
+``Tool '<name>' returned: <response>``; the lines are joined by blank lines. We rebuild the
+same lines from the recorded invocations. Events recorded by ADK (the bridge, the API
+server, an agent sending ``events``) keep their authors and order; an agent answering with
+the plain protocol fields has no authors, so its lines say ``agent``, and its tool calls come
+before their responses, after its intermediate texts.
+"""
+
+from __future__ import annotations
+
+from ..models.evalset import Content, IntermediateData, Invocation, InvocationEvents, Part
+
+UNNAMED_AGENT = "agent"
+
+
+def _part_line(author: str, part: Part, include_function_calls: bool) -> str | None:
+    if part.text and not part.thought:
+        return f"{author}: {part.text}"
+    if include_function_calls and part.function_call is not None:
+        # Python's repr of the args dict, as ADK formats them.
+        return f"{author} called tool '{part.function_call.name}' with args: {part.function_call.args}"
+    if include_function_calls and part.function_response is not None:
+        return (f"Tool '{part.function_response.name}' returned: "
+                f"{part.function_response.response}")
+    return None
+
+
+def _content_lines(author: str, content: Content | None, include_function_calls: bool) -> list[str]:
+    if content is None:
+        return []
+    lines = (_part_line(author, p, include_function_calls) for p in content.parts)
+    return [line for line in lines if line is not None]
+
+
+def _invocation_lines(inv: Invocation, include_function_calls: bool) -> list[str]:
+    lines = _content_lines("user", inv.user_content, include_function_calls)
+    data = inv.intermediate_data
+    final_author = UNNAMED_AGENT
+    if isinstance(data, InvocationEvents):
+        for event in data.invocation_events:
+            if event.content is None:
+                # ADK empties the chosen final event's content (its text is final_response).
+                final_author = event.author
+                continue
+            lines += _content_lines(event.author, event.content, include_function_calls)
+        if data.invocation_events and final_author == UNNAMED_AGENT:
+            final_author = data.invocation_events[-1].author
+    elif isinstance(data, IntermediateData):
+        authors = {author for author, _ in data.intermediate_responses}
+        for author, parts in data.intermediate_responses:
+            lines += _content_lines(author, Content(parts=parts), include_function_calls)
+        if len(authors) == 1:
+            final_author = next(iter(authors))
+        if include_function_calls:
+            lines += [_part_line(final_author, Part(function_call=c), True) or ""
+                      for c in data.tool_uses]
+            lines += [_part_line(final_author, Part(function_response=r), True) or ""
+                      for r in data.tool_responses]
+    lines += _content_lines(final_author, inv.final_response, include_function_calls)
+    return lines
+
+
+def conversation_history(invocations: list[Invocation], include_function_calls: bool = False) -> str:
+    """Every invocation's lines, joined by blank lines."""
+    lines: list[str] = []
+    for inv in invocations:
+        lines += _invocation_lines(inv, include_function_calls)
+    return "\n\n".join(lines)

@@ -1,0 +1,67 @@
+"""The simulated user's model calls, through the judges' Gemini client and service."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..judges.client import CallStats, JudgeConfigError, JudgeError
+from ..judges.service import JudgeRequest, JudgeService
+from .simulator import ModelReply, SimulatorError
+
+
+def _about_model(text: str) -> str:
+    """A judge client message, about the simulator's model instead."""
+    for judge, model in (("judge call", "model call"), ("judge request", "model request"),
+                         ("the judge", "the model"), ("judge asked", "model asked")):
+        text = text.replace(judge, model)
+    return text
+
+
+class SimulatorStats(CallStats):
+    """The simulated users' traffic of one evalcheck run (reported apart from the judges')."""
+
+    def used(self) -> bool:
+        return self.calls > 0
+
+    def as_metadata(self) -> dict[str, Any]:
+        return {"calls": self.calls, "retries": self.retries,
+                "failedRequests": self.failed_requests, "tokens": self.total_tokens,
+                "promptTokens": self.prompt_tokens, "outputTokens": self.output_tokens}
+
+    def line(self) -> str:
+        return (f"user simulator: {self.calls:,} call{'s' if self.calls != 1 else ''}, "
+                f"{self.total_tokens:,} tokens")
+
+
+class JudgeServiceModel:
+    """A UserModel on a JudgeService: its credentials, base URL, retries and concurrency
+    limit, none of its caching."""
+
+    def __init__(self, service: JudgeService, stats: SimulatorStats | None = None):
+        self.service = service
+        self.stats = stats if stats is not None else SimulatorStats()
+
+    async def ask(self, model: str, prompt: str, config: dict[str, Any]) -> ModelReply:
+        try:
+            reply = await self.service.generate(JudgeRequest(model, prompt, config), self.stats)
+        except JudgeConfigError as exc:
+            text = str(exc)
+            # Same wording as the judge metrics, but about the simulated user.
+            text = text.replace("no judge credentials", "no Gemini credentials for the "
+                                "simulated user", 1)
+            raise SimulatorError(text) from None
+        except JudgeError as exc:
+            raise SimulatorError("simulated user: " + _about_model(str(exc))) from None
+        except Exception as exc:  # a bad model_configuration the SDK rejects, and the like
+            raise SimulatorError(f"simulated user: model call failed: "
+                                 f"{type(exc).__name__}: {exc}") from None
+        return ModelReply(text=reply.text, finish_reason=reply.finish_reason,
+                          thoughts=reply.thoughts)
+
+    def check_credentials(self, base_url: str | None = None) -> None:
+        """Fail fast, before the agent starts, when the model cannot be reached at all."""
+        try:
+            self.service.ensure_client(base_url)
+        except JudgeConfigError as exc:
+            raise SimulatorError(str(exc).replace(
+                "no judge credentials", "no Gemini credentials for the simulated user", 1)) from None
