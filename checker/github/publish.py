@@ -127,7 +127,7 @@ def annotation_message(case: CaseResult) -> str:
         elif ex.kind == "judge" and ex.evidence is not None:
             said = "; ".join(one_line(s, 300) for s in statements(ex.evidence)[:4])
             lead = f"{ex.metric} {ex.score} < {ex.threshold}" if ex.evidence.score is not None else ex.metric
-            lines.append(f"{lead} ({place(ex.run, ex.turn)}): {said}")
+            lines.append(f"{lead} ({place(ex.run, ex.turn, ex.evidence.title)}): {said}")
         elif ex.kind == "run_error":
             lines.append(f"agent run {ex.run} errored: {one_line(ex.error, 500)}")
         elif ex.kind == "metric_error":

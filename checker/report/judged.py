@@ -34,11 +34,12 @@ MAX_LABEL = 200        # characters of the judged property or sentence
 MAX_EVIDENCE = 200
 MAX_TEXT = 1500        # characters of an expected / actual response
 
-_LIST_KEYS = ("rubrics", "rubricVerdicts", "criteria", "verdicts")
-_LABEL_KEYS = ("property", "rubric", "sentence", "name", "criterion", "rubricId", "id")
-_WHY_KEYS = ("rationale", "reasoning", "explanation")
+_LIST_KEYS = ("rubrics", "rubricVerdicts", "criteria", "categories", "verdicts")
+_LABEL_KEYS = ("property", "rubric", "sentence", "name", "criterion", "category", "rubricId", "id")
+_WHY_KEYS = ("rationale", "reasoning", "explanation", "reason")
 _EVIDENCE_KEYS = ("evidence", "excerpt")
-_TEXT_KEYS = (("expected", "Expected"), ("actual", "Actual"), ("response", "Response"))
+_TEXT_KEYS = (("expected", "Expected"), ("actual", "Actual"), ("response", "Response"),
+              ("user", "Simulated user"))
 _YES = {"yes", "valid", "pass", "passed", "true", "supported", "not_applicable", "safe"}
 _NO = {"no", "invalid", "fail", "failed", "false", "unsupported", "contradictory", "disputed",
        "unsafe"}
@@ -58,10 +59,11 @@ class Verdict:
 
 @dataclass
 class JudgeTurn:
-    """A judged turn (``turn`` None: the whole conversation) of the run shown."""
+    """A judged turn (``turn`` None: the whole conversation, or ``title``) of the run shown."""
 
     turn: int | None
     score: float | None
+    title: str = ""        # a run-level check other than a turn, e.g. "stop signal check"
     verdict: str = ""      # a turn-level verdict, e.g. final_response_match_v2's "invalid"
     agreement: str = ""
     rationale: str = ""
@@ -112,6 +114,9 @@ def _decision(entry: dict[str, Any]) -> tuple[bool | None, str] | None:
         if word in _NO:
             return False, word
         return None, word
+    violated = entry.get("violated")  # a safety category: True is the bad outcome
+    if isinstance(violated, bool):
+        return not violated, "violated" if violated else "not violated"
     score = entry.get("score")
     if isinstance(score, (int, float)) and not isinstance(score, bool):
         return score >= 1.0, f"{score:.2f}"
@@ -198,6 +203,11 @@ def _worth_showing(turn: JudgeTurn) -> bool:
                 or turn.verdict == "undecided")
 
 
+def _words(key: str) -> str:
+    """``stopSignalCheck`` -> ``stop signal check``."""
+    return "".join(" " + c.lower() if c.isupper() else c for c in key).strip()
+
+
 def judge_label(details: dict[str, Any]) -> str:
     parts = []
     backend = details.get("backend")
@@ -228,6 +238,12 @@ def judge_evidence(metric: MetricResult) -> JudgeEvidence | None:
         if run is not None and 0 < run <= len(metric.runs):
             whole.score = metric.runs[run - 1]
         turns.insert(0, whole)
+    for key, value in details.items():  # a run-level check, e.g. the simulator's stop signal
+        if key != "invocations" and isinstance(value, dict) and "verdict" in value:
+            check = _turn(value, None)
+            if check is not None:
+                check.title = _words(key)
+                turns.append(check)
     label = judge_label(details)
     if not turns and not label:
         return None
@@ -239,9 +255,9 @@ def judge_evidence(metric: MetricResult) -> JudgeEvidence | None:
                          turns_hidden=max(0, len(interesting) - MAX_TURNS))
 
 
-def place(run: int | None, turn: int | None) -> str:
+def place(run: int | None, turn: int | None, title: str = "") -> str:
     return ", ".join(p for p in (f"run {run}" if run else "",
-                                 f"turn {turn}" if turn else "whole conversation") if p)
+                                 f"turn {turn}" if turn else title or "whole conversation") if p)
 
 
 def statements(turn: JudgeTurn) -> list[str]:

@@ -19,7 +19,7 @@ def judge_lines(metric: MetricResult) -> list[str]:
     evidence = judge_evidence(metric)
     if evidence is None:
         return []
-    items = [f"{place(evidence.run, turn.turn)}: {item}"
+    items = [f"{place(evidence.run, turn.turn, turn.title)}: {item}"
              for turn in evidence.turns for item in statements(turn)]
     lines = ["    " + one_line(item, 220) for item in items[:MAX_JUDGE_LINES]]
     if len(items) > MAX_JUDGE_LINES or evidence.turns_hidden:

@@ -168,7 +168,11 @@ def judged_results() -> dict[str, Any]:
                             "reasoning": "No booking tool was called."},
                            {"rubric": "The agent greets the user", "verdict": True, "reasoning": "It did."}]})
     simulator = _metric("per_turn_user_simulator_quality_v1", 1.0, [0.5], "failed", {
-        **GEMINI, "worstRun": 1,
+        **GEMINI, "worstRun": 1, "stopSignal": "</finished>", "passedTurns": 1, "evaluatedTurns": 2,
+        "stopSignalCheck": {"turn": "stop_signal", "check": "stop_signal", "user": "</finished>",
+                            "status": "failed", "verdict": "invalid", "agreement": "3/3",
+                            "criteria": [{"name": "STOP_CONDITION_FOLLOWED", "passes": False,
+                                          "reasoning": "Ending here is wrong: no table is booked."}]},
         "invocations": [{"score": 1.0, "note": "starting prompt as written"},
                         {"score": 0.0, "verdict": "invalid", "agreement": "3/3",
                          "criteria": [{"name": "STOP_CONDITION_FOLLOWED", "passes": False,

@@ -135,6 +135,8 @@ def test_the_reader_sees_what_the_judge_said(judged):
     assert "A table is booked — No booking tool was called." in text
     # a simulated user's criteria (per_turn_user_simulator_quality_v1's shape)
     assert "fail: STOP_CONDITION_FOLLOWED — The user kept talking" in text
+    assert ("in run 1, stop signal check: judged invalid (3/3)" in text
+            and "Ending here is wrong: no table is booked." in text)
     # a judge outage is the metric's error, not the agent's; what the judge left undecided shows
     assert "hallucinations_v1 could not be computed (metric error)" in text
     assert "errored" not in text.split("Why cases did not pass")[1]
