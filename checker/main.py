@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import platform
+import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -96,8 +99,38 @@ def write_reports(results: Results, options: RunOptions) -> None:
         _write(options.junit, render_junit(results))
 
 
+def _version() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("evalcheck")
+    except PackageNotFoundError:  # a source checkout that was never installed
+        return None
+
+
+def _utc(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def run_metadata(options: RunOptions, runs: dict[RunKey, list[RecordedRun]], started: datetime,
+                 finished: datetime, seconds: float) -> dict[str, Any]:
+    """``Results.metadata`` of this run (extra information, CONTRACT section 4).
+
+    In replay mode no agent ran: ``numRuns`` is the most runs recorded for a case and
+    ``concurrency`` is null (nothing ran concurrently).
+    """
+    mode = "replay" if options.replay is not None else "api" if options.agent_url else "stdio"
+    replayed = max((len(r) for r in runs.values()), default=0)
+    return {"evalcheckVersion": _version(), "mode": mode,
+            "numRuns": replayed if mode == "replay" else options.num_runs,
+            "concurrency": None if mode == "replay" else options.concurrency,
+            "startedAt": _utc(started), "finishedAt": _utc(finished),
+            "durationSeconds": round(seconds, 3), "pythonVersion": platform.python_version()}
+
+
 def execute(options: RunOptions) -> bool:
     """Run the whole job; returns whether every gate passed. Raises InputError on bad input."""
+    started, clock = datetime.now(timezone.utc), time.monotonic()
     root = find_repo_root(Path.cwd())
     if options.config_file is not None and not options.config_file.is_file():
         raise InputError("config file not found", file=str(options.config_file))
@@ -120,6 +153,9 @@ def execute(options: RunOptions) -> bool:
         results.metadata["judge"] = judge.metadata()
     if simulated.used():
         results.metadata["userSimulator"] = simulated.as_metadata()
+    # Keys already there (e.g. "judge") win: this only adds what describes the run.
+    results.metadata = {**run_metadata(options, runs, started, datetime.now(timezone.utc),
+                                       time.monotonic() - clock), **results.metadata}
     write_reports(results, options)
     for line in failure_lines(results):
         click.echo(log_safe(line))
