@@ -6,8 +6,7 @@ ADK summarizes the session's events: every non-thought text part becomes
 ``Tool '<name>' returned: <response>``; the lines are joined by blank lines. We rebuild the
 same lines from the recorded invocations. Events recorded by ADK (the bridge, the API
 server, an agent sending ``events``) keep their authors and order; an agent answering with
-the plain protocol fields has no authors, so its lines say ``agent``, and its tool calls come
-before their responses, after its intermediate texts.
+the plain protocol fields names no authors, so its lines say ``agent``.
 """
 
 from __future__ import annotations
@@ -39,29 +38,33 @@ def _content_lines(author: str, content: Content | None, include_function_calls:
 def _invocation_lines(inv: Invocation, include_function_calls: bool) -> list[str]:
     lines = _content_lines("user", inv.user_content, include_function_calls)
     data = inv.intermediate_data
-    final_author = UNNAMED_AGENT
     if isinstance(data, InvocationEvents):
-        for event in data.invocation_events:
-            if event.content is None:
-                # ADK empties the chosen final event's content (its text is final_response).
-                final_author = event.author
-                continue
-            lines += _content_lines(event.author, event.content, include_function_calls)
-        if data.invocation_events and final_author == UNNAMED_AGENT:
-            final_author = data.invocation_events[-1].author
-    elif isinstance(data, IntermediateData):
-        authors = {author for author, _ in data.intermediate_responses}
-        for author, parts in data.intermediate_responses:
-            lines += _content_lines(author, Content(parts=parts), include_function_calls)
+        events = data.invocation_events
+        # ADK empties the chosen final event's content (its text is final_response); the
+        # final text goes where that event was, under its author.
+        final_at = max((k for k, e in enumerate(events)
+                        if e.content is None and e.grounding_metadata is None), default=None)
+        for k, event in enumerate(events):
+            if k == final_at:
+                lines += _content_lines(event.author, inv.final_response, include_function_calls)
+            else:
+                lines += _content_lines(event.author, event.content, include_function_calls)
+        if final_at is None:
+            author = events[-1].author if events else UNNAMED_AGENT
+            lines += _content_lines(author, inv.final_response, include_function_calls)
+        return lines
+    author = UNNAMED_AGENT
+    if isinstance(data, IntermediateData):  # an eval set's static format: no order, no authors
+        authors = {name for name, _ in data.intermediate_responses}
         if len(authors) == 1:
-            final_author = next(iter(authors))
+            author = next(iter(authors))
+        for name, parts in data.intermediate_responses:
+            lines += _content_lines(name, Content(parts=parts), include_function_calls)
         if include_function_calls:
-            lines += [_part_line(final_author, Part(function_call=c), True) or ""
-                      for c in data.tool_uses]
-            lines += [_part_line(final_author, Part(function_response=r), True) or ""
+            lines += [_part_line(author, Part(function_call=c), True) or "" for c in data.tool_uses]
+            lines += [_part_line(author, Part(function_response=r), True) or ""
                       for r in data.tool_responses]
-    lines += _content_lines(final_author, inv.final_response, include_function_calls)
-    return lines
+    return lines + _content_lines(author, inv.final_response, include_function_calls)
 
 
 def conversation_history(invocations: list[Invocation], include_function_calls: bool = False) -> str:

@@ -120,14 +120,13 @@ def check_template(template: str, *, with_persona: bool) -> None:
     """Raise TemplateProblem unless ``template`` parses and uses every required name (ADK's
     check: jinja2.meta's undeclared variables)."""
     from jinja2 import TemplateSyntaxError, meta
-    from jinja2.sandbox import SandboxedEnvironment
 
     try:
-        parsed = SandboxedEnvironment().parse(template)
+        parsed = _environment({}).parse(template)
+        used = meta.find_undeclared_variables(parsed)  # compiles: an unknown filter fails here
     except TemplateSyntaxError as exc:
         raise TemplateProblem(f"custom_instructions is not a valid Jinja template: "
                               f"{exc.message} (template line {exc.lineno})") from None
-    used = meta.find_undeclared_variables(parsed)
     missing = [name for name in required_names(with_persona) if name not in used]
     if missing:
         raise TemplateProblem("custom_instructions does not use "
@@ -167,8 +166,6 @@ def _view(persona: UserPersona) -> _Persona:
 def render(*, conversation_plan: str, conversation_history: str, stop_signal: str,
            persona: UserPersona | None = None, custom_template: str | None = None) -> str:
     """The instructions for the next simulated user turn."""
-    from jinja2.sandbox import SandboxedEnvironment
-
     if custom_template is not None:
         check_template(custom_template, with_persona=persona is not None)
         template = custom_template
@@ -178,9 +175,17 @@ def render(*, conversation_plan: str, conversation_history: str, stop_signal: st
                               "conversation_history": conversation_history}
     # Persona texts may hold {{ stop_signal }} etc.: ADK renders them as templates; we fill
     # the known names and keep any other text as written (see personas.fill).
-    known: Mapping[str, str] = dict(values)
-    env = SandboxedEnvironment()
-    env.filters["render_string_filter"] = lambda text: fill(str(text), known) if text else ""
+    env = _environment(dict(values))
     if persona is not None:
         values["persona"] = _view(persona)
     return env.from_string(template).render(values)
+
+
+def _environment(known: Mapping[str, str]) -> Any:
+    """A sandboxed Jinja environment with ADK's ``render_string_filter`` (which ADK's own
+    template check does not know, so ADK rejects custom templates that use it; we accept them)."""
+    from jinja2.sandbox import SandboxedEnvironment
+
+    env = SandboxedEnvironment()
+    env.filters["render_string_filter"] = lambda text: fill(str(text), known) if text else ""
+    return env

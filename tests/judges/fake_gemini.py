@@ -52,6 +52,19 @@ def empty_reply() -> Reply:
     return Reply(body=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
 
 
+def thought_reply(thought: str = "Let me think.", text: str = "") -> Reply:
+    """An answer whose first part is a thought (``"thought": true``), then ``text`` if any:
+    a thinking model that produced only thoughts when ``text`` is empty."""
+    parts: list[dict[str, Any]] = [{"text": thought, "thought": True}]
+    if text:
+        parts.append({"text": text})
+    body = {"candidates": [{"content": {"role": "model", "parts": parts},
+                            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 5,
+                              "thoughtsTokenCount": 30, "totalTokenCount": 135}}
+    return Reply(body=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+
+
 def error_reply(status: int, message: str = "fake error", *, retry_after: str | None = None,
                 delay: float = 0.0) -> Reply:
     names = {408: "DEADLINE_EXCEEDED", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL",

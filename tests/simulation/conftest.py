@@ -1,0 +1,72 @@
+"""Fixtures of the simulation tests: the fake Gemini server and a simulator pointed at it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from checker.config import UserSimulatorConfig
+from checker.judges.client import RetryPolicy
+from checker.judges.service import JudgeService
+from checker.models.evalset import ConversationScenario, Invocation
+from checker.simulation.model import JudgeServiceModel, SimulatorStats
+from checker.simulation.simulator import LlmUserSimulator
+
+from judges.fake_gemini import FakeGemini
+
+FAST_RETRY = RetryPolicy(attempts=3, initial_delay=0.01, max_delay=5.0, jitter=0.0, timeout=5.0)
+
+
+@pytest.fixture
+def fake():
+    with FakeGemini() as server:
+        yield server
+
+
+@pytest.fixture
+def env(fake) -> dict[str, str]:
+    return {"GOOGLE_API_KEY": "test-key", "EVALCHECK_GEMINI_BASE_URL": fake.url}
+
+
+def scenario(persona: Any = None, **extra: Any) -> ConversationScenario:
+    data = {"starting_prompt": "What is the weather in Paris?",
+            "conversation_plan": "Ask for the weather in Paris, then in Oslo.", **extra}
+    if persona is not None:
+        data["user_persona"] = persona
+    return ConversationScenario.model_validate(data)
+
+
+def simulator(env: dict[str, str], the_scenario: ConversationScenario | None = None,
+              **config: Any) -> LlmUserSimulator:
+    service = JudgeService(8, None, env=env, retry=FAST_RETRY)
+    model = JudgeServiceModel(service, SimulatorStats())
+    return LlmUserSimulator(the_scenario or scenario(), UserSimulatorConfig(**config), model)
+
+
+def turns(sim: LlmUserSimulator, histories: list[list[Invocation]]) -> list[Any]:
+    """``sim.next_turn`` for each history in turn (one event loop), as texts; None = over.
+    An exception is returned in place of the turn that raised it."""
+    async def go() -> list[Any]:
+        out: list[Any] = []
+        try:
+            for history in histories:
+                try:
+                    content = await sim.next_turn(history)
+                except Exception as exc:
+                    out.append(exc)
+                    break
+                out.append(None if content is None else "".join(p.text or "" for p in content.parts))
+        finally:
+            await sim.model.service.aclose()
+        return out
+    return asyncio.run(go())
+
+
+def invocation(user: str, final: str | None = None, **extra: Any) -> Invocation:
+    data: dict[str, Any] = {"user_content": {"role": "user", "parts": [{"text": user}]}}
+    if final is not None:
+        data["final_response"] = {"role": "model", "parts": [{"text": final}]}
+    data.update(extra)
+    return Invocation.model_validate(data)
