@@ -105,3 +105,10 @@ def test_a_judge_outage_is_reported_as_a_metric_error(fake, env):
     assert "errored" not in text.split("Why cases did not pass")[1]
     assert lines[0].startswith("s.evalset.json:3 c: final_response_match_v2 could not be computed (metric error): "
                                "run 1: judge failed")
+    from checker.report.junit import render_junit
+
+    case = CaseResult(eval_id="c", status="error", line=3, metrics=[v2], runs=[RunResult(run=1, status="passed")])
+    sets = [EvalSetResult(eval_set_id="s", path="s.evalset.json", cases=[case])]
+    junit = render_junit(Results(passed=False, summary=summarize(sets), eval_sets=sets))
+    assert '<error message="metric error: final_response_match_v2" type="error">' in junit
+    assert "final_response_match_v2 error: run 1: judge failed" in junit and "agent run" not in junit
