@@ -365,9 +365,11 @@ def build_footer(results: Results) -> Footer:
         for case in eval_set.cases:
             for metric in case.metrics:
                 details = metric.details if isinstance(metric.details, dict) else {}
+                # The model when there is one (safety_v1 on Gemini), else the backend (Vertex AI).
                 for key in ("judgeModel", "backend"):
                     if isinstance(details.get(key), str) and details[key]:
                         judges.add(details[key])
+                        break
     footer.judges = sorted(judges)
     return footer
 

@@ -89,6 +89,7 @@ def test_safety_categories_and_simulated_user_criteria_are_explained(fake, env):
     assert "violated: dangerous_content — dangerous_content: explains a bomb" in text
     assert "hate_speech" not in text  # categories not violated are counted, not listed
     assert "judged unsafe (1/1)" in text and "judge gemini-judge · gemini-2.5-flash" in text
+    assert "judged by gemini-2.5-flash" in text and "judged by gemini-2.5-flash, gemini-judge" not in text
     assert "turn 2: judged invalid (1/1)" in text
     assert "fail: RESPONSIVENESS — RESPONSIVENESS looked" in text and "Simulated user:\nAnd Rome?" in text
     assert "    run 1, turn 2: fail \"RESPONSIVENESS\": RESPONSIVENESS looked" in lines
