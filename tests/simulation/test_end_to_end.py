@@ -318,3 +318,23 @@ def test_bad_custom_template_is_exit_2_naming_file_and_path(tmp_path):
     assert ("b/test_config.json at $.user_simulator_config.custom_instructions: "
             "custom_instructions does not use {{ persona }}, but eval case 's' of ") in done.stderr
     assert not (tmp_path / "started.txt").exists()
+
+
+def test_the_example_scenarios_run_with_the_example_agent(tmp_path):
+    """examples/scenarios with examples/agents/python_weather, the simulated user scripted."""
+    results = tmp_path / "results.json"
+    with FakeGemini() as fake:
+        fake.on(lambda p: is_simulator(p) and "Rome is warmer" in history_of(p),
+                json_reply("</finished>"))
+        fake.on(lambda p: is_simulator(p) and "It is sunny in Paris" in history_of(p),
+                json_reply("Which city is warmer, Paris or Rome?"))
+        fake.on(lambda p: is_simulator(p) and "Which city do you mean?" in history_of(p),
+                json_reply("um, Oslo? and is Oslo or Rome warmer"))
+        fake.on(lambda p: not is_simulator(p), JUDGE_OK)
+        done = evalcheck("run", "examples/scenarios", "--agent-command",
+                         f"{shlex.quote(PY)} examples/agents/python_weather/agent.py",
+                         "--num-runs", "1", "--results", str(results), cwd=REPO, env=cli_env(fake))
+    assert done.returncode == 0, done.stdout + done.stderr
+    inference_free = json.loads(results.read_text())
+    assert inference_free["summary"]["passed"] == 2
+    assert inference_free["metadata"]["userSimulator"]["calls"] == 4
