@@ -97,6 +97,8 @@ class EvalConfig:
     display_path: str | None
     metrics: tuple[ConfiguredMetric, ...]
     user_simulator: UserSimulatorConfig | None = None
+    # Settings read but not acted on, each "file: $.path: what happens instead" (shown to users).
+    warnings: tuple[str, ...] = ()
 
     def gating(self) -> list[ConfiguredMetric]:
         return [m for m in self.metrics if not m.informational]
@@ -164,7 +166,19 @@ def build_config(raw: Any, path: Path | None, display: str | None) -> EvalConfig
         if name not in parsed.criteria and name in known:
             metrics.append(ConfiguredMetric(name, known[name], None, None, True))
     simulator = _share_stop_signal(metrics, parsed.user_simulator_config, shown)
-    return EvalConfig(path, display, tuple(metrics), simulator)
+    return EvalConfig(path, display, tuple(metrics), simulator, _unsupported(parsed, shown))
+
+
+def _unsupported(parsed: EvalConfigFile, shown: str) -> tuple[str, ...]:
+    """ADK settings evalcheck accepts (so ADK's own files load) but does not act on."""
+    notes = []
+    if parsed.live_model_config is not None:
+        notes.append(f"{shown}: $.live_model_config: Live (bidi-streaming) inference is not "
+                     "supported; agents get text turns and this setting has no effect")
+    if parsed.user_simulator_config is not None and parsed.user_simulator_config.type == "llm_audio":
+        notes.append(f"{shown}: $.user_simulator_config.type: the audio user simulator is not "
+                     "supported; the simulated user talks in text, as with 'llm_backed'")
+    return tuple(notes)
 
 
 def _share_stop_signal(metrics: list[ConfiguredMetric], simulator: UserSimulatorConfig | None,

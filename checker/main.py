@@ -135,6 +135,9 @@ def execute(options: RunOptions) -> bool:
     if options.config_file is not None and not options.config_file.is_file():
         raise InputError("config file not found", file=str(options.config_file))
     targets = discover(options.paths, root=root, config_file=options.config_file)
+    warnings = list(dict.fromkeys(w for t in targets for w in t.config.warnings))
+    for warning in warnings:
+        click.echo(log_safe(f"evalcheck: warning: {warning}"), err=True)
     from .simulation.model import SimulatorStats
 
     simulated = SimulatorStats()  # conversation_scenario cases' simulated users
@@ -153,6 +156,8 @@ def execute(options: RunOptions) -> bool:
         results.metadata["judge"] = judge.metadata()
     if simulated.used():
         results.metadata["userSimulator"] = simulated.as_metadata()
+    if warnings:
+        results.metadata["warnings"] = warnings
     # Keys already there (e.g. "judge") win: this only adds what describes the run.
     results.metadata = {**run_metadata(options, runs, started, datetime.now(timezone.utc),
                                        time.monotonic() - clock), **results.metadata}

@@ -165,6 +165,7 @@ class Footer:
     judges: list[str] = field(default_factory=list)  # judge models and backends that scored
     judge_calls: int | None = None                   # None: no judge statistics recorded
     judge_cached: int = 0
+    warnings: list[str] = field(default_factory=list)  # settings read but not acted on
 
 
 @dataclass
@@ -351,6 +352,9 @@ def build_footer(results: Results) -> Footer:
     duration = meta.get("durationSeconds")
     if isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration >= 0:
         footer.duration = fmt_duration(float(duration))
+    warnings = meta.get("warnings")
+    if isinstance(warnings, list):
+        footer.warnings = [w for w in warnings if isinstance(w, str)][:10]
     judges: set[str] = set()
     judge = meta.get("judge")
     if isinstance(judge, dict):

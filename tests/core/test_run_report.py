@@ -84,3 +84,35 @@ def test_terminal_output_stays_compact_for_many_cases(repo, monkeypatch):
 def _lines(repo: Path, *ids: str) -> list[tuple[str, int]]:
     text = (repo / "e/s.evalset.json").read_text().splitlines()
     return [(i, next(n for n, line in enumerate(text, 1) if f'"{i}"' in line)) for i in ids]
+
+
+def test_settings_read_but_not_acted_on_are_warned_about(repo):
+    """ADK's Live and audio settings load (ADK files stay valid) but are said to do nothing:
+    on stderr, in the results metadata and in the report, never silently."""
+    write_json(repo / "e/s.evalset.json", evalset("s", case("a")))
+    write_json(repo / "e/test_config.json", {
+        "criteria": {"response_match_score": 0.5}, "live_model_config": {"speech_config": {}},
+        "user_simulator_config": {"type": "llm_audio"}})
+    write_json(repo / "runs.json", replay(("s", "a", 1, [invocation()])))
+    out = run_cli(["run", "e", "--replay", "runs.json", "--results", "r.json", "--markdown", "r.md"], repo)
+    assert out.code == 0, out.output
+    live = ("e/test_config.json: $.live_model_config: Live (bidi-streaming) inference is not "
+            "supported; agents get text turns and this setting has no effect")
+    audio = "e/test_config.json: $.user_simulator_config.type: the audio user simulator is not supported"
+    assert f"evalcheck: warning: {live}" in out.stderr
+    assert audio in out.stderr
+    warnings = json.loads((repo / "r.json").read_text())["metadata"]["warnings"]
+    assert warnings[0] == live and warnings[1].startswith(audio) and len(warnings) == 2
+    report = (repo / "r.md").read_text()
+    assert "> [!WARNING]\n> - e/test\\_config.json: $.live\\_model\\_config: Live" in report
+
+
+def test_no_warning_for_supported_settings(repo):
+    write_json(repo / "e/s.evalset.json", evalset("s", case("a")))
+    write_json(repo / "e/test_config.json", {"criteria": {"response_match_score": 0.5},
+                                             "user_simulator_config": {"type": "llm_backed"}})
+    write_json(repo / "runs.json", replay(("s", "a", 1, [invocation()])))
+    out = run_cli(["run", "e", "--replay", "runs.json", "--results", "r.json", "--markdown", "r.md"], repo)
+    assert out.code == 0 and "warning" not in out.stderr
+    assert "warnings" not in json.loads((repo / "r.json").read_text())["metadata"]
+    assert "[!WARNING]" not in (repo / "r.md").read_text()
