@@ -128,6 +128,15 @@ def bench_shared(args: argparse.Namespace) -> None:
             def ours(criterion=criterion, metric=metric, runs=runs) -> list[Any]:
                 return [metric.score(criterion, run, context).score for run in runs]
 
+            def explained(criterion=criterion, metric=metric, runs=runs) -> list[Any]:
+                # What the pipeline adds for the one reported run of each case: the failing
+                # turns' explanation (first divergence, calls around it), which ADK lacks.
+                scored = [metric.score(criterion, run, context) for run in runs]
+                for s in scored:
+                    for inv in s.invocations:
+                        inv.all_details()
+                return [s.score for s in scored]
+
             def adk(match_type=match_type, adk_data=adk_data) -> list[Any]:
                 out = []
                 for actual, expected in adk_data:
@@ -138,6 +147,8 @@ def bench_shared(args: argparse.Namespace) -> None:
                 return out
 
             row(f"tool_trajectory_avg_score {match_type}", data, ours, adk)
+            if data == "agent errs":
+                row("  + explaining every failing turn", data, explained, adk)
 
     runs, adk_data = datasets["agent errs"]
     rouge_criterion = Criterion(threshold=0.8)

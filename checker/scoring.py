@@ -45,10 +45,13 @@ def _worst_run_details(scores: list[tuple[int, RunScore]], higher_is_better: boo
     if not scored:
         return {}
     run_no, worst = (min if higher_is_better else max)(scored, key=lambda item: item[1].score)
-    details = dict(worst.details)
-    details["worstRun"] = run_no
-    details["invocations"] = [{"score": i.score, **i.details} for i in worst.invocations]
-    return details
+    return _run_details(run_no, worst)
+
+
+def _run_details(run_no: int, score: RunScore) -> dict[str, Any]:
+    """The details a report shows: one run's, with every invocation's."""
+    return {**score.details, "worstRun": run_no,
+            "invocations": [{"score": i.score, **i.all_details()} for i in score.invocations]}
 
 
 def _errored_run_details(scores: list[tuple[int, RunScore]]) -> dict[str, Any]:
@@ -57,10 +60,7 @@ def _errored_run_details(scores: list[tuple[int, RunScore]]) -> dict[str, Any]:
     to see why the metric could not be computed."""
     for run_no, s in scores:
         if s.error and (s.details or s.invocations):
-            details = dict(s.details)
-            details["worstRun"] = run_no
-            details["invocations"] = [{"score": i.score, **i.details} for i in s.invocations]
-            return details
+            return _run_details(run_no, s)
     return _worst_run_details(scores, True)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -54,6 +54,12 @@ class RunInput:
 class InvocationScore(BaseModel):
     score: float | None = None
     details: dict[str, Any] = Field(default_factory=dict)
+    # More details, computed only if this run is the one reported (the worst): explaining a
+    # mismatch can cost more than finding it, and most runs' explanations are never shown.
+    explain: Callable[[], dict[str, Any]] | None = Field(default=None, exclude=True, repr=False)
+
+    def all_details(self) -> dict[str, Any]:
+        return {**self.details, **self.explain()} if self.explain else self.details
 
 
 class RunScore(BaseModel):

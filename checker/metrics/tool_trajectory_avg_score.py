@@ -9,6 +9,7 @@ Per invocation 1.0 when the actual tool calls match the expected ones under ``ma
 from __future__ import annotations
 
 import enum
+from functools import partial
 from typing import Any
 
 from pydantic import field_validator
@@ -39,13 +40,9 @@ class TrajectoryCriterion(Criterion):
         return value
 
 
-def calls_match(actual: FunctionCall, expected: FunctionCall, ignore_args: bool) -> bool:
-    return actual.name == expected.name and (ignore_args or actual.args == expected.args)
-
-
 def trajectory_matches(actual: list[FunctionCall], expected: list[FunctionCall],
                        match_type: MatchType, ignore_args: bool) -> bool:
-    # The comparisons are written out (not calls_match): these loops are the hot path.
+    # Comparisons written out, not in a helper: these loops are the hot path.
     if match_type is MatchType.EXACT:
         if len(actual) != len(expected):
             return False
@@ -82,10 +79,27 @@ def trajectory_matches(actual: list[FunctionCall], expected: list[FunctionCall],
 def first_divergence(actual: list[FunctionCall], expected: list[FunctionCall],
                      ignore_args: bool) -> int | None:
     """Index of the first position where the two call lists differ (for reports)."""
-    for i in range(max(len(actual), len(expected))):
-        if i >= len(actual) or i >= len(expected) or not calls_match(actual[i], expected[i], ignore_args):
+    for i, (call, want) in enumerate(zip(actual, expected)):
+        if call.name != want.name or (not ignore_args and call.args != want.args):
             return i
-    return None
+    return None if len(actual) == len(expected) else min(len(actual), len(expected))
+
+
+# Calls listed per failing turn: a window around the first divergence, as many as a report
+# shows (listing every call of a long trajectory cost 20x more than matching it).
+LISTED_CALLS = 25
+
+
+def mismatch_window(actual: list[FunctionCall], expected: list[FunctionCall],
+                    ignore_args: bool) -> dict[str, Any]:
+    """``firstDivergence`` (0-based) and the calls around it: ``expected``/``actual`` hold
+    positions ``listedFrom`` to ``listedFrom + LISTED_CALLS - 1`` of each list."""
+    div = first_divergence(actual, expected, ignore_args)
+    start = 0 if div is None else max(0, min(div - 2, max(len(actual), len(expected)) - LISTED_CALLS))
+    end = start + LISTED_CALLS
+    return {"firstDivergence": div, "listedFrom": start,
+            "expected": [{"name": c.name, "args": c.args} for c in expected[start:end]],
+            "actual": [{"name": c.name, "args": c.args} for c in actual[start:end]]}
 
 
 class ToolTrajectoryAvgScore(Metric):
@@ -102,15 +116,12 @@ class ToolTrajectoryAvgScore(Metric):
         for actual, expected in pair_invocations(run):
             a, e = tool_calls(actual), tool_calls(expected)
             ok = trajectory_matches(a, e, criterion.match_type, criterion.ignore_args)
-            # Only a mismatch needs explaining: listing the calls of a long trajectory
-            # costs more than matching them.
+            # Only a mismatch needs explaining, and only if its run is the one reported.
             details: dict[str, Any] = {"expectedCount": len(e), "actualCount": len(a),
                                        "firstDivergence": None}
-            if not ok:
-                details.update(expected=[{"name": c.name, "args": c.args} for c in e],
-                               actual=[{"name": c.name, "args": c.args} for c in a],
-                               firstDivergence=first_divergence(a, e, criterion.ignore_args))
-            per_invocation.append(InvocationScore(score=1.0 if ok else 0.0, details=details))
+            explain = None if ok else partial(mismatch_window, a, e, criterion.ignore_args)
+            per_invocation.append(InvocationScore(score=1.0 if ok else 0.0, details=details,
+                                                  explain=explain))
         score = mean([i.score for i in per_invocation if i.score is not None])
         return RunScore(score=score, invocations=per_invocation,
                         details={"matchType": criterion.match_type.name,

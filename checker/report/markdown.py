@@ -210,21 +210,33 @@ def _trajectory(metric: MetricResult) -> tuple[list[Explanation], int]:
         actual = inv.get("actual") if isinstance(inv.get("actual"), list) else []
         div = inv.get("firstDivergence")
         div = div if isinstance(div, int) else None
-        rows = [CallRow(index=k + 1,
+        # The metric lists a window of calls starting at position `listedFrom` (0-based).
+        start = inv.get("listedFrom")
+        start = start if isinstance(start, int) and start >= 0 else 0
+        rows = [CallRow(index=start + k + 1,
                         expected=fmt_call(expected[k]) if k < len(expected) else None,
                         actual=fmt_call(actual[k]) if k < len(actual) else None,
-                        diverges=k == div)
+                        diverges=start + k == div)
                 for k in range(max(len(expected), len(actual)))]
         shown = rows[:MAX_CALL_ROWS]
         # Keep the divergence row visible even when it lies past the cap.
-        if div is not None and div >= MAX_CALL_ROWS and div < len(rows):
-            shown = rows[:MAX_CALL_ROWS - 1] + [rows[div]]
+        if div is not None and MAX_CALL_ROWS <= div - start < len(rows):
+            shown = rows[:MAX_CALL_ROWS - 1] + [rows[div - start]]
+        total = max(_count_of(inv, "expectedCount", expected, start),
+                    _count_of(inv, "actualCount", actual, start))
         out.append(Explanation(kind="trajectory", metric=metric.name, run=_worst_run(metric),
                                turn=turn, score=fmt_score(inv.get("score")),
                                threshold=fmt_score(metric.threshold),
                                first_divergence=None if div is None else div + 1,
-                               calls=shown, calls_hidden=len(rows) - len(shown)))
+                               calls=shown, calls_hidden=max(0, total - len(shown))))
     return out, max(0, len(failing) - MAX_INVOCATIONS)
+
+
+def _count_of(inv: dict[str, Any], key: str, listed: list[Any], start: int) -> int:
+    count = inv.get(key)
+    if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+        return count
+    return start + len(listed)
 
 
 def _f1(metric: MetricResult) -> tuple[list[Explanation], int]:

@@ -338,7 +338,40 @@ def test_trajectory_details_explain_only_mismatches():
     assert trajectory.score == 0.5
     assert trajectory.details["invocations"] == [
         {"score": 1.0, "expectedCount": 2, "actualCount": 2, "firstDivergence": None},
-        {"score": 0.0, "expectedCount": 1, "actualCount": 1, "firstDivergence": 0,
+        {"score": 0.0, "expectedCount": 1, "actualCount": 1, "firstDivergence": 0, "listedFrom": 0,
          "expected": [{"name": "h", "args": {}}], "actual": [{"name": "h", "args": {"y": 2}}]},
     ]
     assert (trajectory.details["matchType"], trajectory.details["ignoreArgs"]) == ("EXACT", False)
+
+
+def test_long_trajectories_list_the_calls_around_the_first_divergence():
+    """A 300-call turn lists 25 calls from just before the divergence, not all 600; the report
+    numbers them by their real positions and marks the divergent one."""
+    from checker.models.results import Results
+    from checker.report.markdown import render_markdown
+
+    want = [call("step", n=k) for k in range(300)]
+    got = [call("step", n=k) for k in range(300)]
+    got[200] = call("step", n=-1)
+    result = score(case("c", invocation("q", "a", want)), config({"tool_trajectory_avg_score": 1.0}),
+                   runs_of([invocation("q", "a", got)]))
+    (inv,) = metric(result, "tool_trajectory_avg_score").details["invocations"]
+    assert (inv["firstDivergence"], inv["listedFrom"], inv["expectedCount"]) == (200, 198, 300)
+    assert [c["args"]["n"] for c in inv["expected"]] == list(range(198, 223))
+    assert [c["args"]["n"] for c in inv["actual"]][2] == -1
+    results = Results.model_validate({"passed": False, "summary": {"cases": 1, "failed": 1},
+                                      "evalSets": [{"evalSetId": "s", "path": "s.evalset.json",
+                                                    "cases": [result.model_dump(by_alias=True)]}]})
+    report = render_markdown(results)
+    assert "first divergence at call 201" in report
+    assert "| **➜ 201** | `step(n=200)` | `step(n=-1)` |" in report
+    assert "| 199 | `step(n=198)` | `step(n=198)` |" in report and "| 198 |" not in report
+    assert "275 more calls not shown" in report
+
+    # Near the end the window still holds 25 calls.
+    got = [call("step", n=k) for k in range(299)]
+    result = score(case("c", invocation("q", "a", want)), config({"tool_trajectory_avg_score": 1.0}),
+                   runs_of([invocation("q", "a", got)]))
+    (inv,) = metric(result, "tool_trajectory_avg_score").details["invocations"]
+    assert (inv["firstDivergence"], inv["listedFrom"], len(inv["expected"]), len(inv["actual"])) == \
+        (299, 275, 25, 24)
