@@ -8,26 +8,13 @@ from typing import Any
 import pytest
 
 from checker.config import UserSimulatorConfig
-from checker.judges.client import RetryPolicy
 from checker.judges.service import JudgeService
 from checker.models.evalset import ConversationScenario, Invocation
 from checker.simulation.model import JudgeServiceModel, SimulatorStats
 from checker.simulation.simulator import LlmUserSimulator
 
-from judges.fake_gemini import FakeGemini
-
-FAST_RETRY = RetryPolicy(attempts=3, initial_delay=0.01, max_delay=5.0, jitter=0.0, timeout=5.0)
-
-
-@pytest.fixture
-def fake():
-    with FakeGemini() as server:
-        yield server
-
-
-@pytest.fixture
-def env(fake) -> dict[str, str]:
-    return {"GOOGLE_API_KEY": "test-key", "EVALCHECK_GEMINI_BASE_URL": fake.url}
+# The judge tests' fake Gemini server and environment pointed at it (fixtures).
+from judges.conftest import FAST_RETRY, env, fake  # noqa: F401
 
 
 def scenario(persona: Any = None, **extra: Any) -> ConversationScenario:
