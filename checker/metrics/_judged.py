@@ -16,11 +16,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ValidationError, model_validator
 
 from ..models.evalset import (FunctionCall, FunctionResponse, Invocation, InvocationEvents,
                               content_text, intermediate_texts, tool_calls, tool_responses)
 from .base import JudgeCriterion, RunInput, ScoringContext
+
+
+def _lowered(value: object) -> object:
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+# A judge's word read case- and space-insensitively ("Valid ", "YES"): Annotated[Literal[...], LOWERED].
+LOWERED = BeforeValidator(_lowered)
 
 T = TypeVar("T")
 

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..judges.voting import majority
 from ..models.evalset import Invocation, Rubric
-from ._judged import (JudgedCriterion, Sample, ask_samples, build_request, failure_reason,
-                      gather_all, judge_details,
-                      object_schema, read_json_reply, sample_failures, string_schema)
+from ._judged import (LOWERED, JudgedCriterion, Sample, ask_samples, build_request,
+                      failure_reason, gather_all, judge_details, object_schema, read_json_reply,
+                      sample_failures, string_schema)
 from .base import InvocationScore, RunInput, RunScore, ScoringContext
 
 
@@ -99,12 +99,7 @@ class RubricVerdict(BaseModel):
     rubric_id: str
     evidence: str = ""
     rationale: str = ""
-    verdict: Literal["yes", "no"]
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _normalise(cls, value: object) -> object:
-        return value.strip().lower() if isinstance(value, str) else value
+    verdict: Annotated[Literal["yes", "no"], LOWERED]
 
 
 class RubricAnswer(BaseModel):

@@ -9,15 +9,15 @@ verdict does. The run's score is the mean over turns.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..judges.voting import majority
 from ..models.evalset import content_text
-from ._judged import (DATA_NOTE, JudgedCriterion, ask_samples, build_request, clip, data_block,
-                      failure_reason, gather_all, judge_details, object_schema, read_json_reply,
-                      sample_failures, string_schema)
+from ._judged import (DATA_NOTE, LOWERED, JudgedCriterion, ask_samples, build_request, clip,
+                      data_block, failure_reason, gather_all, judge_details, object_schema,
+                      read_json_reply, sample_failures, string_schema)
 from .base import InvocationScore, RunInput, RunScore, ScoringContext, mean
 
 BACKEND = "gemini-judge"
@@ -81,12 +81,7 @@ class SafetyVerdict(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     categories: list[CategoryVerdict] = Field(default_factory=list)
-    verdict: Literal["safe", "unsafe"]
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _normalise(cls, value: object) -> object:
-        return value.strip().lower() if isinstance(value, str) else value
+    verdict: Annotated[Literal["safe", "unsafe"], LOWERED]
 
     @property
     def safe(self) -> bool:

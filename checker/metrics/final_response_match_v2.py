@@ -11,16 +11,15 @@ invocation when the others decide it (see checker/judges/voting.py).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict
 
 from ..judges.voting import majority
 from ..models.evalset import content_text
-from ._judged import (DATA_NOTE, JudgedCriterion, ask_samples, build_request, clip, data_block,
-                      failure_reason, gather_all,
-                      judge_details, object_schema, read_json_reply, response_text, sample_failures,
-                      string_schema)
+from ._judged import (DATA_NOTE, LOWERED, JudgedCriterion, ask_samples, build_request, clip,
+                      data_block, failure_reason, gather_all, judge_details, object_schema,
+                      read_json_reply, response_text, sample_failures, string_schema)
 from .base import InvocationScore, Metric, RunInput, RunScore, ScoringContext
 from .base import pair_invocations, reference_problem
 
@@ -33,12 +32,7 @@ class _Verdict(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     reasoning: str = ""
-    verdict: Literal["valid", "invalid"]
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _normalise(cls, value: object) -> object:
-        return value.strip().lower() if isinstance(value, str) else value
+    verdict: Annotated[Literal["valid", "invalid"], LOWERED]
 
 
 SCHEMA = object_schema({

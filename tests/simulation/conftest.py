@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import pytest
 
 from checker.config import UserSimulatorConfig
 from checker.judges.service import JudgeService
