@@ -31,12 +31,17 @@ def to_html(markdown: str) -> str:
     return MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"]).render(markdown)
 
 
-def test_comment_snapshot(results):
-    text = comment(results)
-    if os.environ.get("UPDATE_SNAPSHOTS") == "1" or not SNAPSHOT.exists():
-        SNAPSHOT.write_text(text, encoding="utf-8")
-    assert text == SNAPSHOT.read_text(encoding="utf-8"), \
+def assert_snapshot(text: str, snapshot: Path) -> None:
+    """``text`` equals the reviewed snapshot; UPDATE_SNAPSHOTS=1 rewrites it (review the diff)."""
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
+        snapshot.write_text(text, encoding="utf-8")
+    assert snapshot.exists(), f"no snapshot {snapshot.name}: create it with UPDATE_SNAPSHOTS=1"
+    assert text == snapshot.read_text(encoding="utf-8"), \
         "comment changed: review it, then UPDATE_SNAPSHOTS=1 pytest tests/github/test_github_report.py"
+
+
+def test_comment_snapshot(results):
+    assert_snapshot(comment(results), SNAPSHOT)
 
 
 def test_agent_text_cannot_inject_html_mentions_or_markdown(results):
@@ -109,11 +114,7 @@ JUDGED_SNAPSHOT = Path(__file__).parent / "snapshots" / "comment-judges.md"
 
 
 def test_judged_comment_snapshot(judged):
-    text = comment(judged)
-    if os.environ.get("UPDATE_SNAPSHOTS") == "1" or not JUDGED_SNAPSHOT.exists():
-        JUDGED_SNAPSHOT.write_text(text, encoding="utf-8")
-    assert text == JUDGED_SNAPSHOT.read_text(encoding="utf-8"), \
-        "comment changed: review it, then UPDATE_SNAPSHOTS=1 pytest tests/github/test_github_report.py"
+    assert_snapshot(comment(judged), JUDGED_SNAPSHOT)
 
 
 def test_the_reader_sees_what_the_judge_said(judged):
