@@ -58,11 +58,13 @@ def trajectory_matches(actual: list[FunctionCall], expected: list[FunctionCall],
         # Is expected a subsequence of actual? Stop as soon as every expected call is seen.
         pending = iter(expected)
         want = next(pending)
+        name, args = want.name, want.args
         for call in actual:
-            if call.name == want.name and (ignore_args or call.args == want.args):
+            if call.name == name and (ignore_args or call.args == args):
                 want = next(pending, None)
                 if want is None:
                     return True
+                name, args = want.name, want.args
         return False
     unused = list(actual)  # ANY_ORDER; greedy is optimal because matching is equality
     for exp in expected:
