@@ -180,3 +180,27 @@ def test_container_scores_gemini_judge_and_vertex_metrics(image, tmp_path):
             assert vertex.api_key not in log
         finally:
             vertex.stop()
+
+
+def test_container_runs_a_live_agent(image, tmp_path):
+    """The main use: the agent runs inside the container (stdio protocol, its own process
+    group per run), every case twice, and the comment reports the live runs."""
+    with FakeGitHub() as fake:
+        runner = Runner.create(tmp_path, event())
+        shutil.copy(ROOT / "examples" / "agents" / "python_weather" / "agent.py", runner.workspace / "agent.py")
+        env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
+               **input_env(fake.token, agent_command="python agent.py", paths="agent_evals",
+                           num_runs="2", inference_out="evalcheck-report/runs.json")}
+        done = docker_run(image, runner, env)
+        log = done.stdout + done.stderr
+        assert done.returncode == 0, log
+        results = json.loads((runner.workspace / runner.outputs()["results-path"]).read_text())
+        assert results["passed"] is True and results["metadata"]["mode"] == "stdio"
+        cases = results["evalSets"][0]["cases"]
+        assert [len(c["runs"]) for c in cases] == [2, 2]
+        assert all(r["status"] == "passed" for c in cases for r in c["runs"])
+        recorded = json.loads((runner.workspace / "evalcheck-report" / "runs.json").read_text())
+        assert len(recorded["runs"]) == 4
+        assert '"Oslo"' in json.dumps(recorded) and "get_weather" in json.dumps(recorded)
+        (comment,) = fake.comments[7]
+        assert "passed" in comment["body"] and fake.violations == []
