@@ -15,8 +15,9 @@ import os
 import signal
 import sys
 import time
+import warnings
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 
 READ_CHUNK = 1 << 16
@@ -149,6 +150,35 @@ def live_group_members(pgid: int) -> list[int]:
     return [pid for pid, state, _ in _group_processes(pgid) if state not in (b"Z", b"X")]
 
 
+@contextlib.contextmanager
+def pidfd_child_watcher() -> Iterator[None]:
+    """On Python 3.11, have the running loop learn of child exits through pidfds, as 3.12
+    does by default, instead of a thread blocked in waitpid per child (a thread start per
+    agent run; about a third of the checker's CPU per run at concurrency 16)."""
+    if sys.version_info >= (3, 12) or not hasattr(os, "pidfd_open"):
+        yield
+        return
+    try:  # the kernel or a container's seccomp profile may refuse pidfds
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError:
+        yield
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        policy = asyncio.get_event_loop_policy()
+        previous = policy._watcher  # type: ignore[attr-defined]  # None until first used
+        watcher = asyncio.PidfdChildWatcher()
+        watcher.attach_loop(asyncio.get_running_loop())
+        policy.set_child_watcher(watcher)
+    try:
+        yield
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            policy._watcher = previous  # type: ignore[attr-defined]
+            watcher.close()
+
+
 def become_subreaper() -> None:
     """Have orphaned agent children re-parented to us rather than to PID 1, so that we
     can reap them: a container's PID 1 is often not an init and would leave zombies."""
@@ -161,16 +191,30 @@ def become_subreaper() -> None:
         pass
 
 
-def reap_orphans(pgid: int, leader: int) -> None:
+async def reap_orphans(pgid: int, leader: int, timeout: float = 1.0) -> None:
     """Reap the exited processes of the group that were re-parented to us. Only those:
-    the event loop's child watcher waits for the leader itself."""
-    if not os.path.isdir("/proc") or not _group_exists(pgid):
+    the event loop's child watcher waits for the leader itself.
+
+    A dead process's zombie children reach us only once their parent's exit completes,
+    which may be just after we look: so look again until only the leader is left.
+    """
+    if not os.path.isdir("/proc"):
         return
     me = os.getpid()
-    for pid, state, ppid in _group_processes(pgid):
-        if state == b"Z" and ppid == me and pid != leader:
-            with contextlib.suppress(ChildProcessError, OSError):
-                os.waitpid(pid, os.WNOHANG)
+    deadline = time.monotonic() + timeout
+    delay = 0.001
+    while _group_exists(pgid):
+        others = [(pid, state, ppid) for pid, state, ppid in _group_processes(pgid) if pid != leader]
+        if not others:
+            return
+        for pid, state, ppid in others:
+            if state == b"Z" and ppid == me:
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitpid(pid, os.WNOHANG)
+        if time.monotonic() >= deadline:
+            return
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -197,7 +241,7 @@ async def kill_group(pgid: int, grace: float = 2.0) -> None:
         if not await _wait_group_gone(pgid, grace):
             _signal_group(pgid, signal.SIGKILL)
             await _wait_group_gone(pgid, 5.0)
-    reap_orphans(pgid, leader=pgid)
+    await reap_orphans(pgid, leader=pgid)
 
 
 async def wait_exit(proc: asyncio.subprocess.Process) -> int:

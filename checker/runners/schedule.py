@@ -164,6 +164,17 @@ async def run_agent_jobs(targets: list[EvalTarget], options: RunOptions, *,
                          runner: AgentRunner | None = None,
                          progress: Progress | None = None,
                          simulator_stats: SimulatorStats | None = None) -> list[RecordedRun]:
+    """Every run of every selected case, at most ``options.concurrency`` at once, in the
+    input's order whatever order they finish in."""
+    from .process import pidfd_child_watcher
+
+    with pidfd_child_watcher():
+        return await _run_jobs(targets, options, runner, progress, simulator_stats)
+
+
+async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: AgentRunner | None,
+                    progress: Progress | None,
+                    simulator_stats: SimulatorStats | None) -> list[RecordedRun]:
     jobs = plan_jobs(targets, options)
     runner = runner if runner is not None else make_runner(options)
     progress = progress if progress is not None else Progress(jobs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import json
 import os
 import sys
@@ -53,7 +54,14 @@ def process_state(pid: int) -> str | None:
 
 def assert_all_gone(pids: list[int]) -> None:
     assert pids, "the agent never wrote its pid"
-    left = {pid: process_state(pid) for pid in pids if process_state(pid) is not None}
+    # The exit status is read as soon as a process exits (pidfd), and the event loop's child
+    # watcher reaps it a moment later: a zombie may stand for that moment, not longer.
+    deadline = time.monotonic() + 2.0
+    while True:
+        left = {pid: process_state(pid) for pid in pids if process_state(pid) is not None}
+        if not left or any(state != "Z" for state in left.values()) or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
     assert not left, f"processes left behind (pid: state): {left}"
 
 
