@@ -13,7 +13,7 @@ from checker.simulation.model import JudgeServiceModel, SimulatorStats
 from checker.simulation.simulator import LlmUserSimulator
 
 # The judge tests' fake Gemini server and environment pointed at it (fixtures).
-from judges.conftest import FAST_RETRY, env, fake  # noqa: F401
+from judges.conftest import FAST_RETRY, env, fake, invocation  # noqa: F401
 
 
 def scenario(persona: Any = None, **extra: Any) -> ConversationScenario:
@@ -50,9 +50,3 @@ def turns(sim: LlmUserSimulator, histories: list[list[Invocation]]) -> list[Any]
     return asyncio.run(go())
 
 
-def invocation(user: str, final: str | None = None, **extra: Any) -> Invocation:
-    data: dict[str, Any] = {"user_content": {"role": "user", "parts": [{"text": user}]}}
-    if final is not None:
-        data["final_response"] = {"role": "model", "parts": [{"text": final}]}
-    data.update(extra)
-    return Invocation.model_validate(data)
