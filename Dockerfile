@@ -35,6 +35,11 @@ RUN apt-get update \
 # agent's `python` land there, and cannot break evalcheck's pinned dependencies.
 RUN python3 -m venv /opt/agent
 ENV VIRTUAL_ENV=/opt/agent PATH=/opt/agent/bin:$PATH
+# The ADK bridge runs in the agent's environment, with the agent's own google-adk: make
+# `python -m checker.bridges.adk AGENT_DIR` importable there (it needs only the stdlib and
+# ADK), and nothing else of evalcheck.
+COPY checker/bridges /opt/evalcheck-bridge/checker/bridges
+RUN /opt/agent/bin/python -c "import sysconfig, pathlib; pathlib.Path(sysconfig.get_paths()['purelib'], 'evalcheck-bridge.pth').write_text('/opt/evalcheck-bridge\n')"
 COPY --from=build /opt/evalcheck /opt/evalcheck
 COPY entrypoint /entrypoint
 ENTRYPOINT ["/entrypoint"]

@@ -204,3 +204,27 @@ def test_container_runs_a_live_agent(image, tmp_path):
         assert '"Oslo"' in json.dumps(recorded) and "get_weather" in json.dumps(recorded)
         (comment,) = fake.comments[7]
         assert "passed" in comment["body"] and fake.violations == []
+
+
+def test_container_runs_an_adk_agent_folder_through_the_bridge(image, tmp_path):
+    """An ADK team's one line: setup-command installs google-adk into the agent's
+    environment, and `python -m checker.bridges.adk FOLDER` runs their agent folder as it
+    is - the real test agent (tools, a sub-agent, session state), offline model."""
+    with FakeGitHub() as fake:
+        runner = Runner.create(tmp_path, event())
+        shutil.copytree(ROOT / "tests" / "adk_agent" / "weather_app", runner.workspace / "weather_app",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / "tests" / "adk_agent" / "evals", runner.workspace / "adk_evals")
+        env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
+               **input_env(fake.token, paths="adk_evals", num_runs="1",
+                           setup_command="pip install --quiet google-adk==2.13.0",
+                           agent_command="python -m checker.bridges.adk weather_app")}
+        done = docker_run(image, runner, env)
+        log = done.stdout + done.stderr
+        assert done.returncode == 1, log[-5000:]  # one case expects a wrong trajectory, on purpose
+        results = json.loads((runner.workspace / runner.outputs()["results-path"]).read_text())
+        statuses = {c["evalId"]: c["status"] for c in results["evalSets"][0]["cases"]}
+        assert statuses == {"paris_celsius": "passed", "weather_then_forecast": "passed",
+                            "wrong_expectation": "failed", "compare_fahrenheit": "passed"}, log[-5000:]
+        # The bridge ran in the agent's environment, where evalcheck itself is not installed.
+        assert "No module named" not in log
