@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from checker import action
-from conftest import pr_event
+from github_data import pr_event
 from fake_github import FakeGitHub
 from runner_env import ROOT, Runner, action_inputs, input_env
 

@@ -11,7 +11,7 @@ from checker.github.publish import (ANNOTATION_BATCH, PublishOptions, Target, ma
                                     publish)
 from checker.github.workflow import Commands
 from checker.models.results import Results
-from conftest import realistic_results
+from github_data import realistic_results
 from fake_github import Fault
 
 SHA = "a" * 40

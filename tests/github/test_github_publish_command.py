@@ -7,7 +7,7 @@ import json
 from click.testing import CliRunner
 
 from checker.cli import main
-from conftest import pr_event, realistic_results, write_json
+from github_data import pr_event, realistic_results, write_json
 
 HEAD = "e" * 40
 

@@ -12,7 +12,7 @@ from checker.github.publish import COMMENT_LIMIT, PublishOptions, Target, marker
 from checker.models.results import Results
 from checker.report.markdown import Links, render_markdown, render_within
 from checker.report.text import md_code, md_fence, utf16_len
-from conftest import judged_results, realistic_results
+from github_data import judged_results, realistic_results
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "comment.md"
 SHA = "a" * 40
