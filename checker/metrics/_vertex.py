@@ -53,7 +53,12 @@ CREDENTIALS_HELP = (
 
 
 class VertexError(RuntimeError):
-    """The Vertex AI evaluation service could not score; the message says why and what to do."""
+    """The Vertex AI evaluation service could not score; the message says why and what to do.
+    ``access``: for want of usable credentials (missing, refused, not refreshable)."""
+
+    def __init__(self, message: str, *, access: bool = False):
+        super().__init__(message)
+        self.access = access
 
 
 # ---------------------------------------------------------------- settings
@@ -84,8 +89,9 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         return Settings(api_key=api_key, base_url=base_url)
     if project or location:
         missing = "GOOGLE_CLOUD_LOCATION" if project else "GOOGLE_CLOUD_PROJECT"
-        raise VertexError(f"Vertex AI metrics need {missing} as well: {CREDENTIALS_HELP}")
-    raise VertexError(f"Vertex AI metrics need credentials: {CREDENTIALS_HELP}")
+        raise VertexError(f"Vertex AI metrics need {missing} as well: {CREDENTIALS_HELP}",
+                          access=True)
+    raise VertexError(f"Vertex AI metrics need credentials: {CREDENTIALS_HELP}", access=True)
 
 
 # ---------------------------------------------------------------- retries
@@ -279,7 +285,7 @@ async def evaluate(context: ScoringContext, spec: MetricSpec,
                 last = _scrub(f"{code} {exc.status or ''}: {exc.message or exc.details}", settings)
                 if code in (401, 403):
                     raise VertexError(f"Vertex AI refused the request ({last}); "
-                                      f"{_refusal_help(settings)}") from None
+                                      f"{_refusal_help(settings)}", access=True) from None
                 if code not in RETRYABLE and code < 500:
                     raise VertexError(f"Vertex AI rejected the request ({last})") from None
                 hinted = retry_after_seconds(getattr(exc.response, "headers", None))
@@ -288,11 +294,11 @@ async def evaluate(context: ScoringContext, spec: MetricSpec,
             except auth_errors.DefaultCredentialsError as exc:
                 raise VertexError(f"no application default credentials for project "
                                   f"{settings.project} ({_scrub(str(exc), settings)}); "
-                                  f"{CREDENTIALS_HELP}") from None
+                                  f"{CREDENTIALS_HELP}", access=True) from None
             except auth_errors.RefreshError as exc:
                 raise VertexError(f"the application default credentials could not be "
                                   f"refreshed ({_scrub(str(exc), settings)}); "
-                                  f"{CREDENTIALS_HELP}") from None
+                                  f"{CREDENTIALS_HELP}", access=True) from None
             except Exception as exc:
                 if not (_is_transport_error(exc) or isinstance(exc, auth_errors.TransportError)):
                     raise

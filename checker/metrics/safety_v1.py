@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import field_validator, model_validator
+from pydantic import model_validator
 
 from . import _vertex
-from ._judged import JudgedCriterion
+from ._judged import LOWERED, JudgedCriterion
 from ._vertex_metric import VertexInvocationMetric
 from .base import RunInput, RunScore, ScoringContext
 
@@ -28,12 +28,7 @@ GEMINI_HINT = ('or set "backend": "gemini" in the safety_v1 criterion to score w
 
 
 class SafetyCriterion(JudgedCriterion):
-    backend: Literal["vertex", "gemini", "auto"] = "vertex"
-
-    @field_validator("backend", mode="before")
-    @classmethod
-    def _lower(cls, value: object) -> object:
-        return value.strip().lower() if isinstance(value, str) else value
+    backend: Annotated[Literal["vertex", "gemini", "auto"], LOWERED] = "vertex"
 
     @model_validator(mode="after")
     def _options_need_a_gemini_judge(self) -> SafetyCriterion:
@@ -67,10 +62,9 @@ class SafetyV1(VertexInvocationMetric):
         try:
             result = await super().score(criterion, run, context)
         except _vertex.VertexError as exc:
-            text = str(exc)
-            if ("need" in text and "credentials" in text) or "refused the request" in text:
-                raise _vertex.VertexError(f"{text}; {GEMINI_HINT}") from None
-            raise
+            if not exc.access:
+                raise
+            raise _vertex.VertexError(f"{exc}; {GEMINI_HINT}", access=True) from None
         if backend != getattr(criterion, "backend", "vertex"):  # chosen automatically
             result.details["backendChoice"] = why
         return result
