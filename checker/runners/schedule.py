@@ -60,14 +60,14 @@ def plan_jobs(targets: list[EvalTarget], options: RunOptions) -> list[RunJob]:
     for target in targets:
         cases = {c.eval_id: c for c in target.loaded.eval_set.eval_cases}
         for case_id in target.case_ids:
-            _check_persona_template(target, cases[case_id])
+            case = cases[case_id]
+            _check_persona_template(target, case)
+            simulator = target.config.user_simulator if case.conversation_scenario else None
             for run in range(1, options.num_runs + 1):
-                case = cases[case_id]
-                simulated = case.conversation_scenario is not None
                 jobs.append(RunJob(eval_set_id=target.eval_set_id, case=case, run=run,
                                    turn_timeout=options.turn_timeout,
                                    app_name=options.app_name if options.agent_url else None,
-                                   user_simulator=target.config.user_simulator if simulated else None))
+                                   user_simulator=simulator))
     return jobs
 
 

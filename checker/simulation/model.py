@@ -9,6 +9,12 @@ from ..judges.service import JudgeRequest, JudgeService
 from .simulator import ModelReply, SimulatorError
 
 
+def _for_simulated_user(exc: JudgeConfigError) -> SimulatorError:
+    """The judge service's credentials message, about the simulated user instead."""
+    return SimulatorError(str(exc).replace(
+        "no judge credentials", "no Gemini credentials for the simulated user", 1))
+
+
 def _about_model(text: str) -> str:
     """A judge client message, about the simulator's model instead."""
     for judge, model in (("judge call", "model call"), ("judge request", "model request"),
@@ -45,11 +51,7 @@ class JudgeServiceModel:
         try:
             reply = await self.service.generate(JudgeRequest(model, prompt, config), self.stats)
         except JudgeConfigError as exc:
-            text = str(exc)
-            # Same wording as the judge metrics, but about the simulated user.
-            text = text.replace("no judge credentials", "no Gemini credentials for the "
-                                "simulated user", 1)
-            raise SimulatorError(text) from None
+            raise _for_simulated_user(exc) from None
         except JudgeError as exc:
             raise SimulatorError("simulated user: " + _about_model(str(exc))) from None
         except Exception as exc:  # a bad model_configuration the SDK rejects, and the like
@@ -63,5 +65,4 @@ class JudgeServiceModel:
         try:
             self.service.ensure_client(base_url)
         except JudgeConfigError as exc:
-            raise SimulatorError(str(exc).replace(
-                "no judge credentials", "no Gemini credentials for the simulated user", 1)) from None
+            raise _for_simulated_user(exc) from None
