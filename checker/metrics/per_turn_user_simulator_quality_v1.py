@@ -18,7 +18,6 @@ criterion sets the same one (see checker/config.py); inputs are JSON-encoded in 
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -29,7 +28,7 @@ from ..models.evalset import ConversationScenario, Invocation, UserPersona, cont
 from ..simulation.personas import DEFAULT_STOP_SIGNAL, UnknownPersona, fill, resolve_persona
 from ._judged import (DATA_NOTE, JudgedCriterion, Sample, ask_samples, build_request, clip,
                       data_block, failure_reason, gather_all, judge_details, object_schema,
-                      sample_failures, string_schema)
+                      read_json_reply, sample_failures, string_schema)
 from .base import InvocationScore, Metric, RunInput, RunScore, ScoringContext
 
 
@@ -228,30 +227,35 @@ class TurnVerdict(BaseModel):
     criteria: list[CriterionVerdict] = Field(default_factory=list)
 
 
+class _Answer(BaseModel):
+    """The judge's JSON as given, before ADK's label reading."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    is_valid: bool | str | None = None
+    criteria: Any = None
+
+
 def parse(text: str) -> TurnVerdict:
     """The judge's answer: schema JSON (``is_valid`` a boolean, or one of ADK's labels as a
     string), else ADK's own regex over the text. No verdict is an unreadable answer."""
     from ..judges.service import UnreadableReply
 
-    body = text.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.S)
-    if fenced:
-        body = fenced.group(1)
     try:
-        data = json.loads(body)
-    except ValueError:
-        data = None
-    if isinstance(data, dict) and "is_valid" in data:
-        raw = data["is_valid"]
-        verdict = raw if isinstance(raw, bool) else adk_label(raw) if isinstance(raw, str) else None
-        if verdict is not None:
-            criteria = []
-            for entry in data.get("criteria") or []:
-                try:
-                    criteria.append(CriterionVerdict.model_validate(entry))
-                except ValidationError:
-                    continue  # one unreadable criterion loses only its reasoning
-            return TurnVerdict(is_valid=verdict, criteria=criteria)
+        answer: _Answer | None = read_json_reply(text, _Answer)
+    except UnreadableReply:
+        answer = None
+    raw = answer.is_valid if answer is not None else None
+    verdict = raw if isinstance(raw, bool) else adk_label(raw) if isinstance(raw, str) else None
+    if verdict is not None:
+        assert answer is not None
+        criteria = []
+        for entry in answer.criteria if isinstance(answer.criteria, list) else []:
+            try:
+                criteria.append(CriterionVerdict.model_validate(entry))
+            except ValidationError:
+                continue  # one unreadable criterion loses only its reasoning
+        return TurnVerdict(is_valid=verdict, criteria=criteria)
     verdict = adk_is_valid(text)
     if verdict is None:
         raise UnreadableReply("the judge's answer has no readable is_valid verdict", text)
