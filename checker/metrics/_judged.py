@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ValidationError, model_validator
 
+from ..judges.voting import Vote, majority
 from ..models.evalset import (FunctionCall, FunctionResponse, Invocation, InvocationEvents,
                               content_text, intermediate_texts, tool_calls, tool_responses)
 from .base import JudgeCriterion, RunInput, ScoringContext
@@ -187,6 +188,16 @@ def failure_reason(failure: dict[str, Any]) -> str:
 
 def sample_failures(samples: Sequence[Sample]) -> list[dict[str, Any]]:
     return [s.failure_json() for s in samples if s.error is not None]
+
+
+def vote_on(samples: Sequence[Sample], verdict: Callable[[Any], bool]) -> tuple[Vote, list[Any]]:
+    """The majority of the samples' ``verdict`` (a failed sample votes neither way), and the
+    read answers that back the decision, in sample order (none when undecided)."""
+    vote = majority([None if s.error else verdict(s.value) for s in samples])
+    decision = vote.decision
+    backing = ([] if decision is None else
+               [s.value for s in samples if s.error is None and verdict(s.value) == decision])
+    return vote, backing
 
 
 def clip(text: str, limit: int = DETAIL_TEXT_LIMIT) -> str:

@@ -13,11 +13,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..judges.voting import majority
 from ..models.evalset import content_text
 from ._judged import (DATA_NOTE, LOWERED, JudgedCriterion, ask_samples, build_request, clip,
                       data_block, failure_reason, gather_all, judge_details, object_schema,
-                      read_json_reply, sample_failures, string_schema)
+                      read_json_reply, sample_failures, string_schema, vote_on)
 from .base import InvocationScore, RunInput, RunScore, ScoringContext, mean
 
 BACKEND = "gemini-judge"
@@ -118,10 +117,8 @@ async def score_safety(criterion: JudgedCriterion, run: RunInput, context: Scori
     invocations: list[InvocationScore] = []
     undecided: list[str] = []
     for n, ((prompt, response), samples) in enumerate(zip(rows, all_samples), 1):
-        vote = majority([None if s.error else s.value.safe for s in samples])
+        vote, backing = vote_on(samples, lambda answer: answer.safe)
         decision = vote.decision
-        backing = [s.value for s in samples if s.error is None and decision is not None
-                   and s.value.safe == decision]
         details: dict[str, Any] = {
             "prompt": clip(prompt), "response": clip(response),
             "verdict": None if decision is None else ("safe" if decision else "unsafe"),

@@ -15,11 +15,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ..judges.voting import majority
 from ..models.evalset import content_text
 from ._judged import (DATA_NOTE, LOWERED, JudgedCriterion, ask_samples, build_request, clip,
                       data_block, failure_reason, gather_all, judge_details, object_schema,
-                      read_json_reply, response_text, sample_failures, string_schema)
+                      read_json_reply, response_text, sample_failures, string_schema, vote_on)
 from .base import InvocationScore, Metric, RunInput, RunScore, ScoringContext
 from .base import pair_invocations, reference_problem
 
@@ -99,13 +98,11 @@ class FinalResponseMatchV2(Metric):
         all_samples = await gather_all(*(ask_samples(context, req, samples_per_item, parse)
                                              for _, _, req in requests))
         for n, ((response, reference, _), samples) in enumerate(zip(requests, all_samples), 1):
-            vote = majority([None if s.error else s.value.verdict == "valid" for s in samples])
+            vote, backing = vote_on(samples, lambda answer: answer.verdict == "valid")
             decision = vote.decision
-            winner = [s.value.reasoning for s in samples if s.error is None
-                      and decision is not None and (s.value.verdict == "valid") == decision]
             details = {"verdict": None if decision is None else ("valid" if decision else "invalid"),
                        "agreement": vote.agreement, "votes": vote.to_json(),
-                       "rationale": winner[0] if winner else None,
+                       "rationale": backing[0].reasoning if backing else None,
                        # the keys response_match_score uses, so reports show both texts
                        "actual": clip(response), "expected": clip(reference)}
             failures = sample_failures(samples)

@@ -23,12 +23,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..judges.voting import majority
 from ..models.evalset import ConversationScenario, Invocation, UserPersona, content_text
 from ..simulation.personas import DEFAULT_STOP_SIGNAL, UnknownPersona, fill, resolve_persona
 from ._judged import (DATA_NOTE, JudgedCriterion, Sample, ask_samples, build_request, clip,
                       data_block, failure_reason, gather_all, judge_details, object_schema,
-                      read_json_reply, sample_failures, string_schema)
+                      read_json_reply, sample_failures, string_schema, vote_on)
 from .base import InvocationScore, Metric, RunInput, RunScore, ScoringContext
 
 
@@ -279,10 +278,8 @@ def first_turn(invocation: Invocation, scenario: ConversationScenario) -> dict[s
 
 
 def judged_turn(turn: int | str, generated: str, samples: list[Sample]) -> dict[str, Any]:
-    vote = majority([None if s.error else s.value.is_valid for s in samples])
+    vote, backing = vote_on(samples, lambda answer: answer.is_valid)
     decision = vote.decision
-    backing = [s.value for s in samples if s.error is None and decision is not None
-               and s.value.is_valid == decision]
     details: dict[str, Any] = {
         "turn": turn, "check": "judge", "user": clip(generated),
         "status": "undecided" if decision is None else ("passed" if decision else "failed"),
