@@ -23,7 +23,7 @@ import jinja2
 
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
 from .judged import JudgeTurn, judge_evidence
-from .text import clip, clip_tail, md_code, md_fence, printable
+from .text import clip, clip_tail, fmt_duration, md_code, md_fence, printable
 
 TEMPLATES = Path(__file__).parent / "templates"
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
@@ -337,16 +337,6 @@ def _case_headline(case: CaseResult) -> str:
     if case.status == "not_evaluated":
         bits.append("no gating metric could be scored")
     return "; ".join(bits) or case.status
-
-
-def fmt_duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(int(round(seconds)), 60)
-    if minutes < 60:
-        return f"{minutes} min {secs} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min"
 
 
 def _count(value: Any) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..models.results import MetricResult, Results
 from .judged import judge_evidence, place, statements
-from .text import one_line
+from .text import fmt_duration, one_line
 
 MAX_JUDGE_LINES = 3  # per metric: the log stays scannable with hundreds of cases
 
@@ -56,5 +56,6 @@ def summary_line(results: Results) -> str:
         parts.append(f"{s.not_evaluated} not evaluated")
     verdict = "PASSED" if results.passed else "FAILED"
     duration = results.metadata.get("durationSeconds") if isinstance(results.metadata, dict) else None
-    took = f" in {duration:.1f} s" if isinstance(duration, (int, float)) and not isinstance(duration, bool) else ""
+    took = (f" in {fmt_duration(duration)}" if isinstance(duration, (int, float))
+            and not isinstance(duration, bool) and duration >= 0 else "")
     return f"{verdict}: {s.cases} eval case(s) in {s.eval_sets} eval set(s){took}: " + ", ".join(parts)

@@ -78,3 +78,14 @@ def md_fence(text: str, info: str = "text") -> str:
 def utf16_len(text: str) -> int:
     """Length as GitHub counts a comment body (JavaScript string length, UTF-16 units)."""
     return len(text.encode("utf-16-le")) // 2
+
+
+def fmt_duration(seconds: float) -> str:
+    """``12.3 s``, ``10 min 12 s``, ``1 h 4 min``: the run's duration in every report."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
