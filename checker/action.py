@@ -195,9 +195,10 @@ def publish_results(results: Results, ctx: RunContext, publish_options: PublishO
     target = Target(owner=owner, repo=repo, sha=sha or ctx.head_sha,
                     pr_number=pr_number if pr_number is not None else ctx.pr_number,
                     run_url=ctx.run_url, blob_base=ctx.blob_base(sha))
-    from importlib.metadata import version
+    from .main import evalcheck_version
 
-    with GitHubClient(token, ctx.api_url, user_agent=f"evalcheck/{version('evalcheck')}") as client:
+    agent = f"evalcheck/{evalcheck_version() or 'dev'}"
+    with GitHubClient(token, ctx.api_url, user_agent=agent) as client:
         return publish(client, results, target, publish_options, commands)
 
 

@@ -99,12 +99,13 @@ def write_reports(results: Results, options: RunOptions) -> None:
         _write(options.junit, render_junit(results))
 
 
-def _version() -> str | None:
+def evalcheck_version() -> str | None:
+    """The installed evalcheck's version; None in a source checkout never installed."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version("evalcheck")
-    except PackageNotFoundError:  # a source checkout that was never installed
+    except PackageNotFoundError:
         return None
 
 
@@ -121,7 +122,7 @@ def run_metadata(options: RunOptions, runs: dict[RunKey, list[RecordedRun]], sta
     """
     mode = "replay" if options.replay is not None else "api" if options.agent_url else "stdio"
     replayed = max((len(r) for r in runs.values()), default=0)
-    return {"evalcheckVersion": _version(), "mode": mode,
+    return {"evalcheckVersion": evalcheck_version(), "mode": mode,
             "numRuns": replayed if mode == "replay" else options.num_runs,
             "concurrency": None if mode == "replay" else options.concurrency,
             "startedAt": _utc(started), "finishedAt": _utc(finished),
