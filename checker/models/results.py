@@ -1,19 +1,41 @@
-"""The results file (CONTRACT section 4): what reports, annotations and the gate read."""
+"""The results file (CONTRACT sections 4 and 8): what reports, annotations and the gate read.
+
+Version 1 is additive: keys added since (verdict rule, shard, comparison, fingerprints,
+change labels) are optional, written only when they apply, and a reader ignores keys it
+does not know, so a results file written by a newer evalcheck still reads here.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from .base import OutputModel
 
 CaseStatus = Literal["passed", "failed", "error", "not_evaluated"]
 MetricStatus = Literal["passed", "failed", "error", "not_evaluated", "informational"]
 RunStatus = Literal["passed", "failed", "error", "not_evaluated"]
+# A case against the baseline (CONTRACT section 8); "removed" cases are listed apart.
+ChangeLabel = Literal["regressed", "improved", "unchanged", "new", "changed"]
 
 
-class RunResult(OutputModel):
+def _unset(value: Any) -> bool:
+    return value is None
+
+
+def optional(**kwargs: Any) -> Any:
+    """A key written only when it has a value (CONTRACT: "present only when ...")."""
+    return Field(default=None, exclude_if=_unset, **kwargs)
+
+
+class ResultsModel(OutputModel):
+    """Results are read back (baselines, shards, publish): unknown keys are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class RunResult(ResultsModel):
     run: int
     status: RunStatus
     error: str | None = None
@@ -21,7 +43,7 @@ class RunResult(OutputModel):
     stderr_tail: str | None = None
 
 
-class MetricResult(OutputModel):
+class MetricResult(ResultsModel):
     name: str
     threshold: float | None
     score: float | None
@@ -29,6 +51,11 @@ class MetricResult(OutputModel):
     runs: list[float | None] = Field(default_factory=list)
     details: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
+    # Against a baseline: its score, this score minus it, and the one-sided p-value of the
+    # runs' pass/fail counts (Fisher's exact test) when both sides have scored runs.
+    baseline_score: float | None = optional()
+    delta: float | None = optional()
+    p_value: float | None = optional()
 
     @property
     def min_max(self) -> tuple[float, float] | None:
@@ -36,22 +63,28 @@ class MetricResult(OutputModel):
         return (min(scored), max(scored)) if scored else None
 
 
-class CaseResult(OutputModel):
+class CaseResult(ResultsModel):
     eval_id: str
     status: CaseStatus
     line: int = 1
     runs: list[RunResult] = Field(default_factory=list)
     metrics: list[MetricResult] = Field(default_factory=list)
+    # "sha256:..." of what was evaluated (the case's data, its criteria, the judge model):
+    # a baseline case with another fingerprint is "changed", not compared.
+    fingerprint: str | None = optional()
+    change: ChangeLabel | None = optional()
+    # A gating metric's runs disagree (some pass, some fail).
+    flaky: bool = False
 
 
-class EvalSetResult(OutputModel):
+class EvalSetResult(ResultsModel):
     eval_set_id: str
     path: str
     config_path: str | None = None
     cases: list[CaseResult] = Field(default_factory=list)
 
 
-class Summary(OutputModel):
+class Summary(ResultsModel):
     eval_sets: int = 0
     cases: int = 0
     passed: int = 0
@@ -60,10 +93,49 @@ class Summary(OutputModel):
     not_evaluated: int = 0
 
 
-class Results(OutputModel):
+class ShardInfo(ResultsModel):
+    index: int = Field(ge=1)  # 1-based
+    count: int = Field(ge=1)
+    selection: str  # "sha256:..." of the files, case ids and score-changing options
+
+
+class BaselineInfo(ResultsModel):
+    path: str | None = None
+    commit: str | None = None
+    commits_behind: int | None = None
+
+
+class ChangeSummary(ResultsModel):
+    regressed: int = 0
+    improved: int = 0
+    unchanged: int = 0
+    new: int = 0
+    changed: int = 0
+    removed: int = 0
+
+
+class CaseRef(ResultsModel):
+    eval_set_id: str
+    eval_id: str
+
+
+class Comparison(ResultsModel):
+    baseline: BaselineInfo = Field(default_factory=BaselineInfo)
+    summary: ChangeSummary = Field(default_factory=ChangeSummary)
+    removed: list[CaseRef] = Field(default_factory=list)
+    # Suite level (per metric): mean delta with its interval, pass rates with Wilson
+    # intervals, and notes (e.g. "baseline has no fingerprints"); see docs/comparing.md.
+    metrics: list[dict[str, Any]] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+class Results(ResultsModel):
     version: Literal[1] = 1
     passed: bool
+    verdict_rule: str = "mean"
     summary: Summary
+    shard: ShardInfo | None = optional()
+    comparison: Comparison | None = optional()
     eval_sets: list[EvalSetResult] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
