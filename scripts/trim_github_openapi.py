@@ -9,7 +9,7 @@ description plus Octokit extensions). To refresh:
     cd /tmp && npm pack @octokit/openapi && tar -xzf octokit-openapi-*.tgz
     python scripts/trim_github_openapi.py /tmp/package/generated/api.github.com.json
 
-Only the operations the publisher calls are kept, with every component they reference
+Only the operations the publisher and the baseline finder call are kept, with every component they reference
 (transitively); unused operations and examples are dropped to keep the file small.
 """
 
@@ -32,6 +32,11 @@ OPERATIONS: list[tuple[str, str]] = [
     ("/repos/{owner}/{repo}/check-runs/{check_run_id}", "patch"),
     ("/repos/{owner}/{repo}/statuses/{sha}", "post"),
     ("/repos/{owner}/{repo}/pulls/{pull_number}", "get"),
+    # the automatic baseline (checker/github/baseline.py)
+    ("/repos/{owner}/{repo}/compare/{basehead}", "get"),
+    ("/repos/{owner}/{repo}/commits", "get"),
+    ("/repos/{owner}/{repo}/actions/artifacts", "get"),
+    ("/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/{archive_format}", "get"),
 ]
 
 

@@ -51,6 +51,8 @@ class GitHubClient:
                  transport: httpx.BaseTransport | None = None,
                  user_agent: str = "evalcheck"):
         self._retry = retry or RetryPolicy()
+        self._transport = transport
+        self._user_agent = user_agent
         self._sleep = sleep
         self._clock = clock
         self._http = httpx.Client(
@@ -93,19 +95,21 @@ class GitHubClient:
         return None
 
     def request(self, method: str, path: str, *, json: Any = None,
-                params: dict[str, Any] | None = None) -> httpx.Response:
+                params: dict[str, Any] | None = None, follow_redirects: bool = True) -> httpx.Response:
+        """With ``follow_redirects=False`` a 3xx answer is returned, not followed."""
         backoff = self._retry.backoff
         for attempt in range(1, self._retry.attempts + 1):
             last = attempt == self._retry.attempts
             try:
-                response = self._http.request(method, path, json=json, params=params)
+                response = self._http.request(method, path, json=json, params=params,
+                                              follow_redirects=follow_redirects)
             except httpx.TransportError as exc:
                 if last:
                     raise GitHubError(0, method, _short(path), f"network error: {type(exc).__name__}") from None
                 self._sleep(min(backoff, self._retry.max_wait))
                 backoff *= 2
                 continue
-            if response.is_success:
+            if response.is_success or (response.is_redirect and not follow_redirects):
                 return response
             wait = self._wait_for(response)
             if wait is None or last:
@@ -170,6 +174,61 @@ class GitHubClient:
 
     def get_pull(self, owner: str, repo: str, number: int) -> dict[str, Any]:
         return self.request("GET", f"/repos/{owner}/{repo}/pulls/{number}").json()
+
+    # --- the automatic baseline (github/baseline.py); all need only read access ----------
+
+    def compare_commits(self, owner: str, repo: str, base: str, head: str) -> dict[str, Any]:
+        return self.request("GET", f"/repos/{owner}/{repo}/compare/{base}...{head}",
+                            params={"per_page": 1}).json()
+
+    def list_commits(self, owner: str, repo: str, sha: str, count: int) -> list[dict[str, Any]]:
+        """The first ``count`` (at most 100) commits of history from ``sha``, newest first."""
+        items = self.request("GET", f"/repos/{owner}/{repo}/commits",
+                             params={"sha": sha, "per_page": count}).json()
+        if not isinstance(items, list):
+            raise GitHubError(200, "GET", f"/repos/{owner}/{repo}/commits", "expected a list")
+        return items
+
+    def list_artifacts(self, owner: str, repo: str, name: str) -> list[dict[str, Any]]:
+        """The 100 newest artifacts called ``name`` (expired ones included)."""
+        body = self.request("GET", f"/repos/{owner}/{repo}/actions/artifacts",
+                            params={"name": name, "per_page": 100}).json()
+        items = body.get("artifacts") if isinstance(body, dict) else None
+        if not isinstance(items, list):
+            raise GitHubError(200, "GET", f"/repos/{owner}/{repo}/actions/artifacts", "expected artifacts")
+        return [a for a in items if isinstance(a, dict)]
+
+    def download_artifact(self, owner: str, repo: str, artifact_id: int, max_bytes: int) -> bytes:
+        """An artifact's zip. GitHub answers 302 to a short-lived URL on another host, which
+        is fetched here without the Authorization header (the token never leaves the API
+        host). More than ``max_bytes`` is an error, not a truncated file."""
+        path = f"/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/zip"
+        answer = self.request("GET", path, follow_redirects=False)
+        location = answer.headers.get("location") if answer.is_redirect else None
+        if not location:
+            raise GitHubError(answer.status_code, "GET", path, "expected a redirect to the download")
+        url = httpx.URL(location)
+        api = self._http.base_url
+        # https only; plain http only when the API itself is (a local test server)
+        if url.scheme != "https" and not (url.scheme == "http" and api.scheme == "http"):
+            raise GitHubError(answer.status_code, "GET", path, f"refusing a {url.scheme} download URL")
+        with httpx.Client(headers={"User-Agent": self._user_agent}, transport=self._transport,
+                          timeout=httpx.Timeout(60.0), follow_redirects=False) as bare:
+            try:
+                with bare.stream("GET", url) as response:
+                    if not response.is_success:
+                        raise GitHubError(response.status_code, "GET", f"{url.host} (artifact download)",
+                                          response.reason_phrase)
+                    data = bytearray()
+                    for chunk in response.iter_bytes():
+                        data += chunk
+                        if len(data) > max_bytes:
+                            raise GitHubError(response.status_code, "GET", f"{url.host} (artifact download)",
+                                              f"artifact larger than {max_bytes} bytes")
+                    return bytes(data)
+            except httpx.TransportError as exc:
+                raise GitHubError(0, "GET", f"{url.host} (artifact download)",
+                                  f"network error: {type(exc).__name__}") from None
 
 
 def _short(path: str) -> str:

@@ -7,6 +7,10 @@ limits the description omits: a comment body of at most 65,536 characters and a 
 description of at most 140. Every response the fake serves is validated too, so the fake
 cannot drift from what GitHub returns. Problems are collected in ``violations`` (and
 answered with 422, as GitHub would); tests assert that list is empty.
+
+Artifact downloads answer 302 to a second local server (another host: 127.0.0.2 when the
+system allows binding it), as GitHub's do; that server records any request that carries an
+Authorization header as a violation and refuses it, so the token never travels there.
 """
 
 from __future__ import annotations
@@ -111,6 +115,16 @@ class FakeGitHub:
     statuses: list[dict[str, Any]] = field(default_factory=list)
     pulls: dict[int, str] = field(default_factory=dict)  # number -> head sha
     faults: list[Fault] = field(default_factory=list)
+    # the automatic baseline: the base branch's history (newest first), the merge base the
+    # compare endpoint reports (None: 404), the artifacts and their zips
+    history: list[str] = field(default_factory=list)
+    merge_base: str | None = None
+    artifacts: list[dict[str, Any]] = field(default_factory=list)
+    blobs: dict[int, bytes] = field(default_factory=dict)
+    downloads: list[Recorded] = field(default_factory=list)  # requests to the download host
+    repository_id: int = 42
+    _blob_server: ThreadingHTTPServer | None = None
+    blob_url: str = ""
     _next_id: int = 1000
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
@@ -123,6 +137,21 @@ class FakeGitHub:
         comment = self._comment(issue, body, login, user_type)
         self.comments.setdefault(issue, []).append(comment)
         return comment
+
+    def add_artifact(self, head_sha: str, zip_bytes: bytes, *, name: str = "evalcheck-results",
+                     expired: bool = False, head_branch: str = "main", from_fork: bool = False,
+                     created_at: str = "2026-11-20T10:00:00Z") -> dict[str, Any]:
+        aid = self._new_id()
+        artifact = instance(self.spec, {"$ref": "#/components/schemas/artifact"})
+        artifact.update(id=aid, name=name, expired=expired, size_in_bytes=len(zip_bytes),
+                        created_at=created_at,
+                        archive_download_url=f"https://api.github.com/repos/octo/agents/actions/artifacts/{aid}/zip",
+                        workflow_run={"id": aid + 50000, "repository_id": self.repository_id,
+                                      "head_repository_id": self.repository_id + (1 if from_fork else 0),
+                                      "head_branch": head_branch, "head_sha": head_sha})
+        self.artifacts.insert(0, artifact)  # GitHub lists the newest first
+        self.blobs[aid] = zip_bytes
+        return artifact
 
     def writes(self) -> list[Recorded]:
         return [r for r in self.requests if r.method != "GET"]
@@ -152,16 +181,50 @@ class FakeGitHub:
 
             do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _handle
 
+        class BlobHandler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                status, data = fake.handle_download(self.path, dict(self.headers))
+                self.send_response(status)
+                self.send_header("Content-Type", "application/zip")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                         daemon=True).start()
+        try:
+            self._blob_server = ThreadingHTTPServer(("127.0.0.2", 0), BlobHandler)
+        except OSError:  # a system without the whole 127/8 on loopback: another port then
+            self._blob_server = ThreadingHTTPServer(("127.0.0.1", 0), BlobHandler)
+        host, port = self._blob_server.server_address[:2]
+        self.blob_url = f"http://{host}:{port}"
+        for server in (self._server, self._blob_server):
+            threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                             daemon=True).start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        for server in (self._server, self._blob_server):
+            if server is not None:
+                server.shutdown()
+                server.server_close()
+
+    def handle_download(self, target: str, headers: dict[str, str]) -> tuple[int, bytes]:
+        """The storage host a download redirects to: a signed URL, no token wanted."""
+        parts = urlsplit(target)
+        lowered = {k.lower(): v for k, v in headers.items()}
+        with self._lock:
+            self.downloads.append(Recorded("GET", parts.path, parse_qs(parts.query), lowered, None))
+        if "authorization" in lowered:
+            self.violations.append(f"GET {parts.path} on the download host carried an Authorization header")
+            return 400, b"<Error>Authorization header not allowed with a signed URL</Error>"
+        m = re.fullmatch(r"/artifacts/(\d+)\.zip", parts.path)
+        if not m or parse_qs(parts.query).get("sig") != ["signed"] or int(m.group(1)) not in self.blobs:
+            return 403, b"<Error>AuthenticationFailed</Error>"
+        return 200, self.blobs[int(m.group(1))]
 
     # --- request handling --------------------------------------------------------------
 
@@ -277,6 +340,8 @@ class FakeGitHub:
                           "context": body.get("context", "default"), "creator": None}
                 self.statuses.append(status)
                 return 201, {}, {k: v for k, v in status.items() if k != "sha"}
+            if method == "GET" and (answer := self._baseline_route(rest, query)) is not None:
+                return answer
             if (mm := re.fullmatch(r"pulls/(\d+)", rest)) and method == "GET":
                 number = int(mm.group(1))
                 if number not in self.pulls:
@@ -286,6 +351,43 @@ class FakeGitHub:
                 pr["head"]["sha"] = self.pulls[number]
                 return 200, {}, pr
         return 404, {}, {"message": "Not Found"}
+
+    def _baseline_route(self, rest: str, query: dict[str, list[str]]) -> tuple[int, dict[str, str], Any] | None:
+        if (mm := re.fullmatch(r"compare/([0-9a-f]+)\.\.\.([0-9a-f]+)", rest)):
+            if self.merge_base is None:
+                return 404, {}, {"message": "Not Found"}
+            comparison = instance(self.spec, {"$ref": "#/components/schemas/commit-comparison"})
+            comparison["merge_base_commit"] = self._commit(self.merge_base)
+            comparison["base_commit"] = self._commit(mm.group(1))
+            return 200, {}, comparison
+        if rest == "commits":
+            start = query.get("sha", [""])[0]
+            if start not in self.history:
+                return 404, {}, {"message": "No commit found for SHA: " + start}
+            per_page = int(query.get("per_page", ["30"])[0])
+            at = self.history.index(start)
+            return 200, {}, [self._commit(sha) for sha in self.history[at:at + per_page]]
+        if rest == "actions/artifacts":
+            name = query.get("name", [None])[0]
+            per_page = int(query.get("per_page", ["30"])[0])
+            listed = [a for a in self.artifacts if name is None or a["name"] == name]
+            return 200, {}, {"total_count": len(listed), "artifacts": listed[:per_page]}
+        if (mm := re.fullmatch(r"actions/artifacts/(\d+)/zip", rest)):
+            aid = int(mm.group(1))
+            artifact = next((a for a in self.artifacts if a["id"] == aid), None)
+            if artifact is None:
+                return 404, {}, {"message": "Not Found"}
+            if artifact["expired"]:
+                return 410, {}, {"message": "Artifact has expired"}
+            return 302, {"Location": f"{self.blob_url}/artifacts/{aid}.zip?sig=signed"}, None
+        return None
+
+    def _commit(self, sha: str) -> dict[str, Any]:
+        commit = instance(self.spec, {"$ref": "#/components/schemas/commit"})
+        commit["sha"] = sha
+        # nullable anyOf: the validator (OpenAPI 3.0 rules) wants one of the two shapes
+        commit["author"] = commit["committer"] = {}
+        return commit
 
     def _list_comments(self, owner: str, repo: str, issue: int,
                        query: dict[str, list[str]]) -> tuple[int, dict[str, str], Any]:
