@@ -1,0 +1,218 @@
+"""Why a case did not pass: the evidence of each failing metric and errored run, as plain
+data for the templates (report/templates/_explain.md.j2) and the check-run annotations.
+
+Every list is capped per case so one runaway agent cannot crowd out the others.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..models.results import CaseResult, MetricResult
+from .judged import JudgeTurn, judge_evidence
+from .text import clip, clip_tail, printable
+
+# Fixed caps per failing case, so one runaway agent cannot crowd out the others.
+MAX_CALL_ROWS = 25        # tool calls shown per invocation
+MAX_INVOCATIONS = 3       # failing turns explained per metric
+MAX_TEXT = 1500           # characters of a response shown
+MAX_CALL_TEXT = 200       # characters of one rendered tool call
+STDERR_LINES, STDERR_CHARS = 30, 2500
+
+
+def fmt_score(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+@dataclass
+class CallRow:
+    index: int
+    expected: str | None
+    actual: str | None
+    diverges: bool
+
+
+@dataclass
+class Explanation:
+    kind: str  # trajectory | f1 | response | judge | metric_error | run_error | not_evaluated | score
+    metric: str = ""
+    run: int | None = None
+    turn: int | None = None
+    score: str = ""
+    threshold: str = ""
+    first_divergence: int | None = None
+    calls: list[CallRow] = field(default_factory=list)
+    calls_hidden: int = 0
+    missing: list[str] = field(default_factory=list)
+    unexpected: list[str] = field(default_factory=list)
+    expected_text: str = ""
+    actual_text: str = ""
+    error: str = ""
+    stderr: str = ""
+    judge: str = ""                   # which judge scored: model and samples, or backend
+    evidence: JudgeTurn | None = None  # kind "judge": what the judge said on one turn
+
+
+
+def fmt_call(call: Any) -> str:
+    """``name(arg="value", n=2)`` from a call's JSON; clipped so one call stays one line."""
+    if not isinstance(call, dict):
+        return clip(str(call), MAX_CALL_TEXT)
+    args = call.get("args") or {}
+    if isinstance(args, dict):
+        inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, sort_keys=True)}"
+                          for k, v in args.items())
+    else:
+        inner = json.dumps(args, ensure_ascii=False)
+    return clip(f"{call.get('name', '?')}({inner})", MAX_CALL_TEXT)
+
+
+def _invocations(metric: MetricResult) -> list[dict[str, Any]]:
+    inv = metric.details.get("invocations") if isinstance(metric.details, dict) else None
+    return [i for i in inv if isinstance(i, dict)] if isinstance(inv, list) else []
+
+
+def _worst_run(metric: MetricResult) -> int | None:
+    run = metric.details.get("worstRun") if isinstance(metric.details, dict) else None
+    return run if isinstance(run, int) else None
+
+
+def _trajectory(metric: MetricResult) -> tuple[list[Explanation], int]:
+    failing = [(n, i) for n, i in enumerate(_invocations(metric), 1)
+               if i.get("score") is not None and i.get("score") < 1.0]
+    out = []
+    for turn, inv in failing[:MAX_INVOCATIONS]:
+        expected = inv.get("expected") if isinstance(inv.get("expected"), list) else []
+        actual = inv.get("actual") if isinstance(inv.get("actual"), list) else []
+        div = inv.get("firstDivergence")
+        div = div if isinstance(div, int) else None
+        # The metric lists a window of calls starting at position `listedFrom` (0-based).
+        start = inv.get("listedFrom")
+        start = start if isinstance(start, int) and start >= 0 else 0
+        rows = [CallRow(index=start + k + 1,
+                        expected=fmt_call(expected[k]) if k < len(expected) else None,
+                        actual=fmt_call(actual[k]) if k < len(actual) else None,
+                        diverges=start + k == div)
+                for k in range(max(len(expected), len(actual)))]
+        shown = rows[:MAX_CALL_ROWS]
+        # Keep the divergence row visible even when it lies past the cap.
+        if div is not None and MAX_CALL_ROWS <= div - start < len(rows):
+            shown = rows[:MAX_CALL_ROWS - 1] + [rows[div - start]]
+        total = max(_count_of(inv, "expectedCount", expected, start),
+                    _count_of(inv, "actualCount", actual, start))
+        out.append(Explanation(kind="trajectory", metric=metric.name, run=_worst_run(metric),
+                               turn=turn, score=fmt_score(inv.get("score")),
+                               threshold=fmt_score(metric.threshold),
+                               first_divergence=None if div is None else div + 1,
+                               calls=shown, calls_hidden=max(0, total - len(shown))))
+    return out, max(0, len(failing) - MAX_INVOCATIONS)
+
+
+def _count_of(inv: dict[str, Any], key: str, listed: list[Any], start: int) -> int:
+    count = inv.get(key)
+    if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+        return count
+    return start + len(listed)
+
+
+def _f1(metric: MetricResult) -> tuple[list[Explanation], int]:
+    failing = [(n, i) for n, i in enumerate(_invocations(metric), 1)
+               if i.get("missing") or i.get("unexpected")]
+    out = []
+    for turn, inv in failing[:MAX_INVOCATIONS]:
+        missing = [fmt_call(c) for c in inv.get("missing") or []][:MAX_CALL_ROWS]
+        unexpected = [fmt_call(c) for c in inv.get("unexpected") or []][:MAX_CALL_ROWS]
+        hidden = (int(inv.get("missingCount") or len(missing)) - len(missing)
+                  + int(inv.get("unexpectedCount") or len(unexpected)) - len(unexpected))
+        out.append(Explanation(kind="f1", metric=metric.name, run=_worst_run(metric), turn=turn,
+                               score=fmt_score(inv.get("score")),
+                               threshold=fmt_score(metric.threshold),
+                               missing=missing, unexpected=unexpected, calls_hidden=max(0, hidden)))
+    return out, max(0, len(failing) - MAX_INVOCATIONS)
+
+
+def _response(metric: MetricResult) -> tuple[list[Explanation], int]:
+    invs = [(n, i) for n, i in enumerate(_invocations(metric), 1)
+            if "expected" in i or "actual" in i]
+    # The lowest-scoring turns of the worst run say most about why the mean missed.
+    invs.sort(key=lambda p: p[1].get("score") if isinstance(p[1].get("score"), (int, float)) else -1)
+    out = [Explanation(kind="response", metric=metric.name, run=_worst_run(metric), turn=turn,
+                       score=fmt_score(inv.get("score")), threshold=fmt_score(metric.threshold),
+                       expected_text=clip(str(inv.get("expected") or ""), MAX_TEXT),
+                       actual_text=clip(str(inv.get("actual") or ""), MAX_TEXT))
+           for turn, inv in invs[:MAX_INVOCATIONS]]
+    return out, max(0, len(invs) - MAX_INVOCATIONS)
+
+
+def _judged(metric: MetricResult) -> tuple[list[Explanation], int, str]:
+    """The judge's verdicts on the turns that explain a failed or errored judge metric,
+    and which judge it was ("" for a metric no judge scored)."""
+    evidence = judge_evidence(metric)
+    if evidence is None:
+        return [], 0, ""
+    out = [Explanation(kind="judge", metric=metric.name, run=evidence.run, turn=turn.turn,
+                       score=fmt_score(turn.score), threshold=fmt_score(metric.threshold),
+                       judge=evidence.judge, evidence=turn)
+           for turn in evidence.turns]
+    return out, evidence.turns_hidden, evidence.judge
+
+
+def _deterministic(metric: MetricResult) -> tuple[list[Explanation], int]:
+    """Evidence of a metric computed without a judge: call tables, missing calls, texts."""
+    invocations = _invocations(metric)
+    if any("firstDivergence" in i or ("expected" in i and isinstance(i.get("expected"), list))
+           for i in invocations):
+        return _trajectory(metric)
+    if any("missing" in i or "unexpected" in i for i in invocations):
+        return _f1(metric)
+    if any("expected" in i or "actual" in i for i in invocations):
+        return _response(metric)
+    return [], 0
+
+
+def explain(case: CaseResult) -> tuple[list[Explanation], int]:
+    """Why a case did not pass: errored agent runs first, then each failing metric's evidence."""
+    out: list[Explanation] = []
+    hidden = 0
+    for run in case.runs:
+        if run.status == "error" or run.error:
+            out.append(Explanation(kind="run_error", run=run.run,
+                                   error=clip(printable(run.error or "run errored"), MAX_TEXT),
+                                   stderr=clip_tail(printable(run.stderr_tail or ""),
+                                                    STDERR_LINES, STDERR_CHARS)))
+    for metric in case.metrics:
+        if metric.status == "error" or (metric.status == "not_evaluated" and metric.error):
+            parts, more, judge = _judged(metric) if metric.status == "error" else ([], 0, "")
+            out.append(Explanation(kind="metric_error" if metric.status == "error" else "not_evaluated",
+                                   metric=metric.name, error=clip(printable(metric.error or ""), MAX_TEXT),
+                                   judge=judge))
+            out.extend(parts)  # what the judge did say before it failed
+            hidden += more
+            continue
+        if metric.status != "failed":
+            continue
+        parts, more, judge = _judged(metric)
+        if not parts:
+            parts, more = _deterministic(metric)
+        if not parts:  # a metric without per-turn evidence still says its score
+            parts = [Explanation(kind="score", metric=metric.name, run=_worst_run(metric),
+                                 score=fmt_score(metric.score), threshold=fmt_score(metric.threshold),
+                                 judge=judge)]
+        out.extend(parts)
+        hidden += more
+    return out, hidden
+
+
+def case_headline(case: CaseResult) -> str:
+    bits = [f"{m.name} {fmt_score(m.score)} < {fmt_score(m.threshold)}"
+            for m in case.metrics if m.status == "failed"]
+    bits += [f"{m.name} could not be computed (metric error)" for m in case.metrics if m.status == "error"]
+    errored = sum(1 for r in case.runs if r.status == "error")
+    if errored:
+        bits.insert(0, f"{errored} of {len(case.runs)} runs errored")
+    if case.status == "not_evaluated":
+        bits.append("no gating metric could be scored")
+    return "; ".join(bits) or case.status
+
