@@ -31,9 +31,15 @@ RUN apt-get update \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/* \
  && git config --system --add safe.directory '*'
+# The agent under test is the pull request's code: setup-command, agent-command and
+# agent-server-command run as this unprivileged user (checker/sandbox.py), which owns the
+# agent's environment and its home and nothing of evalcheck's (docs/github-action.md).
+RUN groupadd --system --gid 48151 evalcheck-agent \
+ && useradd --system --uid 48151 --gid 48151 --create-home --home-dir /home/evalcheck-agent \
+      --shell /bin/sh evalcheck-agent
 # The agent gets its own environment, first on PATH: setup-command's `pip install` and the
 # agent's `python` land there, and cannot break evalcheck's pinned dependencies.
-RUN python3 -m venv /opt/agent
+RUN python3 -m venv /opt/agent && chown -R evalcheck-agent:evalcheck-agent /opt/agent
 ENV VIRTUAL_ENV=/opt/agent PATH=/opt/agent/bin:$PATH
 # The ADK bridge runs in the agent's environment, with the agent's own google-adk: make
 # `python -m checker.bridges.adk AGENT_DIR` importable there (it needs only the stdlib and

@@ -15,6 +15,7 @@ import click
 
 from .discover import EvalTarget, discover, find_repo_root
 from .errors import InputError
+from .limits import check_runs, check_turn_timeout
 from .metrics.base import ScoringContext
 from .models.records import RecordedRun, RecordedRuns
 from .models.results import Results
@@ -132,6 +133,8 @@ def run_metadata(options: RunOptions, runs: dict[RunKey, list[RecordedRun]], sta
 def execute(options: RunOptions) -> bool:
     """Run the whole job; returns whether every gate passed. Raises InputError on bad input."""
     started, clock = datetime.now(timezone.utc), time.monotonic()
+    check_runs("num-runs", options.num_runs)
+    check_turn_timeout(options.turn_timeout)
     root = find_repo_root(Path.cwd())
     if options.config_file is not None and not options.config_file.is_file():
         raise InputError("config file not found", file=str(options.config_file))

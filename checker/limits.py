@@ -1,0 +1,38 @@
+"""Upper bounds on what one run may ask for, and the one check of a run's options against them.
+
+A gate runs on every pull request: a typo (``--num-runs 100000``) or a hostile input must be
+a clear error before anything starts, not hours of runs or memory that grows until the job
+dies. The numbers are documented in docs/limits.md; other options that count runs per case
+(``--max-runs``) use ``MAX_RUNS`` too.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .errors import InputError
+
+MAX_RUNS = 100              # runs of one eval case (--num-runs, --max-runs)
+MAX_TURN_TIMEOUT = 86_400.0  # seconds for one user turn: a day is finite and beyond any real turn
+MAX_JSON_DEPTH = 200        # nesting of eval files and agent replies (ADK writes < 20)
+
+
+def check_runs(name: str, value: int) -> int:
+    """``value`` runs per case for option ``name`` (``num-runs``, ``max-runs``), or an InputError."""
+    if value < 1:
+        raise InputError(f"{name} must be at least 1, got {value}")
+    if value > MAX_RUNS:
+        raise InputError(f"{name} is {value}, above the maximum of {MAX_RUNS} runs per eval case",
+                         fix=f"use at most {MAX_RUNS}; to tell a rare failure apart, see docs/limits.md")
+    return value
+
+
+def check_turn_timeout(value: float, name: str = "turn-timeout") -> float:
+    """A finite, positive number of seconds, at most ``MAX_TURN_TIMEOUT``."""
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"{name} must be a finite number of seconds above 0, got {value}",
+                         fix=f"e.g. 300; at most {MAX_TURN_TIMEOUT:g}")
+    if value > MAX_TURN_TIMEOUT:
+        raise InputError(f"{name} is {value:g} s, above the maximum of {MAX_TURN_TIMEOUT:g} s (a day)",
+                         fix="a turn that takes longer is a hung agent")
+    return value
