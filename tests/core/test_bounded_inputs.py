@@ -49,3 +49,20 @@ def test_turn_timeout_cap_is_a_day(evals):
     outcome = run_cli(["run", "evals", "--agent-command", "true",
                        "--turn-timeout", str(MAX_TURN_TIMEOUT + 1)], evals)
     assert_one_line_error(outcome, "turn-timeout", f"maximum of {MAX_TURN_TIMEOUT:g} s")
+
+
+# ------------------------------------------------------------------ case lines (item 7)
+
+def test_case_lines_with_escapes_and_decoys(repo):
+    """One pass over the file finds each id however it is escaped, skipping an earlier
+    mention of the same text as another key's value, and keeps file order for the rest."""
+    from checker.evalfile import load_eval_file
+
+    text = ('{"eval_set_id": "s", "eval_cases": [\n'
+            '  {"eval_id": "\\u0063afe", "conversation": [{"invocation_id": "i",\n'
+            '    "user_content": {"role": "user", "parts": [{"text": "eval_id: second"}]}}]},\n'
+            '  {"eval_id":\n"second", "conversation": []},\n'
+            '  {"eval_id": "third", "conversation": []}\n]}\n')
+    path = repo / "s.evalset.json"
+    path.write_text(text, encoding="utf-8")
+    assert load_eval_file(path).case_lines == {"cafe": 2, "second": 4, "third": 6}
