@@ -15,14 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from .compare.gate import FAIL_ON, gate_failed, gate_message
 from .errors import InputError
 from .github.publish import PublishOptions, PublishOutcome, check_comment_key
 from .github.workflow import Commands, Inputs, RunContext, summary_room, write_output, write_summary
-from .main import RunOptions
+from .options import RunOptions
 from .models.results import Results
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-FAIL_ON = ("failure", "error", "never")
 COMMENT_MODES = ("update", "new", "off")
 DEFAULT_RESULTS = "evalcheck-report/results.json"
 DEFAULT_MARKDOWN = "evalcheck-report/report.md"
@@ -35,17 +35,6 @@ INPUTS = (
     "github-token", "setup-command", "working-directory", "comment", "comment-key",
     "check-run", "commit-status", "fail-on",
 )
-
-
-def gate_failed(results: Results, fail_on: str) -> bool:
-    """Whether the job fails: ``failure`` on any miss, ``error`` only when runs or metrics
-    errored (or nothing could be scored), ``never`` not at all (advisory)."""
-    if fail_on == "never" or results.passed:
-        return False
-    if fail_on == "error":
-        s = results.summary
-        return bool(s.errored or s.not_evaluated)
-    return True
 
 
 @dataclass
@@ -251,8 +240,7 @@ def main(env: Mapping[str, str] | None = None) -> int:
         write_output(ctx.output_path, "markdown-path", relative_to_workspace(config.markdown_path, ctx.workspace))
         write_output(ctx.output_path, "comment-url", outcome.comment_url or "")
     if failed:
-        commands.error(f"evalcheck: {'evaluation failed' if config.fail_on == 'failure' else 'evaluation errored'}"
-                       f" (fail-on: {config.fail_on})")
+        commands.error(f"evalcheck: {gate_message(results, config.fail_on)}")
     return EXIT_FAILED if failed else EXIT_PASSED
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+# checker.compare.gate.FAIL_ON, kept here so that --help imports no pydantic (a test checks).
+FAIL_ON = ("failure", "regression", "error", "never")
 
 
 class InputProblem(click.ClickException):
@@ -45,12 +47,17 @@ def main() -> None:
 @click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), help="Write the markdown report.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML (one testcase per eval case).")
 @click.option("--template", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Your own Jinja template for the markdown report.")
+@click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), help="Results file of an earlier run (e.g. of main) to compare with (docs/comparing.md).")
+@click.option("--verdict", default="mean", show_default=True, metavar="RULE", help="How runs make a metric's verdict: mean, all-runs, majority or k-of-n:K.")
+@click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the run (exit 1); regression needs --baseline.")
+@click.option("--max-runs", type=click.IntRange(min=1), metavar="M", help="Adaptive: give cases whose verdict is uncertain more runs, one round at a time, up to M runs in all (at most 100).")
 def run(paths: tuple[str, ...], **options) -> None:
     """Discover eval files under PATHS (default .), run the agent, score, write reports.
 
     A PATH may select cases: path/to/x.evalset.json:case_a,case_b.
-    Exit status: 0 every gate passed, 1 a gate failed or a run errored, 2 bad input.
+    Exit status: 0 the gate passed (per --fail-on), 1 it failed, 2 bad input.
     """
+    from .compare.verdict import parse_verdict_rule, runs_needed
     from .errors import InputError
     from .main import RunOptions, execute
 
@@ -60,7 +67,42 @@ def run(paths: tuple[str, ...], **options) -> None:
     if options.get("agent_server_command") and not options.get("agent_url"):
         raise click.UsageError("--agent-server-command goes with --agent-url")
     try:
+        rule = parse_verdict_rule(options["verdict"])
+    except InputError as exc:
+        raise _fail_input(exc) from None
+    max_runs = options.get("max_runs")
+    if max_runs is not None and max_runs < options["num_runs"]:
+        raise click.UsageError(f"--max-runs {max_runs} is below --num-runs {options['num_runs']}")
+    if not options.get("replay") and runs_needed(rule) > max(options["num_runs"], max_runs or 0):
+        raise click.UsageError(f"--verdict {rule} needs at least {runs_needed(rule)} runs: "
+                               f"raise --num-runs (or --max-runs)")
+    try:
         passed = execute(RunOptions(paths=list(paths), **options))
+    except InputError as exc:
+        raise _fail_input(exc) from None
+    sys.exit(EXIT_PASSED if passed else EXIT_FAILED)
+
+
+@main.command()
+@click.argument("baseline", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("head", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--results", type=click.Path(dir_okay=False, path_type=Path), help="Write HEAD's results with the comparison (JSON).")
+@click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), help="Write the markdown report.")
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML.")
+@click.option("--template", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Your own Jinja template for the markdown report.")
+@click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the comparison (exit 1); regression: only a regressed case, a failing new case or an error.")
+@click.option("--alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=0.05, show_default=True, help="Significance level of the one-sided exact test.")
+def compare(**options) -> None:
+    """Compare two results files (BASELINE, e.g. of main, and HEAD) without running an agent.
+
+    Labels every HEAD case regressed, improved, unchanged, new or changed (docs/comparing.md).
+    Exit status: 0 the gate passed (per --fail-on), 1 it failed, 2 bad input.
+    """
+    from .compare.command import CompareRequest, compare_files
+    from .errors import InputError
+
+    try:
+        passed = compare_files(CompareRequest(**options))
     except InputError as exc:
         raise _fail_input(exc) from None
     sys.exit(EXIT_PASSED if passed else EXIT_FAILED)
@@ -92,7 +134,7 @@ def migrate(old: Path, new: Path, initial_session: Path | None) -> None:
 @click.option("--comment-key", default="default", show_default=True, help="Keeps several reports on one PR apart.")
 @click.option("--check-run/--no-check-run", default=True, show_default=True, help="Create a check run with annotations.")
 @click.option("--commit-status/--no-commit-status", default=False, show_default=True, help="Set a commit status.")
-@click.option("--fail-on", type=click.Choice(["failure", "error", "never"]), default="failure", show_default=True, help="What makes the check run fail (else neutral).")
+@click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What makes the check run fail (else neutral).")
 @click.option("--template", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Your own Jinja template for the report.")
 def publish(results_file: Path, event_file: Path | None, **options) -> None:
     """Post a results file to GitHub: PR comment, check run, status, job summary.

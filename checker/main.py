@@ -6,7 +6,6 @@ import asyncio
 import json
 import platform
 import time
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,33 +18,13 @@ from .limits import check_runs, check_turn_timeout
 from .metrics.base import ScoringContext
 from .models.records import RecordedRun, RecordedRuns
 from .models.results import Results
+from .options import RunOptions
 from .pipeline import RunKey, group_replay, load_replay, score_all
-from .report.terminal import failure_lines, summary_line
+from .report.terminal import comparison_lines, failure_lines, summary_line
 from .report.text import log_safe
 
 if TYPE_CHECKING:
     from .simulation.model import SimulatorStats
-
-
-@dataclass
-class RunOptions:
-    paths: list[str] = field(default_factory=list)
-    agent_command: str | None = None
-    agent_url: str | None = None
-    agent_server_command: str | None = None
-    app_name: str | None = None
-    replay: Path | None = None
-    config_file: Path | None = None
-    num_runs: int = 2
-    concurrency: int = 4
-    turn_timeout: float = 300.0
-    judge_concurrency: int = 8
-    judge_cache: Path | None = None
-    results: Path | None = None
-    inference_out: Path | None = None
-    markdown: Path | None = None
-    junit: Path | None = None
-    template: Path | None = None
 
 
 def _write(path: Path, text: str) -> None:
@@ -131,10 +110,18 @@ def run_metadata(options: RunOptions, runs: dict[RunKey, list[RecordedRun]], sta
 
 
 def execute(options: RunOptions) -> bool:
-    """Run the whole job; returns whether every gate passed. Raises InputError on bad input."""
+    """Run the whole job; returns whether the gate (``options.fail_on``) passed. Raises
+    InputError on bad input."""
     started, clock = datetime.now(timezone.utc), time.monotonic()
     check_runs("num-runs", options.num_runs)
     check_turn_timeout(options.turn_timeout)
+    if options.max_runs is not None:
+        check_runs("max-runs", options.max_runs)
+    from .compare.gate import gate_failed, gate_message
+    from .compare.verdict import parse_verdict_rule
+
+    rule = parse_verdict_rule(options.verdict)
+    baseline = read_baseline(options)  # bad input is found before any agent runs
     root = find_repo_root(Path.cwd())
     if options.config_file is not None and not options.config_file.is_file():
         raise InputError("config file not found", file=str(options.config_file))
@@ -154,7 +141,7 @@ def execute(options: RunOptions) -> bool:
     context = build_context(options)
     from .judges.service import closing_judges
 
-    results = asyncio.run(closing_judges(score_all(targets, runs, context), context))
+    results = asyncio.run(closing_judges(score_all(targets, runs, context, rule), context))
     judge = context.services["judge"]
     if judge.stats.used():
         results.metadata["judge"] = judge.metadata()
@@ -165,6 +152,11 @@ def execute(options: RunOptions) -> bool:
     # Keys already there (e.g. "judge") win: this only adds what describes the run.
     results.metadata = {**run_metadata(options, runs, started, datetime.now(timezone.utc),
                                        time.monotonic() - clock), **results.metadata}
+    if baseline is not None:
+        from .compare.comparison import compare
+        from .models.results import BaselineInfo
+
+        results = compare(baseline, results, baseline_info=BaselineInfo(path=str(options.baseline)))
     write_reports(results, options)
     for line in failure_lines(results):
         click.echo(log_safe(line))
@@ -172,8 +164,20 @@ def execute(options: RunOptions) -> bool:
         click.echo(log_safe(judge.line()))
     if simulated.used():
         click.echo(log_safe(simulated.line()))
+    for line in comparison_lines(results):
+        click.echo(log_safe(line))
     click.echo(summary_line(results))
-    return results.passed
+    if options.fail_on != "failure" or baseline is not None:
+        click.echo(gate_message(results, options.fail_on))
+    return not gate_failed(results, options.fail_on)
+
+
+def read_baseline(options: RunOptions) -> Results | None:
+    if options.baseline is None:
+        return None
+    from .compare.results_file import load_results_file
+
+    return load_results_file(options.baseline, "baseline")
 
 
 def results_from_file(path: Path) -> Results:

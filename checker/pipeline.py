@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from .compare.verdict import MEAN, VerdictRule
 from .discover import EvalTarget
 from .errors import InputError
 from .metrics.base import ScoringContext
@@ -59,7 +60,7 @@ def summarize(sets: list[EvalSetResult]) -> Summary:
 
 
 async def score_all(targets: list[EvalTarget], runs: dict[RunKey, list[RecordedRun]],
-                    context: ScoringContext | None = None) -> Results:
+                    context: ScoringContext | None = None, rule: VerdictRule = MEAN) -> Results:
     context = context or ScoringContext()
     jobs = []
     for target in targets:
@@ -67,7 +68,7 @@ async def score_all(targets: list[EvalTarget], runs: dict[RunKey, list[RecordedR
         for case_id in target.case_ids:
             jobs.append(score_case(cases[case_id], target.config,
                                    runs.get((target.eval_set_id, case_id), []),
-                                   target.loaded.case_lines.get(case_id, 1), context))
+                                   target.loaded.case_lines.get(case_id, 1), context, rule))
     # gather keeps input order whatever order the scoring finishes in.
     case_results = iter(await asyncio.gather(*jobs))
     sets = []
@@ -77,4 +78,4 @@ async def score_all(targets: list[EvalTarget], runs: dict[RunKey, list[RecordedR
                                   cases=[next(case_results) for _ in target.case_ids]))
     summary = summarize(sets)
     passed = summary.cases > 0 and summary.passed == summary.cases
-    return Results(passed=passed, summary=summary, eval_sets=sets)
+    return Results(passed=passed, verdict_rule=str(rule), summary=summary, eval_sets=sets)

@@ -11,6 +11,8 @@ import asyncio
 import inspect
 from typing import Any
 
+from .compare.fingerprint import case_fingerprint
+from .compare.verdict import MEAN, VerdictRule, case_flaky
 from .config import ConfiguredMetric, EvalConfig
 from .metrics.base import RunInput, RunScore, ScoringContext
 from .models.evalset import EvalCase
@@ -73,8 +75,12 @@ def _average_details(scores: list[RunScore]) -> dict[str, Any]:
     return out
 
 
-def aggregate_metric(configured: ConfiguredMetric, scores: list[tuple[int, RunScore | None]]) -> MetricResult:
-    """Fold per-run scores (None for a run whose agent failed) into one MetricResult."""
+def aggregate_metric(configured: ConfiguredMetric, scores: list[tuple[int, RunScore | None]],
+                     rule: VerdictRule = MEAN) -> MetricResult:
+    """Fold per-run scores (None for a run whose agent failed) into one MetricResult.
+
+    The score is the mean over scored runs; ``rule`` makes the verdict (ADK's ``mean`` by
+    default: score >= threshold)."""
     done = [(n, s) for n, s in scores if s is not None]
     run_scores = [s.score if s is not None else None for _, s in scores]
     values = [s.score for _, s in done if s.score is not None]
@@ -94,7 +100,7 @@ def aggregate_metric(configured: ConfiguredMetric, scores: list[tuple[int, RunSc
         return MetricResult(name=configured.name, threshold=configured.threshold, score=None,
                             status="not_evaluated", runs=run_scores, error=reason)
     assert configured.threshold is not None
-    status = "passed" if score >= configured.threshold else "failed"
+    status = "passed" if rule.passes(run_scores, configured.threshold) else "failed"
     return MetricResult(name=configured.name, threshold=configured.threshold, score=score,
                         status=status, runs=run_scores, details=_worst_run_details(done, True))
 
@@ -131,7 +137,7 @@ def _run_status(run: RecordedRun, per_metric: list[tuple[ConfiguredMetric, RunSc
 
 
 async def score_case(case: EvalCase, config: EvalConfig, runs: list[RecordedRun], line: int,
-                     context: ScoringContext) -> CaseResult:
+                     context: ScoringContext, rule: VerdictRule = MEAN) -> CaseResult:
     runs = sorted(runs, key=lambda r: r.run)
     jobs = []
     for run in runs:
@@ -148,10 +154,11 @@ async def score_case(case: EvalCase, config: EvalConfig, runs: list[RecordedRun]
     for k, run in enumerate(runs):
         per_run[run.run] = list(zip(config.metrics, scores[k * width:(k + 1) * width]))
 
-    metrics = [aggregate_metric(configured, [(r.run, per_run[r.run][i][1]) for r in runs])
+    metrics = [aggregate_metric(configured, [(r.run, per_run[r.run][i][1]) for r in runs], rule)
                for i, configured in enumerate(config.metrics)]
     run_results = [RunResult(run=r.run, status=_run_status(r, per_run[r.run]), error=r.error,
                              duration_seconds=r.duration_seconds, stderr_tail=r.stderr_tail)
                    for r in runs]
     return CaseResult(eval_id=case.eval_id, status=case_status(run_results, metrics), line=line,
-                      runs=run_results, metrics=metrics)
+                      runs=run_results, metrics=metrics,
+                      fingerprint=case_fingerprint(case, config), flaky=case_flaky(metrics))

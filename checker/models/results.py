@@ -100,9 +100,9 @@ class ShardInfo(ResultsModel):
 
 
 class BaselineInfo(ResultsModel):
-    path: str | None = None
-    commit: str | None = None
-    commits_behind: int | None = None
+    path: str | None = optional()
+    commit: str | None = optional()
+    commits_behind: int | None = optional()
 
 
 class ChangeSummary(ResultsModel):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from ..models.results import CaseResult, Results
-from .terminal import fmt, judge_lines
+from ..compare.verdict import case_pass_counts
+from .terminal import case_labels, fmt, judge_lines
 
 
 def _clean(text: str) -> str:
@@ -25,6 +26,21 @@ def _error_message(case: CaseResult) -> str:
     return "; ".join(parts) or "error"
 
 
+def _properties(testcase: ET.Element, case: CaseResult) -> None:
+    """The comparison label and flakiness as testcase properties (readers show or ignore them)."""
+    values = []
+    if case.change:
+        values.append(("change", case.change))
+    if case.flaky:
+        counts = case_pass_counts(case)
+        values.append(("flaky", f"{counts} runs passed (95% CI {counts.low:.2f}-{counts.high:.2f})"))
+    if not values:
+        return
+    properties = ET.SubElement(testcase, "properties")
+    for name, value in values:
+        ET.SubElement(properties, "property", name=name, value=value)
+
+
 def render_junit(results: Results) -> str:
     root = ET.Element("testsuites", name="evalcheck", tests=str(results.summary.cases),
                       failures=str(results.summary.failed), errors=str(results.summary.errored))
@@ -39,10 +55,18 @@ def render_junit(results: Results) -> str:
             tc = ET.SubElement(suite, "testcase", classname=eval_set.eval_set_id, name=case.eval_id,
                                file=eval_set.path, line=str(case.line),
                                time=f"{sum(durations):.3f}")
-            lines = []
+            labels = case_labels(case)
+            _properties(tc, case)
+            lines = [f"labels: {', '.join(labels)}"] if labels else []
             for metric in case.metrics:
+                against = ""
+                if metric.baseline_score is not None:
+                    against = f"; baseline {fmt(metric.baseline_score)}, delta {metric.delta:+.2f}" \
+                        if metric.delta is not None else f"; baseline {fmt(metric.baseline_score)}"
+                    if metric.p_value is not None:
+                        against += f", p={metric.p_value:.3g}"
                 lines.append(f"{metric.name}: {fmt(metric.score)} (threshold {fmt(metric.threshold)}, "
-                             f"{metric.status}; runs {[fmt(s) for s in metric.runs]})")
+                             f"{metric.status}; runs {[fmt(s) for s in metric.runs]}{against})")
                 if metric.status == "error" and metric.error:
                     lines.append(f"{metric.name} error: {metric.error}")
                 if metric.status in ("failed", "error"):
@@ -54,11 +78,12 @@ def render_junit(results: Results) -> str:
                         lines.append(f"stderr tail:\n{run.stderr_tail}")
             body = _clean("\n".join(lines))
             failed = [m.name for m in case.metrics if m.status == "failed"]
+            tag = f"[{', '.join(labels)}] " if labels else ""
             if case.status == "failed":
-                ET.SubElement(tc, "failure", message=_clean("below threshold: " + ", ".join(failed)),
+                ET.SubElement(tc, "failure", message=_clean(tag + "below threshold: " + ", ".join(failed)),
                               type="threshold").text = body
             elif case.status == "error":
-                ET.SubElement(tc, "error", message=_clean(_error_message(case)),
+                ET.SubElement(tc, "error", message=_clean(tag + _error_message(case)),
                               type="error").text = body
             elif case.status == "not_evaluated":
                 ET.SubElement(tc, "skipped", message="no gating metric could be scored").text = body

@@ -3,7 +3,8 @@ what the judge said, for a judged one), then a summary. Passing cases print noth
 
 from __future__ import annotations
 
-from ..models.results import MetricResult, Results
+from ..compare.verdict import case_pass_counts
+from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
 from .judged import judge_evidence, place, statements
 from .text import fmt_duration, one_line
 
@@ -27,16 +28,38 @@ def judge_lines(metric: MetricResult) -> list[str]:
     return lines
 
 
+def case_labels(case: CaseResult) -> list[str]:
+    """The labels a reader must see beside a case: regressed/new/changed, flaky k/N."""
+    labels = [case.change] if case.change in ("regressed", "improved", "new", "changed") else []
+    if case.flaky:
+        labels.append(f"flaky {case_pass_counts(case)} runs passed")
+    return labels
+
+
+def _where(eval_set: EvalSetResult, case: CaseResult) -> str:
+    labels = case_labels(case)
+    return (f"{eval_set.path}:{case.line} {case.eval_id}"
+            + (f" [{', '.join(labels)}]" if labels else ""))
+
+
+def _against_baseline(metric: MetricResult) -> str:
+    if metric.baseline_score is None:
+        return ""
+    p = f", p={metric.p_value:.3g}" if metric.p_value is not None else ""
+    return f" (baseline {fmt(metric.baseline_score)}{p})"
+
+
 def failure_lines(results: Results) -> list[str]:
     lines: list[str] = []
     for eval_set, case in results.failing_cases():
-        where = f"{eval_set.path}:{case.line} {case.eval_id}"
+        where = _where(eval_set, case)
         for run in case.runs:
             if run.status == "error" and run.error:
                 lines.append(f"{where}: agent run {run.run} errored: {one_line(run.error, 200)}")
         for metric in case.metrics:
             if metric.status == "failed":
-                lines.append(f"{where}: {metric.name} {fmt(metric.score)} < {fmt(metric.threshold)}")
+                lines.append(f"{where}: {metric.name} {fmt(metric.score)} < {fmt(metric.threshold)}"
+                             + _against_baseline(metric))
                 lines += judge_lines(metric)
             elif metric.status == "error":
                 # A metric or judge failure, never the agent's (that is the line above).
@@ -46,6 +69,34 @@ def failure_lines(results: Results) -> list[str]:
             reasons = sorted({m.error for m in case.metrics if m.status == "not_evaluated" and m.error})
             lines.append(f"{where}: not evaluated: no gating metric could be scored"
                          + (f" ({one_line('; '.join(reasons), 200)})" if reasons else ""))
+    return lines
+
+
+def comparison_lines(results: Results, limit: int = 20) -> list[str]:
+    """Against a baseline: passing cases that still need a look (regressed, flaky), the
+    removed cases, the notes, then one line of counts. Failing cases are in failure_lines."""
+    comparison = results.comparison
+    if comparison is None:
+        return []
+    lines = []
+    for eval_set in results.eval_sets:
+        for case in eval_set.cases:
+            if case.status != "passed" or not (case.change == "regressed" or case.flaky):
+                continue
+            moved = [f"{m.name} {fmt(m.score)}{_against_baseline(m)}" for m in case.metrics
+                     if m.baseline_score is not None and m.status != "informational"]
+            lines.append(f"{_where(eval_set, case)}: passed; " + ", ".join(moved))
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... {len(lines) - limit} more in the reports"]
+    for ref in comparison.removed[:limit]:
+        lines.append(f"removed since the baseline: {ref.eval_set_id}/{ref.eval_id}")
+    if len(comparison.removed) > limit:
+        lines.append(f"... {len(comparison.removed) - limit} more removed")
+    lines += [f"note: {note}" for note in comparison.notes]
+    c = comparison.summary
+    where = f" {comparison.baseline.path}" if comparison.baseline.path else ""
+    lines.append(f"compared with baseline{where}: {c.regressed} regressed, {c.improved} improved, "
+                 f"{c.unchanged} unchanged, {c.new} new, {c.changed} changed, {c.removed} removed")
     return lines
 
 

@@ -23,7 +23,7 @@ from .base import AgentRunner, RunJob
 
 if TYPE_CHECKING:
     from ..discover import EvalTarget
-    from ..main import RunOptions
+    from ..options import RunOptions
     from ..simulation.model import SimulatorStats
 
 

@@ -1,0 +1,73 @@
+"""The gate: whether a results file fails the job, per ``fail-on`` (CLI and Action alike).
+
+- ``failure``: any case did not pass (a metric failed, a run or metric errored, nothing
+  could be scored).
+- ``regression``: a case regressed against the baseline, a new or changed case does not
+  pass, or a run or metric errored. Without a comparison it is ``failure`` (and says so).
+- ``error``: a run or metric errored, or nothing could be scored.
+- ``never``: advisory, never fails.
+"""
+
+from __future__ import annotations
+
+from ..models.results import Results
+
+FAIL_ON = ("failure", "regression", "error", "never")
+
+
+def _errored(results: Results) -> bool:
+    s = results.summary
+    if s.errored or s.not_evaluated:
+        return True
+    # A failed case can hide an errored run (its failing metric decides its status).
+    return any(r.status == "error" for es in results.eval_sets for c in es.cases for r in c.runs)
+
+
+def regression_cases(results: Results) -> list[tuple[str, str, str]]:
+    """(eval set id, eval id, why) of every case that fails ``fail-on: regression``."""
+    found = []
+    for eval_set in results.eval_sets:
+        for case in eval_set.cases:
+            if case.change == "regressed":
+                why = "regressed"
+            elif case.change in ("new", "changed") and case.status != "passed":
+                why = f"{case.change} and {case.status}"
+            elif case.status in ("error", "not_evaluated") or any(r.status == "error" for r in case.runs):
+                why = "errored" if case.status != "not_evaluated" else "not evaluated"
+            else:
+                continue
+            found.append((eval_set.eval_set_id, case.eval_id, why))
+    return found
+
+
+def gate_failed(results: Results, fail_on: str) -> bool:
+    """Whether the job fails under ``fail_on`` (one of FAIL_ON)."""
+    if fail_on not in FAIL_ON:
+        raise ValueError(f"fail-on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
+    if fail_on == "never":
+        return False
+    if fail_on == "regression" and results.comparison is not None:
+        return bool(regression_cases(results))
+    if results.passed:
+        return False
+    if fail_on == "error":
+        return _errored(results)
+    return True
+
+
+def gate_message(results: Results, fail_on: str) -> str:
+    """One line saying what the gate decided and why, for logs and the CLI."""
+    failed = gate_failed(results, fail_on)
+    if fail_on == "regression" and results.comparison is None:
+        return (f"evaluation {'failed' if failed else 'passed'} (fail-on: regression, but there "
+                "is no baseline to compare with, so it gated on failure)")
+    if fail_on == "regression":
+        found = regression_cases(results)
+        if not found:
+            return ("gate passed (fail-on: regression): no case regressed, no new or changed "
+                    "case fails, no run errored")
+        return (f"gate failed (fail-on: regression): {len(found)} case(s) regressed, new or "
+                "changed and failing, or errored")
+    if not failed:
+        return f"gate passed (fail-on: {fail_on})"
+    return f"evaluation {'errored' if fail_on == 'error' else 'failed'} (fail-on: {fail_on})"

@@ -1,0 +1,46 @@
+"""Reading a results file back (a baseline, or either side of ``evalcheck compare``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..errors import InputError
+from ..models.results import Results
+from ..validation import read_json, validate
+
+
+def load_results_file(path: Path, what: str = "results file") -> Results:
+    """The Results in ``path``; anything else is an InputError naming the file, the JSON
+    path and the fix. A well-formed file takes the fast path (pydantic's JSON parser); only
+    a bad one is re-read to say exactly where it is wrong."""
+    display = str(path)
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{what} not found", file=display,
+                         fix="give the results.json written by `evalcheck run --results`") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror or exc}", file=display) from None
+    try:
+        return Results.model_validate_json(text)
+    except ValidationError:
+        pass
+    data = read_json(path, display)
+    fix = f"give the results.json written by `evalcheck run --results` as the {what}"
+    if not isinstance(data, dict):
+        raise InputError(f"not a {what}: expected a JSON object", file=display, path="$", fix=fix)
+    if data.get("version") != 1:
+        raise InputError(f"not a {what}: unsupported version {data.get('version')!r}",
+                         file=display, path="$.version",
+                         fix="this evalcheck reads version 1 results files; " + fix)
+    missing = [k for k in ("passed", "summary") if k not in data]
+    if missing:
+        raise InputError(f"not a {what}: no '{missing[0]}' key, so not a results file",
+                         file=display, path="$", fix=fix)
+    try:
+        return validate(Results, data, display)
+    except InputError as exc:
+        raise InputError(f"not a {what}: {exc.message}", file=display, path=exc.path,
+                         fix=exc.fix or fix) from None

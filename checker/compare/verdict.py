@@ -1,0 +1,145 @@
+"""Verdict rules: how a metric's per-run scores make its pass/fail (CONTRACT section 8).
+
+- ``mean`` (default, ADK's rule): the mean of the scored runs >= the threshold.
+- ``all-runs``: every scored run passes (pass^k, the strictest).
+- ``majority``: more than half of the scored runs pass.
+- ``k-of-n:K``: at least K scored runs pass.
+
+Runs whose agent failed have no score (None) and are left out, as ADK's mean leaves them
+out; such a run already makes its case ``error``. A metric is *flaky* when its scored runs
+disagree: some pass the threshold, some fail.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..models.results import CaseResult, MetricResult
+from .stats import wilson
+
+RULES = ("mean", "all-runs", "majority", "k-of-n:K")
+
+
+@dataclass(frozen=True)
+class VerdictRule:
+    kind: str  # "mean", "all-runs", "majority" or "k-of-n"
+    k: int = 0  # for k-of-n
+
+    def __str__(self) -> str:
+        return f"k-of-n:{self.k}" if self.kind == "k-of-n" else self.kind
+
+    def passes(self, runs: list[float | None], threshold: float) -> bool | None:
+        """The verdict over the scored runs; None when no run was scored."""
+        scored = [s for s in runs if s is not None]
+        if not scored:
+            return None
+        if self.kind == "mean":
+            return sum(scored) / len(scored) >= threshold
+        passed = sum(s >= threshold for s in scored)
+        if self.kind == "all-runs":
+            return passed == len(scored)
+        if self.kind == "majority":
+            return 2 * passed > len(scored)
+        return passed >= self.k
+
+    def uncertain(self, runs: list[float | None], threshold: float) -> bool:
+        """Could more runs change this verdict? (adaptive runs, docs/comparing.md)
+
+        Runs that disagree are always uncertain. Under ``mean`` runs that agree still are
+        when one more run at the metric's extreme (0 or 1 for a score in [0, 1], else the
+        worst/best run seen) would move the mean across the threshold.
+        """
+        scored = [s for s in runs if s is not None]
+        if not scored:
+            return False
+        outcomes = {s >= threshold for s in scored}
+        if len(outcomes) > 1:
+            return True
+        if self.kind != "mean":
+            return False
+        low = min(0.0, min(scored))
+        high = max(1.0, max(scored))
+        total, n = sum(scored), len(scored)
+        now = total / n >= threshold
+        return ((total + low) / (n + 1) >= threshold) != now or \
+            ((total + high) / (n + 1) >= threshold) != now
+
+
+MEAN = VerdictRule("mean")
+
+
+def parse_verdict_rule(text: str, *, source: str = "--verdict") -> VerdictRule:
+    """``mean``, ``all-runs``, ``majority`` or ``k-of-n:K`` (K >= 1); else InputError."""
+    value = text.strip().lower()
+    if value in ("mean", "all-runs", "majority"):
+        return VerdictRule(value)
+    if value.startswith("k-of-n:"):
+        number = value.split(":", 1)[1]
+        if number.isdigit() and int(number) >= 1:
+            return VerdictRule("k-of-n", int(number))
+    raise InputError(f"{source}: unknown verdict rule {text!r}",
+                     fix="use mean, all-runs, majority or k-of-n:K with K >= 1, e.g. k-of-n:2")
+
+
+def run_passes(metric: MetricResult) -> tuple[int, int]:
+    """(runs passing the threshold, runs scored) of a gating metric; (0, 0) otherwise."""
+    if metric.threshold is None or metric.status == "informational":
+        return (0, 0)
+    scored = [s for s in metric.runs if s is not None]
+    return (sum(s >= metric.threshold for s in scored), len(scored))
+
+
+def metric_flaky(metric: MetricResult) -> bool:
+    passed, scored = run_passes(metric)
+    return 0 < passed < scored
+
+
+def case_flaky(metrics: list[MetricResult]) -> bool:
+    return any(metric_flaky(m) for m in metrics)
+
+
+@dataclass(frozen=True)
+class PassCount:
+    """A case's runs passing every gating metric: k of n, with its Wilson 95% interval."""
+
+    passed: int
+    runs: int
+    low: float
+    high: float
+
+    def __str__(self) -> str:
+        return f"{self.passed}/{self.runs}"
+
+    @property
+    def rate(self) -> float | None:
+        return self.passed / self.runs if self.runs else None
+
+
+def case_pass_counts(case: CaseResult) -> PassCount:
+    """Runs of a case that pass every gating metric (k/N) and the Wilson interval of that
+    rate: what reports show beside a flaky case, on either side of a comparison.
+
+    A run counts when at least one gating metric scored it; it passes when every gating
+    metric that scored it passed.
+    """
+    gating = [m for m in case.metrics if m.threshold is not None and m.status != "informational"]
+    width = max((len(m.runs) for m in gating), default=0)
+    passed = runs = 0
+    for i in range(width):
+        verdicts = [m.runs[i] >= m.threshold for m in gating  # type: ignore[operator]
+                    if i < len(m.runs) and m.runs[i] is not None]
+        if verdicts:
+            runs += 1
+            passed += all(verdicts)
+    low, high = wilson(passed, runs)
+    return PassCount(passed, runs, low, high)
+
+
+def runs_needed(rule: VerdictRule) -> int:
+    """Fewest runs under which the rule can pass at all."""
+    return rule.k if rule.kind == "k-of-n" else 1
+
+
+__all__ = ["MEAN", "PassCount", "RULES", "VerdictRule", "case_flaky", "case_pass_counts",
+           "metric_flaky", "parse_verdict_rule", "run_passes", "runs_needed"]

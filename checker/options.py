@@ -1,0 +1,32 @@
+"""Options of one ``evalcheck run`` (CLI flags or Action inputs): plain data every stage reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class RunOptions:
+    paths: list[str] = field(default_factory=list)
+    agent_command: str | None = None
+    agent_url: str | None = None
+    agent_server_command: str | None = None
+    app_name: str | None = None
+    replay: Path | None = None
+    config_file: Path | None = None
+    num_runs: int = 2
+    concurrency: int = 4
+    turn_timeout: float = 300.0
+    judge_concurrency: int = 8
+    judge_cache: Path | None = None
+    results: Path | None = None
+    inference_out: Path | None = None
+    markdown: Path | None = None
+    junit: Path | None = None
+    template: Path | None = None
+    # Comparing and gating (CONTRACT section 8).
+    baseline: Path | None = None
+    verdict: str = "mean"
+    fail_on: str = "failure"
+    max_runs: int | None = None  # adaptive runs up to this many a case; None: --num-runs

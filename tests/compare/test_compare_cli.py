@@ -1,0 +1,125 @@
+"""`evalcheck compare` and `evalcheck run --baseline/--verdict/--fail-on`, end to end (replay)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from corehelpers import call, case, evalset, invocation, replay, run_cli, write_json
+
+RIGHT = invocation("Weather in Paris?", "Sunny", [call("get_weather", city="Paris")])
+WRONG = invocation("Weather in Paris?", "Rain", [call("get_weather", city="Lyon")])
+
+
+def setup(repo: Path) -> None:
+    write_json(repo / "evals" / "w.evalset.json",
+               evalset("w", case("steady", RIGHT), case("breaks", RIGHT), case("broken", RIGHT)))
+    write_json(repo / "evals" / "test_config.json", {"criteria": {"tool_trajectory_avg_score": 1.0}})
+
+
+def record(repo: Path, name: str, outcomes: dict[str, list[bool]]) -> Path:
+    runs = [("w", eval_id, n, [RIGHT if ok else WRONG])
+            for eval_id, oks in outcomes.items() for n, ok in enumerate(oks, start=1)]
+    return write_json(repo / f"{name}.replay.json", replay(*runs))
+
+
+def run(repo: Path, name: str, outcomes: dict[str, list[bool]], *extra: str):
+    record(repo, name, outcomes)
+    return run_cli(["run", "evals", "--replay", f"{name}.replay.json",
+                    "--results", f"{name}.json", *extra], repo)
+
+
+MAIN = {"steady": [True] * 3, "breaks": [True] * 3, "broken": [False] * 3}
+
+
+def test_compare_cli_end_to_end(repo):
+    setup(repo)
+    assert run(repo, "base", MAIN).code == 1  # "broken" fails on main already
+    run(repo, "head", {**MAIN, "breaks": [False] * 3})
+    out = run_cli(["compare", "base.json", "head.json", "--results", "cmp.json",
+                   "--junit", "cmp.xml", "--markdown", "cmp.md", "--fail-on", "regression"], repo)
+    assert out.code == 1, out.output
+    assert "[regressed]" in out.stdout and "breaks" in out.stdout
+    assert "compared with baseline base.json: 1 regressed, 0 improved, 2 unchanged" in out.stdout
+    assert "gate failed (fail-on: regression): 1 case(s)" in out.stdout
+    data = json.loads((repo / "cmp.json").read_text())
+    cases = {c["evalId"]: c for c in data["evalSets"][0]["cases"]}
+    assert cases["breaks"]["change"] == "regressed" and cases["broken"]["change"] == "unchanged"
+    trajectory = cases["breaks"]["metrics"][0]
+    assert (trajectory["baselineScore"], trajectory["delta"]) == (1.0, -1.0)
+    assert abs(trajectory["pValue"] - 0.05) < 1e-12
+    assert data["comparison"]["summary"] == {"regressed": 1, "improved": 0, "unchanged": 2,
+                                             "new": 0, "changed": 0, "removed": 0}
+    assert data["comparison"]["baseline"] == {"path": "base.json"}
+    assert cases["breaks"]["fingerprint"].startswith("sha256:")
+    assert "regressed" in (repo / "cmp.xml").read_text()
+
+
+def test_old_failures_do_not_fail_the_regression_gate(repo):
+    setup(repo)
+    run(repo, "base", MAIN)
+    out = run(repo, "head", MAIN, "--baseline", "base.json", "--fail-on", "regression")
+    assert out.code == 0, out.output
+    assert "gate passed (fail-on: regression)" in out.stdout
+    # the plain gate still fails on the old failure
+    assert run(repo, "head2", MAIN, "--baseline", "base.json").code == 1
+
+
+def test_flaky_case_is_labelled_not_regressed(repo):
+    setup(repo)
+    run(repo, "base", MAIN)
+    out = run(repo, "head", {**MAIN, "breaks": [True, False, True]}, "--baseline", "base.json",
+              "--fail-on", "regression", "--verdict", "majority")
+    assert out.code == 0, out.output
+    assert "breaks [flaky 2/3 runs passed]: passed" in out.stdout
+    data = json.loads((repo / "head.json").read_text())
+    assert data["verdictRule"] == "majority"
+    breaks = [c for c in data["evalSets"][0]["cases"] if c["evalId"] == "breaks"][0]
+    assert breaks["flaky"] is True and breaks["change"] == "unchanged"
+    assert abs(breaks["metrics"][0]["pValue"] - 0.5) < 1e-12
+
+
+def test_regression_without_baseline_gates_on_failure_and_says_so(repo):
+    setup(repo)
+    out = run(repo, "head", MAIN, "--fail-on", "regression")
+    assert out.code == 1
+    assert "no baseline to compare with, so it gated on failure" in out.stdout
+
+
+def test_bad_baseline_is_bad_input(repo):
+    setup(repo)
+    run(repo, "base", MAIN)
+    data = json.loads((repo / "base.json").read_text())
+    data["evalSets"][0]["cases"][1]["metrics"][0]["runs"] = "high"
+    write_json(repo / "bad.json", data)
+    out = run(repo, "head", MAIN, "--baseline", "bad.json")
+    assert out.code == 2
+    assert "bad.json at $.evalSets[0].cases[1].metrics[0].runs" in out.stderr, out.stderr
+    assert "Traceback" not in out.output
+    out = run_cli(["compare", "missing.json", "base.json"], repo)
+    assert out.code == 2 and "missing.json: baseline not found" in out.stderr
+    write_json(repo / "other.json", {"version": 1, "runs": []})  # a replay file, not results
+    out = run_cli(["compare", "other.json", "base.json"], repo)
+    assert out.code == 2 and "other.json" in out.stderr and "results" in out.stderr
+
+
+def test_verdict_rule_usage_errors(repo):
+    setup(repo)
+    out = run_cli(["run", "evals", "--agent-command", "true", "--verdict", "k-of-n:3"], repo)
+    assert out.code == 2 and "needs at least 3 runs" in out.output
+    out = run_cli(["run", "evals", "--agent-command", "true", "--verdict", "often"], repo)
+    assert out.code == 2 and "unknown verdict rule" in out.stderr
+
+
+def test_cli_choices_match_the_gate():
+    from checker import cli
+    from checker.compare.gate import FAIL_ON
+
+    assert cli.FAIL_ON == FAIL_ON
+
+
+def test_run_options_importable_from_main_and_options():
+    from checker.main import RunOptions as FromMain
+    from checker.options import RunOptions
+
+    assert FromMain is RunOptions

@@ -1,0 +1,166 @@
+"""Change labels, one test per label, and the rules that keep noise from being a regression."""
+
+from __future__ import annotations
+
+import pytest
+
+from checker.compare.comparison import compare
+from checker.compare.gate import gate_failed, gate_message
+from checker.models.results import Results
+from comparehelpers import case_result, label, metric, results
+
+
+def test_deterministic_drop_with_three_runs_is_regressed():
+    base = results(case_result("c", metric([1.0, 1.0, 1.0])))
+    head = results(case_result("c", metric([0.5, 0.5, 0.5])))
+    case, compared = label(base, head, "c")
+    assert case.change == "regressed"
+    (m,) = case.metrics
+    assert (m.baseline_score, m.delta, m.p_value) == (1.0, -0.5, pytest.approx(0.05))
+    assert compared.comparison.summary.regressed == 1
+    assert gate_failed(compared, "regression")
+
+
+def test_significant_drop_of_noisy_runs_is_regressed():
+    base = results(case_result("c", metric([1.0] * 5, threshold=0.8)))
+    head = results(case_result("c", metric([0.2, 0.0, 0.5, 0.1, 0.3], threshold=0.8)))
+    case, _ = label(base, head, "c")
+    assert case.change == "regressed"
+    assert case.metrics[0].p_value == pytest.approx(0.004, abs=5e-5)  # 5/5 -> 0/5
+
+
+def test_three_of_three_to_two_of_three_is_flaky_not_regressed():
+    base = results(case_result("c", metric([1.0, 1.0, 1.0])))
+    head = results(case_result("c", metric([1.0, 0.0, 1.0]), fingerprint="sha256:same"))
+    head.eval_sets[0].cases[0].flaky = True  # as scoring sets it (tests/compare/test_verdict.py)
+    case, compared = label(base, head, "c")
+    assert case.change == "unchanged" and case.flaky
+    assert case.metrics[0].p_value == pytest.approx(0.5)  # within noise, said with its p
+    assert case.metrics[0].delta == pytest.approx(-1 / 3)
+    assert not gate_failed(compared, "regression")
+    assert gate_failed(compared, "failure")  # mean 0.67 < 1.0 still fails the plain gate
+
+
+def test_failing_identically_on_both_sides_is_unchanged_and_passes_the_regression_gate():
+    base = results(case_result("c", metric([0.0, 0.0, 0.0])), case_result("ok", metric([1.0] * 3)))
+    head = results(case_result("c", metric([0.0, 0.0, 0.0])), case_result("ok", metric([1.0] * 3)))
+    case, compared = label(base, head, "c")
+    assert case.change == "unchanged" and case.status == "failed"
+    assert case.metrics[0].p_value == 1.0 and case.metrics[0].delta == 0.0
+    assert not gate_failed(compared, "regression")
+    assert gate_failed(compared, "failure")
+    assert "gate passed (fail-on: regression)" in gate_message(compared, "regression")
+
+
+def test_improved():
+    base = results(case_result("c", metric([0.0, 0.0, 0.0])))
+    head = results(case_result("c", metric([1.0, 1.0, 1.0])))
+    case, compared = label(base, head, "c")
+    assert case.change == "improved" and case.metrics[0].p_value == pytest.approx(0.05)
+    assert compared.comparison.summary.improved == 1
+
+
+def test_deterministic_rise_that_still_fails_is_not_improved():
+    base = results(case_result("c", metric([0.2, 0.2])))
+    head = results(case_result("c", metric([0.4, 0.4])))
+    case, _ = label(base, head, "c")
+    assert case.change == "unchanged"
+
+
+def test_one_run_a_side_is_not_deterministic_evidence():
+    base = results(case_result("c", metric([1.0])))
+    head = results(case_result("c", metric([0.0])))
+    case, _ = label(base, head, "c")
+    assert case.change == "unchanged" and case.metrics[0].p_value == pytest.approx(0.5)
+
+
+def test_new_case_and_its_gate():
+    base = results(case_result("old", metric([1.0, 1.0])))
+    head = results(case_result("old", metric([1.0, 1.0])), case_result("fresh", metric([0.0, 0.0])))
+    case, compared = label(base, head, "fresh")
+    assert case.change == "new" and case.metrics[0].baseline_score is None
+    assert gate_failed(compared, "regression")  # a new case that fails fails the gate
+
+
+def test_changed_fingerprint():
+    base = results(case_result("c", metric([1.0, 1.0]), fingerprint="sha256:aaa"))
+    head = results(case_result("c", metric([0.0, 0.0]), fingerprint="sha256:bbb"))
+    case, compared = label(base, head, "c")
+    assert case.change == "changed"
+    assert case.metrics[0].delta is None  # another test: not compared as if the same
+    assert compared.comparison.summary.changed == 1
+    assert compared.comparison.metrics == []
+
+
+def test_changed_threshold_without_fingerprints():
+    base = results(case_result("c", metric([1.0, 1.0], threshold=0.5), fingerprint=None))
+    head = results(case_result("c", metric([1.0, 1.0], threshold=0.9), fingerprint=None))
+    case, _ = label(base, head, "c")
+    assert case.change == "changed"
+
+
+def test_removed_cases_are_listed():
+    base = results(case_result("a", metric([1.0])), case_result("gone", metric([1.0])))
+    head = results(case_result("a", metric([1.0])))
+    _, compared = label(base, head, "a")
+    assert [(r.eval_set_id, r.eval_id) for r in compared.comparison.removed] == [("weather", "gone")]
+    assert compared.comparison.summary.removed == 1
+    dumped = compared.model_dump(mode="json")
+    assert dumped["comparison"]["removed"] == [{"evalSetId": "weather", "evalId": "gone"}]
+
+
+def test_same_case_id_in_another_eval_set_is_another_case():
+    base = results(case_result("c", metric([1.0, 1.0, 1.0])), set_id="other")
+    head = results(case_result("c", metric([0.0, 0.0, 0.0])))
+    case, compared = label(base, head, "c")
+    assert case.change == "new" and compared.comparison.summary.removed == 1
+
+
+def test_older_baseline_without_fingerprints_still_compares():
+    base = results(case_result("c", metric([1.0, 1.0, 1.0]), fingerprint=None))
+    head = results(case_result("c", metric([0.0, 0.0, 0.0]), fingerprint="sha256:new"))
+    # Written before fingerprints: drop the keys from the JSON, as such a file has none.
+    raw = base.model_dump(mode="json")
+    assert "fingerprint" not in raw["evalSets"][0]["cases"][0]
+    case, compared = label(Results.model_validate(raw), head, "c")
+    assert case.change == "regressed"
+    assert any("fingerprint unknown for 1 case" in n for n in compared.comparison.notes)
+
+
+def test_compare_is_pure_and_keeps_head_order():
+    base = results(case_result("b", metric([1.0] * 3)), case_result("a", metric([1.0] * 3)))
+    head = results(case_result("a", metric([0.0] * 3)), case_result("b", metric([1.0] * 3)))
+    before = head.model_dump_json()
+    compared = compare(base, head)
+    assert head.model_dump_json() == before and head.comparison is None
+    assert [c.eval_id for c in compared.eval_sets[0].cases] == ["a", "b"]
+    assert [c.change for c in compared.eval_sets[0].cases] == ["regressed", "unchanged"]
+
+
+def test_suite_level_delta_and_pass_rates():
+    base = results(*[case_result(f"c{i}", metric([1.0, 1.0])) for i in range(4)])
+    head = results(*[case_result(f"c{i}", metric([1.0, 1.0] if i else [0.0, 0.0])) for i in range(4)])
+    compared = compare(base, head)
+    (suite,) = compared.comparison.metrics
+    assert suite["name"] == "tool_trajectory_avg_score" and suite["cases"] == 4
+    assert suite["meanDelta"] == pytest.approx(-0.25)
+    # Bootstrap of [-1, 0, 0, 0]: resample means lie in {0, -0.25, -0.5, ...}.
+    assert suite["interval"]["low"] <= -0.25 <= suite["interval"]["high"] == 0.0
+    assert suite["baselinePassRate"]["passed"] == 4 and suite["passRate"]["passed"] == 3
+    assert round(suite["passRate"]["low"], 4) == 0.3006  # Wilson 3/4
+    assert round(suite["baselinePassRate"]["low"], 4) == 0.5101  # Wilson 4/4
+
+
+def test_alpha_is_configurable():
+    base = results(case_result("c", metric([1.0] * 3, threshold=0.8)))
+    head = results(case_result("c", metric([0.9, 0.0, 0.1], threshold=0.8)))  # 3/3 -> 1/3, p=0.2
+    assert label(base, head, "c")[0].change == "unchanged"
+    compared = compare(base, head, alpha=0.25)
+    assert compared.eval_sets[0].cases[0].change == "regressed"
+
+
+def test_regression_gate_without_baseline_is_the_failure_gate():
+    head = results(case_result("c", metric([0.0, 0.0])))
+    assert gate_failed(head, "regression")
+    assert "no baseline" in gate_message(head, "regression")
+    assert not gate_failed(results(case_result("c", metric([1.0, 1.0]))), "regression")
