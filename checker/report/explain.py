@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..models.results import CaseResult, MetricResult
+from .differences import failing_turns, parameter_notes, response_notes, trajectory_note
 from .judged import JudgeTurn, judge_evidence
 from .text import clip, clip_tail, printable
 
@@ -36,7 +37,7 @@ class CallRow:
 
 @dataclass
 class Explanation:
-    kind: str  # trajectory | f1 | response | judge | metric_error | run_error | not_evaluated | score
+    kind: str  # trajectory | f1 | parameters | response | judge | metric_error | run_error | not_evaluated | score
     metric: str = ""
     run: int | None = None
     turn: int | None = None
@@ -53,6 +54,7 @@ class Explanation:
     stderr: str = ""
     judge: str = ""                   # which judge scored: model and samples, or backend
     evidence: JudgeTurn | None = None  # kind "judge": what the judge said on one turn
+    notes: list[str] = field(default_factory=list)  # what the evidence alone does not show
 
 
 
@@ -106,7 +108,8 @@ def _trajectory(metric: MetricResult) -> tuple[list[Explanation], int]:
                                turn=turn, score=fmt_score(inv.get("score")),
                                threshold=fmt_score(metric.threshold),
                                first_divergence=None if div is None else div + 1,
-                               calls=shown, calls_hidden=max(0, total - len(shown))))
+                               calls=shown, calls_hidden=max(0, total - len(shown)),
+                               notes=[n for n in [trajectory_note(inv)] if n]))
     return out, max(0, len(failing) - MAX_INVOCATIONS)
 
 
@@ -134,16 +137,27 @@ def _f1(metric: MetricResult) -> tuple[list[Explanation], int]:
 
 
 def _response(metric: MetricResult) -> tuple[list[Explanation], int]:
-    invs = [(n, i) for n, i in enumerate(_invocations(metric), 1)
+    invs = [(n, i) for n, i in failing_turns(_invocations(metric), metric.threshold)
             if "expected" in i or "actual" in i]
     # The lowest-scoring turns of the worst run say most about why the mean missed.
-    invs.sort(key=lambda p: p[1].get("score") if isinstance(p[1].get("score"), (int, float)) else -1)
+    invs.sort(key=lambda p: p[1]["score"])
     out = [Explanation(kind="response", metric=metric.name, run=_worst_run(metric), turn=turn,
                        score=fmt_score(inv.get("score")), threshold=fmt_score(metric.threshold),
                        expected_text=clip(str(inv.get("expected") or ""), MAX_TEXT),
-                       actual_text=clip(str(inv.get("actual") or ""), MAX_TEXT))
+                       actual_text=clip(str(inv.get("actual") or ""), MAX_TEXT),
+                       notes=response_notes(metric.name, str(inv.get("expected") or ""),
+                                            str(inv.get("actual") or "")))
            for turn, inv in invs[:MAX_INVOCATIONS]]
     return out, max(0, len(invs) - MAX_INVOCATIONS)
+
+
+def _parameters(metric: MetricResult) -> tuple[list[Explanation], int]:
+    turns = parameter_notes(_invocations(metric), metric.threshold)
+    out = [Explanation(kind="parameters", metric=metric.name, run=_worst_run(metric), turn=t.turn,
+                       score=fmt_score(t.score), threshold=fmt_score(metric.threshold),
+                       notes=t.notes, calls_hidden=t.hidden)
+           for t in turns[:MAX_INVOCATIONS]]
+    return out, max(0, len(turns) - MAX_INVOCATIONS)
 
 
 def _judged(metric: MetricResult) -> tuple[list[Explanation], int, str]:
@@ -162,6 +176,8 @@ def _judged(metric: MetricResult) -> tuple[list[Explanation], int, str]:
 def _deterministic(metric: MetricResult) -> tuple[list[Explanation], int]:
     """Evidence of a metric computed without a judge: call tables, missing calls, texts."""
     invocations = _invocations(metric)
+    if any("parameterMismatches" in i for i in invocations):
+        return _parameters(metric)
     if any("firstDivergence" in i or ("expected" in i and isinstance(i.get("expected"), list))
            for i in invocations):
         return _trajectory(metric)

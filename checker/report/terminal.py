@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..compare.verdict import case_pass_counts
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
+from .differences import MAX_TERMINAL_LINES, terminal_notes
 from .judged import judge_evidence, place, statements
 from .text import fmt_duration, one_line
 
@@ -49,6 +50,19 @@ def _against_baseline(metric: MetricResult) -> str:
     return f" (baseline {fmt(metric.baseline_score)}{p})"
 
 
+def difference_lines(metric: MetricResult) -> list[str]:
+    """Indented lines a deterministic metric's numbers do not say (see differences.py)."""
+    invocations = metric.details.get("invocations") if isinstance(metric.details, dict) else None
+    if not isinstance(invocations, list):
+        return []
+    items = terminal_notes(metric.name, [i for i in invocations if isinstance(i, dict)],
+                           metric.threshold)
+    lines = ["    " + one_line(item, 220) for item in items[:MAX_TERMINAL_LINES]]
+    if len(items) > MAX_TERMINAL_LINES:
+        lines.append("    ... more in the markdown report")
+    return lines
+
+
 def failure_lines(results: Results) -> list[str]:
     lines: list[str] = []
     for eval_set, case in results.failing_cases():
@@ -60,7 +74,7 @@ def failure_lines(results: Results) -> list[str]:
             if metric.status == "failed":
                 lines.append(f"{where}: {metric.name} {fmt(metric.score)} < {fmt(metric.threshold)}"
                              + _against_baseline(metric))
-                lines += judge_lines(metric)
+                lines += judge_lines(metric) or difference_lines(metric)
             elif metric.status == "error":
                 # A metric or judge failure, never the agent's (that is the line above).
                 lines.append(f"{where}: {metric.name} could not be computed (metric error): "
