@@ -51,6 +51,7 @@ def main() -> None:
 @click.option("--verdict", default="mean", show_default=True, metavar="RULE", help="How runs make a metric's verdict: mean, all-runs, majority or k-of-n:K.")
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the run (exit 1); regression needs --baseline.")
 @click.option("--max-runs", type=click.IntRange(min=1), metavar="M", help="Adaptive: give cases whose verdict is uncertain more runs, one round at a time, up to M runs in all (at most 100).")
+@click.option("--shard", metavar="I/N", help="Evaluate only shard I (1-based) of N of the selected cases; merge the shards with `evalcheck merge`.")
 def run(paths: tuple[str, ...], **options) -> None:
     """Discover eval files under PATHS (default .), run the agent, score, write reports.
 
@@ -105,6 +106,39 @@ def compare(**options) -> None:
         passed = compare_files(CompareRequest(**options))
     except InputError as exc:
         raise _fail_input(exc) from None
+    sys.exit(EXIT_PASSED if passed else EXIT_FAILED)
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--results", type=click.Path(dir_okay=False, path_type=Path), help="Write the merged results file (JSON).")
+@click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), help="Write the markdown report.")
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML (one testcase per eval case).")
+@click.option("--template", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Your own Jinja template for the markdown report.")
+@click.option("--inference-out", type=click.Path(dir_okay=False, path_type=Path), help="Merge the shards' recorded-runs files (given among FILES) into this file.")
+@click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), help="Results file of an earlier run to compare the merged results with (docs/comparing.md).")
+@click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the merge (exit 1); regression needs --baseline.")
+def merge(files: tuple[Path, ...], **options) -> None:
+    """Merge the results files of `run --shard I/N` shards into one, as if one machine ran all.
+
+    FILES are every shard's results file (and, with --inference-out, their recorded-runs
+    files). Exit status: 0 every gate passed, 1 a gate failed or a run errored, 2 bad input
+    (a shard missing or given twice, a case in two shards, other selections or versions).
+    """
+    from .errors import InputError
+    from .main import report_gate
+    from .merge import MergeRequest, merge_files
+    from .report.terminal import failure_lines
+    from .report.text import log_safe
+
+    request = MergeRequest(files=list(files), **options)
+    try:
+        merged = merge_files(request)
+    except InputError as exc:
+        raise _fail_input(exc) from None
+    for line in failure_lines(merged):
+        click.echo(log_safe(line))
+    passed = report_gate(merged, request.fail_on, with_baseline=request.baseline is not None)
     sys.exit(EXIT_PASSED if passed else EXIT_FAILED)
 
 

@@ -117,7 +117,6 @@ def execute(options: RunOptions) -> bool:
     check_turn_timeout(options.turn_timeout)
     if options.max_runs is not None:
         check_runs("max-runs", options.max_runs)
-    from .compare.gate import gate_failed, gate_message
     from .compare.verdict import parse_verdict_rule
 
     rule = parse_verdict_rule(options.verdict)
@@ -126,6 +125,11 @@ def execute(options: RunOptions) -> bool:
     if options.config_file is not None and not options.config_file.is_file():
         raise InputError("config file not found", file=str(options.config_file))
     targets = discover(options.paths, root=root, config_file=options.config_file)
+    shard = None
+    if options.shard is not None:
+        from .shards import shard_targets
+
+        targets, shard = shard_targets(targets, options, baseline)
     warnings = list(dict.fromkeys(w for t in targets for w in t.config.warnings))
     for warning in warnings:
         click.echo(log_safe(f"evalcheck: warning: {warning}"), err=True)
@@ -137,11 +141,17 @@ def execute(options: RunOptions) -> bool:
         ordered = [r for t in targets for c in t.case_ids
                    for r in sorted(runs.get((t.eval_set_id, c), []), key=lambda r: r.run)]
         records = RecordedRuns(runs=ordered)
+        if shard is not None:
+            from .shards import recorded_runs_shard
+
+            records.metadata = {"shard": recorded_runs_shard(
+                shard, targets, [(r.eval_set_id, r.eval_id) for r in ordered])}
         _write(options.inference_out, records.model_dump_json(indent=2, exclude_none=True) + "\n")
     context = build_context(options)
     from .judges.service import closing_judges
 
     results = asyncio.run(closing_judges(score_all(targets, runs, context, rule), context))
+    results.shard = shard
     judge = context.services["judge"]
     if judge.stats.used():
         results.metadata["judge"] = judge.metadata()
@@ -152,7 +162,7 @@ def execute(options: RunOptions) -> bool:
     # Keys already there (e.g. "judge") win: this only adds what describes the run.
     results.metadata = {**run_metadata(options, runs, started, datetime.now(timezone.utc),
                                        time.monotonic() - clock), **results.metadata}
-    if baseline is not None:
+    if baseline is not None and shard is None:  # a shard's baseline only balances the split
         from .compare.comparison import compare
         from .models.results import BaselineInfo
 
@@ -164,12 +174,19 @@ def execute(options: RunOptions) -> bool:
         click.echo(log_safe(judge.line()))
     if simulated.used():
         click.echo(log_safe(simulated.line()))
+    return report_gate(results, options.fail_on, with_baseline=baseline is not None)
+
+
+def report_gate(results: Results, fail_on: str, *, with_baseline: bool) -> bool:
+    """Print the comparison and the gate's lines; whether the gate passed (run and merge)."""
+    from .compare.gate import gate_failed, gate_message
+
     for line in comparison_lines(results):
         click.echo(log_safe(line))
     click.echo(summary_line(results))
-    if options.fail_on != "failure" or baseline is not None:
-        click.echo(gate_message(results, options.fail_on))
-    return not gate_failed(results, options.fail_on)
+    if fail_on != "failure" or with_baseline:
+        click.echo(gate_message(results, fail_on))
+    return not gate_failed(results, fail_on)
 
 
 def read_baseline(options: RunOptions) -> Results | None:

@@ -30,3 +30,4 @@ class RunOptions:
     verdict: str = "mean"
     fail_on: str = "failure"
     max_runs: int | None = None  # adaptive runs up to this many a case; None: --num-runs
+    shard: str | None = None  # "I/N": evaluate only that shard of the selected cases

@@ -76,6 +76,11 @@ async def score_all(targets: list[EvalTarget], runs: dict[RunKey, list[RecordedR
         sets.append(EvalSetResult(eval_set_id=target.eval_set_id, path=target.loaded.display_path,
                                   config_path=target.config.display_path,
                                   cases=[next(case_results) for _ in target.case_ids]))
+    return finish_results(sets, str(rule))
+
+
+def finish_results(sets: list[EvalSetResult], rule: str) -> Results:
+    """Results of scored eval sets: the summary and the verdict (also of merged shards)."""
     summary = summarize(sets)
     passed = summary.cases > 0 and summary.passed == summary.cases
-    return Results(passed=passed, verdict_rule=str(rule), summary=summary, eval_sets=sets)
+    return Results(passed=passed, verdict_rule=rule, summary=summary, eval_sets=sets)

@@ -97,6 +97,10 @@ class ShardInfo(ResultsModel):
     index: int = Field(ge=1)  # 1-based
     count: int = Field(ge=1)
     selection: str  # "sha256:..." of the files, case ids and score-changing options
+    # Cases in the whole selection, and where each of this file's cases (in file order)
+    # stands in it (0-based): the merge checks completeness and restores the order.
+    total: int | None = optional()
+    positions: list[int] | None = optional()
 
 
 class BaselineInfo(ResultsModel):

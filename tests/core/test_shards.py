@@ -1,0 +1,320 @@
+"""``run --shard I/N`` and ``evalcheck merge``: N shards merged are the unsharded run."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from checker.errors import InputError
+from checker.shards import assign, parse_shard, shard_loads
+from corehelpers import call, case, evalset, invocation, replay, run_cli, write_json
+
+TIMING = {"startedAt", "finishedAt", "durationSeconds", "shards"}
+TIMED_METRICS = {"invocation_duration_v1"}  # wall-clock time of the agent: differs run to run
+
+
+def _suite(repo: Path) -> list[tuple[str, str, int]]:
+    """33 cases in 3 eval sets with 1 to 4 turns; every fifth case's agent goes wrong."""
+    keys = []
+    for s, name in enumerate(("alpha", "beta", "gamma")):
+        cases = []
+        for n in range(11):
+            turns = 1 + (n + s) % 4
+            eval_id = f"{name}_{n:02d}"
+            cases.append(case(eval_id, *[invocation(f"q{t}", "sunny in Paris", [call("weather", city="Paris")],
+                                                    invocation_id=f"i{t}") for t in range(turns)]))
+            keys.append((name, eval_id, turns))
+        write_json(repo / f"evals/{name}/{name}.evalset.json", evalset(name, *cases))
+    write_json(repo / "evals/test_config.json",
+               {"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.5}})
+    return keys
+
+
+def _recorded(keys: list[tuple[str, str, int]], runs: int = 2, goes_wrong: bool = True) -> dict:
+    out = []
+    for i, (set_id, eval_id, turns) in enumerate(keys):
+        for run in range(1, runs + 1):
+            wrong = goes_wrong and i % 5 == 0 and run == 2
+            invs = [invocation(f"q{t}", "rain in Rome" if wrong else "sunny in Paris",
+                               [call("weather", city="Rome" if wrong else "Paris")], invocation_id=f"i{t}")
+                    for t in range(turns)]
+            out.append((set_id, eval_id, run, invs))
+    return replay(*out)
+
+
+def _without_timing(results: dict) -> dict:
+    results = json.loads(json.dumps(results))
+    results["metadata"] = {k: v for k, v in results["metadata"].items() if k not in TIMING}
+    for eval_set in results["evalSets"]:
+        for c in eval_set["cases"]:
+            for r in c["runs"]:
+                r.pop("durationSeconds", None)
+            c["metrics"] = [m for m in c["metrics"] if m["name"] not in TIMED_METRICS]
+    return results
+
+
+def _run_shards(repo: Path, mode: list[str], count: int = 3, extra: tuple[str, ...] = ()) -> list[str]:
+    files = []
+    for i in range(1, count + 1):
+        out = run_cli(["run", "evals", *mode, "--shard", f"{i}/{count}", "--results", f"s{i}.json",
+                       "--inference-out", f"runs{i}.json", *extra], repo)
+        assert out.code in (0, 1), out.output
+        files += [f"s{i}.json", f"runs{i}.json"]
+    return files
+
+
+def _assert_merge_equals_unsharded(repo: Path, mode: list[str]) -> None:
+    whole = run_cli(["run", "evals", *mode, "--results", "whole.json", "--markdown", "whole.md",
+                     "--inference-out", "whole-runs.json", "--junit", "whole.xml"], repo)
+    assert whole.code == 1, whole.output
+    files = _run_shards(repo, mode)
+    shards = [json.loads((repo / f"s{i}.json").read_text()) for i in (1, 2, 3)]
+    sizes = [sum(len(s["cases"]) for s in r["evalSets"]) for r in shards]
+    assert sum(sizes) == 33 and min(sizes) >= 10, sizes
+    assert all(r["shard"]["selection"] == shards[0]["shard"]["selection"] for r in shards)
+    assert [r["shard"]["index"] for r in shards] == [1, 2, 3]
+
+    merged = run_cli(["merge", *files, "--results", "merged.json", "--markdown", "merged.md",
+                      "--inference-out", "merged-runs.json", "--junit", "merged.xml"], repo)
+    assert merged.code == whole.code, merged.output
+    assert merged.stdout.splitlines()[:-1] == whole.stdout.splitlines()[:-1]  # failure lines
+    got = json.loads((repo / "merged.json").read_text())
+    want = json.loads((repo / "whole.json").read_text())
+    assert "shard" not in got and got["metadata"]["shards"] == 3
+    assert _without_timing(got) == _without_timing(want)
+    if "--replay" in mode:  # agents' durations show in a live run's report
+        md_got, md_want = ((repo / f).read_text().splitlines() for f in ("merged.md", "whole.md"))
+        assert md_got[:-1] == md_want[:-1]  # the footer holds the duration
+    runs_got = json.loads((repo / "merged-runs.json").read_text())["runs"]
+    runs_want = json.loads((repo / "whole-runs.json").read_text())["runs"]
+    for r in runs_got + runs_want:
+        r.pop("durationSeconds", None)
+        for inv in r["invocations"]:
+            inv.pop("duration", None)
+            inv.pop("creationTimestamp", None)
+    assert runs_got == runs_want
+
+
+def test_replay_suite_in_three_shards_merges_to_the_unsharded_results(repo):
+    keys = _suite(repo)
+    write_json(repo / "recorded.json", _recorded(keys))
+    _assert_merge_equals_unsharded(repo, ["--replay", "recorded.json"])
+
+
+AGENT = r"""
+while IFS= read -r line; do
+  case "$line" in
+    *'"type":"user"'*)
+      id=$(printf '%s' "$line" | sed 's/.*"invocationId":"\([^"]*\)".*/\1/')
+      case "$EVALCHECK_EVAL_ID" in
+        *_00|*_05|*_10) city=Rome;;
+        *) city=Paris;;
+      esac
+      printf '{"type":"response","invocationId":"%s","finalResponse":"sunny in %s","toolUses":[{"name":"weather","args":{"city":"%s"}}]}\n' "$id" "$city" "$city";;
+  esac
+done
+"""
+
+
+def test_live_stdio_agent_in_three_shards_merges_to_the_unsharded_results(repo):
+    _suite(repo)
+    (repo / "agent.sh").write_text(AGENT)
+    command = f"/bin/sh {shlex.quote(str(repo / 'agent.sh'))}"
+    _assert_merge_equals_unsharded(repo, ["--agent-command", command, "--num-runs", "2",
+                                          "--concurrency", "4"])
+
+
+def test_comparison_is_computed_on_the_merged_results(repo):
+    """Shards given a baseline use it only to balance; merge --baseline compares the whole
+    suite: the same labels, summary, removed cases and intervals as the unsharded run."""
+    keys = _suite(repo)
+    write_json(repo / "recorded.json", _recorded(keys))
+    write_json(repo / "base-runs.json", _recorded(keys, goes_wrong=False))
+    assert run_cli(["run", "evals", "--replay", "base-runs.json", "--results", "base.json"], repo).code == 0
+    base = json.loads((repo / "base.json").read_text())
+    base["evalSets"][2]["cases"].pop(7)  # gamma_07 is new
+    base["evalSets"][0]["cases"].append({**base["evalSets"][0]["cases"][0], "evalId": "gone"})
+    write_json(repo / "base.json", base)
+
+    whole = run_cli(["run", "evals", "--replay", "recorded.json", "--baseline", "base.json",
+                     "--fail-on", "regression", "--results", "whole.json"], repo)
+    files = _run_shards(repo, ["--replay", "recorded.json"], extra=("--baseline", "base.json"))
+    assert all("comparison" not in json.loads((repo / f).read_text()) for f in files[::2])
+    merged = run_cli(["merge", *files[::2], "--baseline", "base.json", "--fail-on", "regression",
+                      "--results", "merged.json"], repo)
+    assert merged.code == whole.code == 0, merged.output  # 1/2 runs failing is within noise
+    got, want = (json.loads((repo / f).read_text()) for f in ("merged.json", "whole.json"))
+    assert got["comparison"]["summary"] == {"regressed": 0, "improved": 0, "unchanged": 32, "new": 1,
+                                            "changed": 0, "removed": 1}
+    assert sum(c["flaky"] for s in got["evalSets"] for c in s["cases"]) == 7
+    assert _without_timing(got) == _without_timing(want)
+    assert merged.stdout.splitlines()[:-2] == whole.stdout.splitlines()[:-2]
+    assert merged.stdout.splitlines()[-1] == whole.stdout.splitlines()[-1]  # the gate's line
+
+
+def test_split_is_deterministic_complete_and_balanced():
+    costs = [(("s", f"c{i}"), float(1 + (i * 7) % 13)) for i in range(3000)]
+    first, again = assign(costs, 8), assign(list(costs), 8)
+    assert first == again and set(first) == set(range(8))
+    loads = shard_loads(costs, 8)
+    assert sum(loads) == sum(c for _, c in costs)
+    assert max(loads) <= 1.10 * (sum(loads) / 8)
+    # fewer cases than shards: some shards are empty; equal costs go in position order
+    assert assign([(("s", "a"), 1.0), (("s", "b"), 1.0)], 4) == [0, 1]
+
+
+def test_baseline_durations_balance_the_shards(repo, monkeypatch):
+    """With a baseline the split follows its durations: one slow case gets a shard alone."""
+    _suite(repo)
+    write_json(repo / "recorded.json", _recorded(_suite(repo)))
+    base = run_cli(["run", "evals", "--replay", "recorded.json", "--results", "base.json"], repo)
+    assert base.code == 1
+    data = json.loads((repo / "base.json").read_text())
+    for eval_set in data["evalSets"]:
+        for c in eval_set["cases"]:
+            for r in c["runs"]:
+                r["durationSeconds"] = 600.0 if c["evalId"] == "beta_03" else 1.0
+    write_json(repo / "base.json", data)
+    from checker.discover import discover
+    from checker.options import RunOptions
+    from checker.shards import shard_targets
+
+    monkeypatch.chdir(repo)
+    targets = discover(["evals"], root=repo)
+    from checker.compare.results_file import load_results_file
+
+    baseline = load_results_file(repo / "base.json")
+    for index in (1, 2):
+        options = RunOptions(paths=["evals"], replay=repo / "recorded.json", shard=f"{index}/2")
+        chosen, info = shard_targets(targets, options, baseline)
+        ids = [c for t in chosen for c in t.case_ids]
+        assert ("beta_03" in ids) == (ids == ["beta_03"])
+        assert info.total == 33 and len(info.positions or []) == len(ids)
+
+
+@pytest.mark.parametrize("text", ["", "3", "0/3", "4/3", "1/0", "a/b", "-1/2", "1/2/3"])
+def test_bad_shard_is_bad_input(text, repo):
+    with pytest.raises(InputError):
+        parse_shard(text)
+    _suite(repo)
+    out = run_cli(["run", "evals", "--replay", "x.json", "--shard", text], repo)
+    assert out.code == 2 and "--shard" in out.stderr and "Traceback" not in out.output
+
+
+def test_shard_of_one_is_the_whole_suite(repo):
+    keys = _suite(repo)
+    write_json(repo / "recorded.json", _recorded(keys))
+    run_cli(["run", "evals", "--replay", "recorded.json", "--shard", "1/1", "--results", "s.json"], repo)
+    assert parse_shard(" 2 / 5 ").count == 5
+    merged = run_cli(["merge", "s.json", "--results", "m.json"], repo)
+    assert merged.code == 1, merged.output
+    assert json.loads((repo / "m.json").read_text())["summary"]["cases"] == 33
+
+
+# --- refusals: exit 2, the file named ---------------------------------------------------
+
+@pytest.fixture
+def shard_files(repo) -> Path:
+    keys = _suite(repo)
+    write_json(repo / "recorded.json", _recorded(keys))
+    _run_shards(repo, ["--replay", "recorded.json"])
+    return repo
+
+
+def _refused(repo: Path, *files: str, needle: str, named: str) -> None:
+    out = run_cli(["merge", *files, "--results", "m.json"], repo)
+    assert out.code == 2, out.output
+    assert needle in out.stderr and named in out.stderr, out.stderr
+    assert "Traceback" not in out.output and not (repo / "m.json").exists()
+
+
+def test_merge_refuses_a_missing_shard(shard_files):
+    _refused(shard_files, "s1.json", "s3.json", needle="shard 2/3 missing", named="s1.json, s3.json")
+
+
+def test_merge_refuses_a_duplicated_shard(shard_files):
+    (shard_files / "copy.json").write_text((shard_files / "s2.json").read_text())
+    _refused(shard_files, "s1.json", "s2.json", "copy.json", "s3.json",
+             needle="shard 2/3 is also s2.json", named="copy.json")
+
+
+def test_merge_refuses_a_duplicated_case(shard_files):
+    one, two = (json.loads((shard_files / f"s{i}.json").read_text()) for i in (1, 2))
+    two["evalSets"][0]["cases"].append(one["evalSets"][0]["cases"][0])
+    two["shard"]["positions"].append(one["shard"]["positions"][0])
+    write_json(shard_files / "s2.json", two)
+    _refused(shard_files, "s1.json", "s2.json", "s3.json",
+             needle=f"eval case '{one['evalSets'][0]['cases'][0]['evalId']}' of eval set 'alpha' "
+                    "is also in s1.json", named="s2.json")
+
+
+def test_merge_refuses_a_lost_case(shard_files):
+    two = json.loads((shard_files / "s2.json").read_text())
+    two["evalSets"][1]["cases"].pop()
+    two["shard"]["positions"].pop(len(two["evalSets"][0]["cases"]) + len(two["evalSets"][1]["cases"]))
+    write_json(shard_files / "s2.json", two)
+    _refused(shard_files, "s1.json", "s2.json", "s3.json", needle="32 case(s) of the 33 selected",
+             named="s1.json")
+
+
+def test_merge_refuses_shards_of_another_selection(shard_files):
+    """Shard 3 ran after an eval file changed: other files, another fingerprint."""
+    path = shard_files / "evals/beta/beta.evalset.json"
+    path.write_text(path.read_text().replace("sunny in Paris", "sunny in Paris!", 1))
+    out = run_cli(["run", "evals", "--replay", "recorded.json", "--shard", "3/3", "--results", "s3.json"],
+                  shard_files)
+    assert out.code in (0, 1), out.output
+    _refused(shard_files, "s1.json", "s2.json", "s3.json", needle="evaluated another selection than s1.json",
+             named="s3.json")
+
+
+def test_selection_covers_options_that_change_scores(shard_files):
+    (shard_files / "a.sh").write_text(AGENT)
+    base = ["run", "evals", "--agent-command", "/bin/sh a.sh", "--shard", "1/3"]
+    run_cli([*base, "--num-runs", "1", "--results", "r1.json"], shard_files)
+    run_cli([*base, "--num-runs", "2", "--results", "r2.json"], shard_files)
+    selections = [json.loads((shard_files / f).read_text())["shard"]["selection"]
+                  for f in ("r1.json", "r2.json", "s1.json")]
+    assert len(set(selections)) == 3 and all(s.startswith("sha256:") for s in selections)
+
+
+def test_merge_refuses_another_evalcheck_version(shard_files):
+    three = json.loads((shard_files / "s3.json").read_text())
+    three["metadata"]["evalcheckVersion"] = "0.0.1"
+    write_json(shard_files / "s3.json", three)
+    _refused(shard_files, "s1.json", "s2.json", "s3.json", needle="written by evalcheck 0.0.1",
+             named="s3.json")
+
+
+def test_merge_refuses_another_shard_count(shard_files):
+    out = run_cli(["run", "evals", "--replay", "recorded.json", "--shard", "3/4", "--results", "four.json"],
+                  shard_files)
+    assert out.code in (0, 1)
+    _refused(shard_files, "s1.json", "s2.json", "four.json", needle="shard 3/4 is one of 4, s1.json one of 3",
+             named="four.json")
+    three = json.loads((shard_files / "s3.json").read_text())
+    three["shard"]["count"] = 4
+    write_json(shard_files / "s3.json", three)
+    _refused(shard_files, "s1.json", "s2.json", "s3.json", needle="is one of 4", named="s3.json")
+
+
+def test_merge_refuses_files_that_are_not_shards(shard_files):
+    run_cli(["run", "evals", "--replay", "recorded.json", "--results", "plain.json"], shard_files)
+    _refused(shard_files, "s1.json", "plain.json", needle="not a shard's file", named="plain.json")
+    (shard_files / "bad.json").write_text("{not json")
+    _refused(shard_files, "bad.json", needle="not JSON", named="bad.json")
+    _refused(shard_files, "s1.json", "nowhere.json", needle="file not found", named="nowhere.json")
+    write_json(shard_files / "other.json", {"hello": 1})
+    _refused(shard_files, "other.json", needle="neither a results file", named="other.json")
+    _refused(shard_files, "runs1.json", needle="no results file among", named="runs1.json")
+
+
+def test_merge_refuses_recorded_runs_of_a_missing_shard(shard_files):
+    out = run_cli(["merge", "s1.json", "s2.json", "s3.json", "runs1.json", "runs3.json",
+                   "--inference-out", "m.json"], shard_files)
+    assert out.code == 2 and "shard 2/3 missing" in out.stderr and "runs1.json" in out.stderr
+    out = run_cli(["merge", "s1.json", "s2.json", "s3.json", "runs1.json"], shard_files)
+    assert out.code == 2 and "no --inference-out" in out.stderr
