@@ -21,6 +21,8 @@ from .github.publish import PublishOptions, PublishOutcome, check_comment_key
 from .github.workflow import Commands, Inputs, RunContext, summary_room, write_output, write_summary
 from .options import RunOptions
 from .models.results import Results
+from .output import clean, guarded, say
+from .redact import secret_values
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 COMMENT_MODES = ("update", "new", "off")
@@ -191,8 +193,21 @@ def publish_results(results: Results, ctx: RunContext, publish_options: PublishO
         return publish(client, results, target, publish_options, commands)
 
 
+def bad_input(commands: Commands, exc: Exception) -> int:
+    """The one report of bad input: an error annotation and a log line, text cleaned."""
+    commands.error(f"evalcheck: {clean(exc)}")
+    say(f"evalcheck: error: {clean(exc)}", err=True)
+    return EXIT_BAD_INPUT
+
+
 def main(env: Mapping[str, str] | None = None) -> int:
     env = dict(os.environ if env is None else env)
+    # Every line printed from here on is neutralised and redacted (checker/output.py).
+    with guarded(secret_values(env)):
+        return _main(env)
+
+
+def _main(env: dict[str, str]) -> int:
     commands = Commands(sys.stdout)
     # Mask first: nothing later may print it, but a crash message might quote it.
     token = Inputs(env).text("github-token")
@@ -207,14 +222,12 @@ def main(env: Mapping[str, str] | None = None) -> int:
         os.chdir(config.workdir)
         commands.group("evalcheck: evaluation")
         try:
-            execute(config.run)
+            execute(config.run, secret_values(env))
         finally:
             commands.endgroup()
         results = results_from_file(config.results_path)
     except InputError as exc:
-        commands.error(f"evalcheck: {exc}")
-        print(f"evalcheck: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return bad_input(commands, exc)
 
     from .report.markdown import Links, render_markdown
 
@@ -224,9 +237,7 @@ def main(env: Mapping[str, str] | None = None) -> int:
         report = render_markdown(results, template=config.run.template,
                                  extra={"links": Links(run_url=ctx.run_url, blob_base=ctx.blob_base())})
     except InputError as exc:
-        commands.error(f"evalcheck: {exc}")
-        print(f"evalcheck: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return bad_input(commands, exc)
     config.markdown_path.parent.mkdir(parents=True, exist_ok=True)
     config.markdown_path.write_text(report, encoding="utf-8")
     write_step_summary(results, ctx, config.run.template)
@@ -265,11 +276,16 @@ def publish_command(request: PublishRequest, env: Mapping[str, str] | None = Non
     """Publish ``request.results``. The trusted context is this job's own event (e.g.
     ``workflow_run``); a PR number taken from an artifact is checked against it: the PR's
     head must be the commit the evaluated run ran on. Returns the exit status."""
+    env = dict(os.environ if env is None else env)
+    with guarded(secret_values(env)):
+        return _publish(request, env)
+
+
+def _publish(request: PublishRequest, env: dict[str, str]) -> int:
     from .github.client import GitHubClient, GitHubError
     from .main import results_from_file
     from .github.workflow import load_event
 
-    env = dict(os.environ if env is None else env)
     commands = Commands(sys.stdout)
     token = env.get("GITHUB_TOKEN", "")
     commands.add_mask(token)
@@ -311,9 +327,7 @@ def publish_command(request: PublishRequest, env: Mapping[str, str] | None = Non
                 raise InputError(f"pull request #{pr} is at {str(head)[:12]}, but the evaluated run was "
                                  f"on {trusted_sha[:12]}", fix="a stale or forged PR number; not posting")
     except InputError as exc:
-        commands.error(f"evalcheck: {exc}")
-        print(f"evalcheck: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return bad_input(commands, exc)
     write_step_summary(results, ctx, request.template)
     outcome = publish_results(results, ctx, options, token, commands, sha=sha, pr_number=pr)
     if ctx.output_path is not None:
@@ -328,12 +342,13 @@ def one_line_error(exc: Exception) -> str:
 
 
 def entrypoint() -> None:
-    try:
-        code = main()
-    except Exception as exc:  # a bug of ours: say so in one line, keep the trace for a report
-        print(f"::error::evalcheck crashed: {type(exc).__name__}: {exc}", flush=True)
-        traceback.print_exc()
-        code = EXIT_FAILED
+    with guarded(secret_values(os.environ)):
+        try:
+            code = main()
+        except Exception as exc:  # a bug of ours: say so in one line, keep the trace for a report
+            Commands(sys.stdout).error(f"evalcheck crashed: {type(exc).__name__}: {clean(exc, 500)}")
+            traceback.print_exc()  # through the guard: each line neutralised and redacted
+            code = EXIT_FAILED
     sys.exit(code)
 
 

@@ -16,14 +16,30 @@ class InputProblem(click.ClickException):
     exit_code = EXIT_BAD_INPUT
 
     def show(self, file=None) -> None:  # type: ignore[override]
-        click.echo(f"evalcheck: error: {self.message}", err=True)
+        from .output import clean, say
+
+        say(f"evalcheck: error: {clean(self.message)}", err=True)
+
+
+class GuardedGroup(click.Group):
+    """Every line any command prints - click's own errors and tracebacks included - goes
+    through checker/output.py's guard: it cannot issue a workflow command or show a secret."""
+
+    def main(self, *args, **kwargs):  # type: ignore[override]
+        import os
+
+        from .output import guarded
+        from .redact import secret_values
+
+        with guarded(secret_values(os.environ)):
+            return super().main(*args, **kwargs)
 
 
 def _fail_input(exc: Exception) -> InputProblem:
     return InputProblem(str(exc))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=GuardedGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="evalcheck")
 def main() -> None:
     """Evaluate AI agents on Google ADK eval sets and gate pull requests on the result."""

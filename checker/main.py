@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import platform
 import time
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import click
 
 from .discover import EvalTarget, discover, find_repo_root
 from .errors import InputError
@@ -20,8 +20,9 @@ from .models.records import RecordedRun, RecordedRuns
 from .models.results import Results
 from .options import RunOptions
 from .pipeline import RunKey, group_replay, load_replay, score_all
+from .output import clean, say
+from .redact import Redactor, secret_values
 from .report.terminal import comparison_lines, failure_lines, summary_line
-from .report.text import log_safe
 
 if TYPE_CHECKING:
     from .simulation.model import SimulatorStats
@@ -45,15 +46,21 @@ def collect_runs(targets: list[EvalTarget], options: RunOptions,
         finished = exc.finished if isinstance(exc, RunInterrupted) else []
         message = f"evalcheck: interrupted; {len(finished)} run(s) had finished"
         if options.inference_out and finished:
-            _write(options.inference_out, RecordedRuns(runs=finished).model_dump_json(
-                indent=2, exclude_none=True) + "\n")
+            write_records(options.inference_out, RecordedRuns(runs=finished),
+                          Redactor(secret_values(os.environ)))
             message += f", written to {options.inference_out}"
-        click.echo(message, err=True)
+        say(message, err=True)
         raise SystemExit(130) from None
     grouped: dict[RunKey, list[RecordedRun]] = {}
     for run in runs:
         grouped.setdefault((run.eval_set_id, run.eval_id), []).append(run)
     return grouped
+
+
+def write_records(path: Path, records: RecordedRuns, redactor: Redactor) -> None:
+    """What the agents did, in the replay format, secrets redacted (agent output is outside text)."""
+    records = redactor.model(records)
+    _write(path, records.model_dump_json(indent=2, exclude_none=True) + "\n")
 
 
 def build_context(options: RunOptions) -> ScoringContext:
@@ -109,9 +116,10 @@ def run_metadata(options: RunOptions, runs: dict[RunKey, list[RecordedRun]], sta
             "durationSeconds": round(seconds, 3), "pythonVersion": platform.python_version()}
 
 
-def execute(options: RunOptions) -> bool:
+def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
     """Run the whole job; returns whether the gate (``options.fail_on``) passed. Raises
-    InputError on bad input."""
+    InputError on bad input. ``secrets``: values to redact on top of the environment's
+    secret variables."""
     started, clock = datetime.now(timezone.utc), time.monotonic()
     check_runs("num-runs", options.num_runs)
     check_turn_timeout(options.turn_timeout)
@@ -132,11 +140,14 @@ def execute(options: RunOptions) -> bool:
         targets, shard = shard_targets(targets, options, baseline)
     warnings = list(dict.fromkeys(w for t in targets for w in t.config.warnings))
     for warning in warnings:
-        click.echo(log_safe(f"evalcheck: warning: {warning}"), err=True)
+        say(f"evalcheck: warning: {clean(warning)}", err=True)
     from .simulation.model import SimulatorStats
 
     simulated = SimulatorStats()  # conversation_scenario cases' simulated users
     runs = collect_runs(targets, options, simulated)
+    # Known secrets never reach a file: agent output, judge errors and server bodies are
+    # outside text (checker/redact.py). The one place: here, before anything is written.
+    redactor = Redactor([*secret_values(os.environ), *secrets])
     if options.inference_out:
         ordered = [r for t in targets for c in t.case_ids
                    for r in sorted(runs.get((t.eval_set_id, c), []), key=lambda r: r.run)]
@@ -146,7 +157,7 @@ def execute(options: RunOptions) -> bool:
 
             records.metadata = {"shard": recorded_runs_shard(
                 shard, targets, [(r.eval_set_id, r.eval_id) for r in ordered])}
-        _write(options.inference_out, records.model_dump_json(indent=2, exclude_none=True) + "\n")
+        write_records(options.inference_out, records, redactor)
     context = build_context(options)
     from .judges.service import closing_judges
 
@@ -167,13 +178,15 @@ def execute(options: RunOptions) -> bool:
         from .models.results import BaselineInfo
 
         results = compare(baseline, results, baseline_info=BaselineInfo(path=str(options.baseline)))
+    redactor.add(*judge.credentials)
+    results = redactor.model(results)
     write_reports(results, options)
     for line in failure_lines(results):
-        click.echo(log_safe(line))
+        say(clean(line))
     if judge.stats.used():
-        click.echo(log_safe(judge.line()))
+        say(clean(judge.line()))
     if simulated.used():
-        click.echo(log_safe(simulated.line()))
+        say(clean(simulated.line()))
     return report_gate(results, options.fail_on, with_baseline=baseline is not None)
 
 
@@ -182,10 +195,10 @@ def report_gate(results: Results, fail_on: str, *, with_baseline: bool) -> bool:
     from .compare.gate import gate_failed, gate_message
 
     for line in comparison_lines(results):
-        click.echo(log_safe(line))
-    click.echo(summary_line(results))
+        say(clean(line))
+    say(summary_line(results))
     if fail_on != "failure" or with_baseline:
-        click.echo(gate_message(results, fail_on))
+        say(gate_message(results, fail_on))
     return not gate_failed(results, fail_on)
 
 

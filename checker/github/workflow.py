@@ -8,14 +8,14 @@ files named by ``GITHUB_OUTPUT`` / ``GITHUB_STEP_SUMMARY``; commands are lines o
 from __future__ import annotations
 
 import json
-import sys
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from ..errors import InputError
+from ..output import Commands, escape_data, escape_property  # noqa: F401 (re-exported)
 
 SUMMARY_LIMIT = 1024 * 1024  # bytes per step; above it the upload fails
 DEFAULT_API_URL = "https://api.github.com"
@@ -83,57 +83,7 @@ class Inputs:
         return [p for line in self.text(name).splitlines() for p in line.split() if p]
 
 
-# --- workflow commands --------------------------------------------------------------------
-
-def escape_data(value: str) -> str:
-    # Same escaping as @actions/core: the runner unescapes these.
-    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def escape_property(value: str) -> str:
-    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
-
-
-@dataclass
-class Commands:
-    """Workflow commands (``::warning::`` ...) written to one stream, stdout by default."""
-
-    stream: TextIO = field(default_factory=lambda: sys.stdout)
-
-    def issue(self, command: str, message: str = "", **props: str | int | None) -> None:
-        params = ",".join(f"{k}={escape_property(str(v))}" for k, v in props.items() if v is not None)
-        self.stream.write(f"::{command}{' ' + params if params else ''}::{escape_data(message)}\n")
-        self.stream.flush()
-
-    def warning(self, message: str, **props: str | int | None) -> None:
-        self.issue("warning", message, **props)
-
-    def error(self, message: str, **props: str | int | None) -> None:
-        self.issue("error", message, **props)
-
-    def notice(self, message: str, **props: str | int | None) -> None:
-        self.issue("notice", message, **props)
-
-    def add_mask(self, secret: str) -> None:
-        if secret:
-            self.issue("add-mask", secret)
-
-    def group(self, title: str) -> None:
-        self.issue("group", title)
-
-    def endgroup(self) -> None:
-        self.issue("endgroup")
-
-    def stop_commands(self) -> str:
-        """Stop command processing (while echoing untrusted text); returns the resume token."""
-        token = f"evalcheck-{uuid.uuid4().hex}"
-        self.issue("stop-commands", token)
-        return token
-
-    def resume_commands(self, token: str) -> None:
-        self.stream.write(f"::{token}::\n")
-        self.stream.flush()
-
+# --- workflow commands: checker/output.py (the one place that may write them) -----------
 
 # --- environment files ------------------------------------------------------------------
 

@@ -11,12 +11,15 @@ the next run instead of being replayed forever.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..redact import Redactor
 from .cache import JudgeCache, cache_key
 from .client import Backend, CallStats, GeminiClient, JudgeConfigError, JudgeError, JudgeReply
 from .client import RetryPolicy, backend_from_env
@@ -89,6 +92,8 @@ class JudgeService:
         self._clients: dict[str | None, GeminiClient | JudgeConfigError] = {}
         self._limiters: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._memo: dict[str, asyncio.Future[tuple[JudgeReply, bool]]] = {}
+        # Every credential a client was given: redacted from results and logs (redact.py).
+        self.credentials: set[str] = set()
 
     # ------------------------------------------------------------------ plumbing
 
@@ -107,6 +112,8 @@ class JudgeService:
             try:
                 env = self._env if self._env is not None else os.environ
                 backend: Backend = backend_from_env(env, base_url)
+                if backend.api_key:
+                    self.credentials.add(backend.api_key)
                 found = GeminiClient(backend, sleep=self._sleep)
             except JudgeConfigError as exc:
                 found = exc
@@ -139,6 +146,7 @@ class JudgeService:
         policy = RetryPolicy.from_http_options(http, self.retry)
         config = dict(request.config)
         rest = {k: v for k, v in http.items() if k not in _OWN_HTTP_OPTIONS}
+        self.credentials.update(header_credentials(rest.get("headers")))
         if rest:
             config["http_options"] = rest
         else:
@@ -180,8 +188,13 @@ class JudgeService:
                 del self._memo[key]
             raise
         if fresh and owner and self.cache is not None:
-            self.cache.put(key, reply)
+            self.cache.put(key, self._without_credentials(reply))
         return value
+
+    def _without_credentials(self, reply: JudgeReply) -> JudgeReply:
+        """The reply as the disk cache may keep it: a judge echoing a key is not stored."""
+        text = Redactor(self.credentials).text(reply.text)
+        return reply if text == reply.text else dataclasses.replace(reply, text=text)
 
     async def aclose(self) -> None:
         for client in self._clients.values():
@@ -204,6 +217,24 @@ class JudgeService:
             if self.cache.write_error:
                 data["cacheWriteError"] = self.cache.write_error
         return data
+
+
+_CREDENTIAL_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|cookie", re.IGNORECASE)
+
+
+def header_credentials(headers: Any) -> list[str]:
+    """Values of credential headers a judge_model_config sends (``Authorization: Bearer x``
+    gives ``x`` too)."""
+    if not isinstance(headers, Mapping):
+        return []
+    found = []
+    for name, value in headers.items():
+        if isinstance(value, str) and _CREDENTIAL_HEADER.search(str(name)):
+            found.append(value)
+            scheme, _, rest = value.partition(" ")
+            if rest and scheme.lower() in ("bearer", "basic", "token"):
+                found.append(rest)
+    return found
 
 
 def judge_service(context: Any) -> JudgeService:

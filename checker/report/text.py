@@ -14,9 +14,10 @@ def one_line(text: str, limit: int) -> str:
 
 
 def log_safe(text: str) -> str:
-    """Neutralise workflow commands (``::error::``) and terminal escapes in logged text."""
-    text = _CONTROL.sub("?", text)
-    return text.replace("::", ":\u200b:")
+    """Untrusted text for a log line: see checker/output.py ``clean`` (the one sanitiser)."""
+    from ..output import clean
+
+    return clean(text)
 
 
 # --- markdown-safe rendering of untrusted text (agent output, eval files) -------------

@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING
 from ..errors import InputError
 from ..models.evalset import EvalCase
 from ..models.records import RecordedRun
-from ..report.text import log_safe, one_line
+from ..output import GuardedStream, clean
 from .base import AgentRunner, RunJob
 
 if TYPE_CHECKING:
@@ -131,28 +131,29 @@ class Progress:
         errored = sorted(self.errors.get(key, []), key=lambda r: r.run)
         if case_done and (errored or not self.interactive):
             lines.append(self._case_line(key, errored, self.runs_per_case[key]))
-        if self.interactive:
+        if self.interactive and isinstance(self.stream, GuardedStream):
             now = time.monotonic()
             if lines or case_done or now - self._last_draw > 0.1:
-                clear = "\r\x1b[K" if self._drawn else ""
-                body = "".join(log_safe(line) + "\n" for line in lines)
-                self._write(clear + body + self._line())
+                try:
+                    self.stream.redraw(self._line(), lines, clear=self._drawn)
+                except (OSError, ValueError):
+                    pass
                 self._drawn = True
                 self._last_draw = now
         else:
             for line in lines:
-                self._write(log_safe(line) + "\n")
+                self._write(line + "\n")
 
     def _case_line(self, key: tuple[str, str], errored: list[RecordedRun], runs: int) -> str:
         prefix = f"evalcheck: [{self.cases_done}/{self.total_cases}] {key[0]}/{key[1]}:"
         if not errored:
             return f"{prefix} {runs} run{'s' if runs != 1 else ''} done"
-        parts = [f"run {r.run}: {one_line(r.error or '', 300)}" for r in errored]
+        parts = [f"run {r.run}: {clean(r.error or '', 300)}" for r in errored]
         text = f"{prefix} {len(errored)} of {runs} runs errored - " + "; ".join(parts)
         tail = errored[-1].stderr_tail
         if tail:  # the last lines of the agent's log, where its own error usually is
             text += f"\n    last agent output (run {errored[-1].run}):"
-            text += "".join("\n    | " + one_line(line, 200) for line in tail.splitlines()[-5:])
+            text += "".join("\n    | " + clean(line, 200) for line in tail.splitlines()[-5:])
         return text
 
     def close(self) -> None:

@@ -128,15 +128,18 @@ def test_progress_on_a_terminal_is_one_updated_line():
     from checker.runners.base import RunJob
 
     jobs = [RunJob("s", jobs_case, 1), RunJob("s", jobs_case, 2)]
-    stream = io.StringIO()
-    progress = Progress(jobs, stream=stream, interactive=True)
+    from checker.output import GuardedStream
+    from checker.redact import Redactor
+
+    raw = io.StringIO()
+    progress = Progress(jobs, stream=GuardedStream(raw, Redactor()), interactive=True)
     progress.run_done(jobs[0], RecordedRun(eval_set_id="s", eval_id="a", run=1,
                                            error="bad\x1b[31m ::error::x"))
     progress.run_done(jobs[1], RecordedRun(eval_set_id="s", eval_id="a", run=2))
     progress.close()
-    text = stream.getvalue()
+    text = raw.getvalue()
     assert text.startswith("evalcheck: 0/1 cases done, 1 failed run")
-    assert "\r\x1b[Kevalcheck: [1/1] s/a: 1 of 2 runs errored - run 1: bad [31m :\u200b:error:\u200b:x\n" in text
+    assert "\r\x1b[Kevalcheck: [1/1] s/a: 1 of 2 runs errored - run 1: bad\\x1b[31m : :error: :x\n" in text
     assert text.endswith("evalcheck: 1/1 cases done, 1 failed run\n")
 
 

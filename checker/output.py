@@ -1,0 +1,304 @@
+"""Everything evalcheck prints goes through here: one sanitiser, one output function.
+
+The Actions runner reads a step's stdout *and* stderr line by line and acts on workflow
+commands in them: ``::name args::data`` at the start of a line (after leading whitespace)
+and the legacy ``##[name args]data`` anywhere in a line (actions/runner ActionCommand.cs).
+A line is ended by ``\\n`` or ``\\r``. The runner compares with .NET's culture-sensitive
+string search, for which control, format and other "ignorable" characters may vanish.
+Agent output, eval ids, judge and server messages reach our log lines, so:
+
+- ``clean(text)`` makes untrusted text one safe line: line breaks and invisible characters
+  become visible escapes (``\\n``, ``\\u200b``), and ``::`` / ``##[`` are broken up.
+- ``guarded()`` replaces ``sys.stdout`` / ``sys.stderr`` for the life of a command (CLI and
+  Action) by streams that pass every physical line through ``neutralise``: whatever is
+  printed - progress, failure lines, click errors, tracebacks, a library's warning -
+  cannot start a workflow command, and known secret values are replaced by ``***``.
+  This holds by construction, not because every caller remembered to escape.
+- ``Commands`` writes the only lines allowed to be workflow commands: the ones evalcheck
+  authors (``::warning::``, ``::add-mask::`` ...), their data neutralised the same way.
+- ``say(text)`` is the output function: one or more authored lines on stdout/stderr.
+
+tests/core/test_output.py fuzzes all of it against a model of the runner's parser.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import sys
+import unicodedata
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TextIO
+
+from .redact import Redactor
+
+# Characters .NET/ICU may treat as absent when it searches for "::" or "##[" (Unicode's
+# Default_Ignorable_Code_Point), on top of the control/format/separator categories.
+_IGNORABLE_RANGES = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160),
+    (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E),
+    (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+)
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+_COMMAND_CHARS = frozenset(":#[]")
+_NEEDS_CARE = re.compile(r"[^\t\x20-\x7e]")  # anything but tab and printable ASCII
+_BREAK = re.compile(r":(?=:)|#(?=#\[)")      # "::" -> ": :", "##[" -> "# #["
+
+
+def ignorable(ch: str) -> bool:
+    code = ord(ch)
+    return any(lo <= code <= hi for lo, hi in _IGNORABLE_RANGES)
+
+
+@lru_cache(maxsize=8192)
+def _always_escaped(ch: str) -> bool:
+    """Invisible, a line break, or a look-alike of ``:``, ``#``, ``[``, ``]`` (fullwidth ...)."""
+    if ch == "\t":
+        return False
+    if ch < "\x80":
+        return not ("\x20" <= ch <= "\x7e")
+    if unicodedata.category(ch) in _INVISIBLE_CATEGORIES or ignorable(ch):
+        return True
+    return any(c in _COMMAND_CHARS for c in unicodedata.normalize("NFKD", ch))
+
+
+@lru_cache(maxsize=8192)
+def _transparent(ch: str) -> bool:
+    """A combining mark (or a character made only of them): escaped after ``:`` or ``#``,
+    where a comparison that ignores it would see ``::`` or ``##[``."""
+    return all(unicodedata.category(c).startswith("M") or ignorable(c)
+               for c in unicodedata.normalize("NFKD", ch))
+
+
+def _escape(ch: str) -> str:
+    if ch == "\n":
+        return "\\n"
+    if ch == "\r":
+        return "\\r"
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def neutralise(line: str) -> str:
+    """One physical line that cannot be (or start) a workflow command: invisible characters,
+    line breaks and look-alikes escaped, ``::`` and ``##[`` broken up. Idempotent."""
+    if _NEEDS_CARE.search(line):
+        out: list[str] = []
+        after_marker = False  # the last kept character was ":" or "#" (or marks after them)
+        for ch in line:
+            if ch.isascii() or not (after_marker and _transparent(ch)):
+                if _always_escaped(ch):
+                    out.append(_escape(ch))
+                    after_marker = False
+                    continue
+                out.append(ch)
+                after_marker = ch in ":#"
+            else:
+                out.append(_escape(ch))  # keeps after_marker: a run of marks stays escaped
+        line = "".join(out)
+    return _BREAK.sub(lambda m: m.group(0) + " ", line)
+
+
+def clean(text: object, limit: int | None = None) -> str:
+    """Untrusted text as one safe log line: newlines shown as ``\\n``, at most ``limit``
+    characters (cut with a note). Use it where agent, eval-file or server text is put
+    into a line evalcheck prints."""
+    line = neutralise(str(text))
+    if limit is not None and len(line) > limit:
+        line = line[: max(0, limit - 1)] + "\u2026"
+    return line
+
+
+# --- streams --------------------------------------------------------------------------
+
+_LINE_BREAKS = re.compile(r"\r\n|\n")
+
+
+class GuardedStream(io.TextIOBase):
+    """A text stream whose every physical line is neutralised and redacted.
+
+    A partial line is held until its end (or ``close``): emitting it early would let the
+    next write complete a command the check never saw whole. No ``buffer`` attribute, so
+    click cannot go around it to the bytes underneath.
+    """
+
+    def __init__(self, raw: TextIO, redactor: Redactor):
+        super().__init__()
+        self.raw = raw
+        self.redactor = redactor
+        self._pending = ""
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.raw, "encoding", None) or "utf-8"
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return getattr(self.raw, "errors", None)
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        try:
+            return bool(self.raw.isatty())
+        except (AttributeError, ValueError, OSError):
+            return False
+
+    def fileno(self) -> int:  # subprocesses that inherit stdout, e.g. setup-command
+        return self.raw.fileno()
+
+    def safe(self, line: str) -> str:
+        return neutralise(self.redactor.text(line))
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        parts = _LINE_BREAKS.split(self._pending + text)
+        self._pending = parts.pop()
+        if parts:
+            self.raw.write("".join(self.safe(p) + "\n" for p in parts))
+        return len(text)
+
+    def end_line(self) -> None:
+        """Finish a held partial line (before an authored command, or at the end)."""
+        if self._pending:
+            self.raw.write(self.safe(self._pending) + "\n")
+            self._pending = ""
+
+    def authored(self, line: str) -> None:
+        """A line evalcheck wrote whole (a workflow command): after anything held."""
+        self.end_line()
+        self.raw.write(line + "\n")
+        self.raw.flush()
+
+    def redraw(self, status: str, lines: Iterable[str] = (), *, clear: bool = True) -> None:
+        """A terminal's in-place status line: clear the one drawn before (``clear``), print
+        ``lines``, draw ``status``. Only the ``\\r`` and the erase sequence are raw; a
+        Progress uses this on a terminal only, which no runner reads."""
+        self.end_line()
+        body = "".join(self.safe(line) + "\n" for line in lines)
+        self.raw.write(("\r\x1b[K" if clear else "") + body + self.safe(status))
+        self.raw.flush()
+
+    def flush(self) -> None:
+        try:
+            self.raw.flush()
+        except (OSError, ValueError):
+            pass
+
+    def close(self) -> None:  # never closes the process's real stream
+        self.end_line()
+        self.flush()
+
+
+@contextlib.contextmanager
+def guarded(secrets: Iterable[str] = ()) -> Iterator[Redactor]:
+    """Route ``sys.stdout`` and ``sys.stderr`` through GuardedStream while the block runs
+    (nested, it only adds ``secrets`` to the guard in place). Yields the redactor, whose
+    ``add`` hides more values from then on."""
+    old_out, old_err = sys.stdout, sys.stderr
+    if isinstance(old_out, GuardedStream):
+        old_out.redactor.add(*secrets)
+        yield old_out.redactor
+        return
+    redactor = Redactor(secrets)
+    out, err = GuardedStream(old_out, redactor), GuardedStream(old_err, redactor)
+    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
+    try:
+        yield redactor
+    finally:
+        out.close()
+        err.close()
+        sys.stdout, sys.stderr = old_out, old_err
+
+
+def say(text: str = "", *, err: bool = False) -> None:
+    """The output function: authored text (may span lines) to stdout, or stderr with
+    ``err``. Untrusted pieces inside it should be ``clean``-ed; the stream neutralises
+    every line regardless."""
+    stream = sys.stderr if err else sys.stdout
+    try:
+        stream.write(text + "\n")
+        stream.flush()
+    except (OSError, ValueError):  # a closed or full log must not fail the evaluation
+        pass
+
+
+# --- workflow commands ------------------------------------------------------------------
+
+def escape_data(value: str) -> str:
+    # Same escaping as @actions/core: the runner unescapes these.
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(value: str) -> str:
+    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def command_data(message: str) -> str:
+    """A command's data: each of its lines neutralised (annotations may span lines, the
+    runner shows ``%0A`` as a line break), then escaped."""
+    return escape_data("\n".join(neutralise(line) for line in _LINE_BREAKS.split(message)))
+
+
+@dataclass
+class Commands:
+    """Workflow commands (``::warning::`` ...): the only lines that may be commands."""
+
+    stream: TextIO = field(default_factory=lambda: sys.stdout)
+
+    def _write(self, line: str) -> None:
+        if isinstance(self.stream, GuardedStream):
+            line = self.stream.redactor.text(line)
+            self.stream.authored(line)
+        else:
+            self.stream.write(line + "\n")
+            self.stream.flush()
+
+    def issue(self, command: str, message: str = "", **props: str | int | None) -> None:
+        params = ",".join(f"{k}={escape_property(neutralise(str(v)))}"
+                          for k, v in props.items() if v is not None)
+        self._write(f"::{command}{' ' + params if params else ''}::{command_data(message)}")
+
+    def warning(self, message: str, **props: str | int | None) -> None:
+        self.issue("warning", message, **props)
+
+    def error(self, message: str, **props: str | int | None) -> None:
+        self.issue("error", message, **props)
+
+    def notice(self, message: str, **props: str | int | None) -> None:
+        self.issue("notice", message, **props)
+
+    def add_mask(self, secret: str) -> None:
+        if secret:
+            # Unredacted on purpose: the runner must learn the value to mask it.
+            line = f"::add-mask::{escape_data(secret)}"
+            if isinstance(self.stream, GuardedStream):
+                self.stream.authored(line)
+            else:
+                self.stream.write(line + "\n")
+                self.stream.flush()
+
+    def group(self, title: str) -> None:
+        self.issue("group", title)
+
+    def endgroup(self) -> None:
+        self.issue("endgroup")
+
+    def stop_commands(self) -> str:
+        """Stop command processing (while echoing untrusted text); returns the resume token."""
+        token = f"evalcheck-{uuid.uuid4().hex}"
+        self.issue("stop-commands", token)
+        return token
+
+    def resume_commands(self, token: str) -> None:
+        self._write(f"::{token}::")

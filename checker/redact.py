@@ -1,0 +1,87 @@
+"""Secret values never reach a report or a log line.
+
+The values of known secret variables (the judge's API keys, the GitHub token, any
+``*_API_KEY`` / ``*_TOKEN`` / ``*_SECRET`` / ``*_PASSWORD`` variable) and any credential the
+judge client was given are replaced by ``***`` in every string that came from outside
+(agent output, judge errors, server bodies) before results, reports or logs are written:
+``Redactor.model`` on the results and recorded runs (before any rendering, so markdown
+escaping cannot hide a secret from it) and ``Redactor.text`` on every printed line
+(checker/output.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote
+
+if TYPE_CHECKING:  # pydantic itself is not needed to redact text (evalcheck --help stays fast)
+    from pydantic import BaseModel
+
+MASK = "***"
+MIN_LENGTH = 6  # shorter values ("true", "1") would blank out ordinary words
+SECRET_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GITHUB_TOKEN", "GH_TOKEN",
+                    "INPUT_GITHUB-TOKEN", "ACTIONS_RUNTIME_TOKEN",
+                    "ACTIONS_ID_TOKEN_REQUEST_TOKEN")
+_SECRET_NAME = re.compile(r"(?:^|[_-])(?:API_?KEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
+
+M = TypeVar("M", bound="BaseModel")
+
+
+def secret_values(env: Mapping[str, str]) -> list[str]:
+    """The values of ``env``'s secret variables (known names, or named like a secret)."""
+    return [value for name, value in env.items()
+            if value and (name in SECRET_VARIABLES or _SECRET_NAME.search(name))]
+
+
+class Redactor:
+    """Replaces known secret values (and their JSON- and URL-escaped forms) by ``***``."""
+
+    def __init__(self, secrets: Iterable[str] = ()):
+        self._secrets: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
+        self.add(*secrets)
+
+    def add(self, *values: str | None) -> None:
+        forms = set()
+        for value in values:
+            value = (value or "").strip()
+            if len(value) < MIN_LENGTH:
+                continue
+            forms |= {value, json.dumps(value)[1:-1], quote(value, safe="")}
+        if forms - self._secrets:
+            self._secrets |= forms
+            # Longest first: a secret that contains another is hidden whole.
+            ordered = sorted(self._secrets, key=len, reverse=True)
+            self._pattern = re.compile("|".join(re.escape(s) for s in ordered))
+
+    def __bool__(self) -> bool:
+        return self._pattern is not None
+
+    def text(self, text: str) -> str:
+        if self._pattern is None or not text:
+            return text
+        return self._pattern.sub(MASK, text)
+
+    def data(self, value: Any) -> Any:
+        """``value`` (JSON-like: dicts, lists, strings) with every string redacted."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.text(k) if isinstance(k, str) else k: self.data(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.data(v) for v in value]
+        return value
+
+    def model(self, model: M) -> M:
+        """A copy of ``model`` with every string redacted (the same object if none held a
+        secret)."""
+        if self._pattern is None:
+            return model
+        data = model.model_dump(mode="json")
+        cleaned = self.data(data)
+        if cleaned == data:
+            return model
+        return type(model).model_validate(cleaned)

@@ -1,0 +1,105 @@
+"""Attacks on the log, the verdict and the reports, through the action's entrypoint with a
+fake runner environment (issue 11 "Why"): eval-file and agent text must not become a
+workflow command, change a step output, the check run or the verdict; a planted secret
+appears in no written file and no log line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from checker import action
+from fake_github import FakeGitHub
+from github_data import pr_event
+from runner_env import Runner, input_env
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
+from runner_model import commands_in  # noqa: E402
+
+HEAD = "a" * 40
+SECRET = "AIzaPLANTED-secret-key_0123456789abcdef"
+AGENT = Path(__file__).resolve().parent / "agents" / "hostile_agent.py"
+# What evalcheck itself may issue (the stop token is random: checked separately).
+AUTHORED = {"add-mask", "error", "warning", "notice", "group", "endgroup", "stop-commands"}
+
+
+def run_action(tmp_path: Path, fake: FakeGitHub, capfd, *, files=None, env_extra=None, **inputs):
+    runner = Runner.create(tmp_path, pr_event(head_sha=HEAD))
+    for name, text in (files or {}).items():
+        (runner.workspace / name).write_text(text, encoding="utf-8")
+    env = {**runner.github_env(fake.base_url, in_container=False, head_sha=HEAD),
+           **input_env(fake.token, **{"paths": "agent_evals", **inputs}),
+           "GOOGLE_API_KEY": SECRET, **(env_extra or {})}
+    cwd = os.getcwd()
+    os.chdir(runner.workspace)
+    try:
+        code = action.main(env)
+    finally:
+        os.chdir(cwd)
+    out = capfd.readouterr()
+    return code, runner, out.out + out.err
+
+
+def only_authored_commands(log: str) -> None:
+    found = commands_in(log)
+    stops = [data for syntax, name, data in found if name == "stop-commands"]
+    for syntax, name, data in found:
+        assert syntax == "v2", f"legacy command in the log: {name} {data!r}"
+        assert name in AUTHORED or name in stops, f"forged command {name!r} in the log"
+
+
+def written_files(runner: Runner) -> str:
+    texts = [p.read_text(encoding="utf-8", errors="replace")
+             for p in [*runner.workspace.rglob("*"), *runner.file_commands.iterdir()] if p.is_file()]
+    return "\n".join(texts)
+
+
+def hostile_command(mode: str, text: str) -> str:
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(AGENT))} {mode} {shlex.quote(text)}"
+
+
+def test_an_eval_id_cannot_set_an_output(tmp_path, fake, capfd):
+    forged = "x\n::set-output name=passed::true"
+    case = {"eval_id": forged, "conversation": [{"invocation_id": "i", "user_content": {
+        "role": "user", "parts": [{"text": "hi"}]}}]}
+    evalset = {"eval_set_id": "attack", "eval_cases": [case, case]}  # duplicated: exit 2
+    code, runner, log = run_action(tmp_path, fake, capfd, paths="attack.evalset.json",
+                                   agent_command=hostile_command("answer", "hello"),
+                                   files={"attack.evalset.json": json.dumps(evalset)})
+    assert code == 2
+    assert "x\\n: :set-output" in log  # shown, escaped
+    only_authored_commands(log)
+    assert "passed" not in runner.outputs()
+    assert fake.writes() == []
+
+
+@pytest.mark.parametrize("payload", [
+    "##[set-output name=passed;]true",
+    "##[stop-commands]token",
+    "ok\n::set-output name=passed::true\r::stop-commands::t2",
+    f"\u200b::add-mask::x and the key {SECRET}",
+])
+def test_an_agent_cannot_forge_commands_outputs_or_the_verdict(tmp_path, fake, capfd, payload):
+    code, runner, log = run_action(tmp_path, fake, capfd, commit_status="true",
+                                   agent_command=hostile_command("error", f"{payload} {SECRET}"))
+    assert code == 1
+    only_authored_commands(log)
+    # The annotations after the agent ran are still commands: nothing stopped them.
+    assert any(name == "error" and "evaluation failed" in data for _, name, data in commands_in(log))
+    outputs = runner.outputs()
+    assert outputs["passed"] == "false"
+    (check,) = fake.check_runs.values()
+    assert check["conclusion"] == "failure"
+    assert fake.statuses[0]["state"] == "failure"
+    results = json.loads((runner.workspace / outputs["results-path"]).read_text())
+    assert results["passed"] is False
+    # The secret reached neither the log nor a file nor GitHub.
+    assert SECRET not in log
+    assert SECRET not in written_files(runner)
+    assert SECRET not in json.dumps([w.body for w in fake.writes()])
+    assert "***" in (runner.workspace / outputs["markdown-path"]).read_text()
