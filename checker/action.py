@@ -35,7 +35,7 @@ INPUTS = (
     "config", "num-runs", "concurrency", "turn-timeout", "judge-concurrency", "judge-cache",
     "template", "results", "markdown", "junit", "inference-out",
     "github-token", "setup-command", "working-directory", "comment", "comment-key",
-    "check-run", "commit-status", "fail-on",
+    "check-run", "commit-status", "fail-on", "shard", "publish", "merge",
 )
 
 
@@ -49,6 +49,8 @@ class ActionConfig:
     workdir: Path
     results_path: Path
     markdown_path: Path
+    merge: str = ""  # glob of shards' results files to merge instead of evaluating
+    publish_enabled: bool = True  # false: write files, post nothing (a shard's job)
 
 
 def _path(inputs: Inputs, name: str, base: Path, *, must_exist: bool = False,
@@ -69,7 +71,16 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
     if not workdir.is_dir():
         raise InputError(f"input 'working-directory': {workdir} is not a directory")
     modes = [n for n in ("agent-command", "agent-url", "replay") if inputs.text(n)]
-    if len(modes) != 1:
+    merge = inputs.text("merge")
+    if merge:
+        from .merge import check_merge_inputs
+
+        check_merge_inputs(modes, inputs.text("shard"))
+    elif inputs.text("shard"):
+        from .shards import parse_shard
+
+        parse_shard(inputs.text("shard"), source="input 'shard'")  # named as the user wrote it
+    if not merge and len(modes) != 1:
         raise InputError("give exactly one of the inputs agent-command, agent-url, replay"
                          + (f" (got {', '.join(modes)})" if modes else ""))
     if inputs.text("agent-server-command") and not inputs.text("agent-url"):
@@ -95,6 +106,7 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
         markdown=None,  # written here, with links to the run and files
         junit=_path(inputs, "junit", workdir),
         template=_path(inputs, "template", workdir, must_exist=True),
+        shard=inputs.text("shard") or None,
     )
     fail_on = inputs.choice("fail-on", FAIL_ON, "failure")
     publish = PublishOptions(
@@ -106,7 +118,8 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
     )
     return ActionConfig(run=run, publish=publish, fail_on=fail_on, token=inputs.text("github-token"),
                         setup_command=inputs.text("setup-command"), workdir=workdir,
-                        results_path=results_path, markdown_path=markdown_path)
+                        results_path=results_path, markdown_path=markdown_path, merge=merge,
+                        publish_enabled=inputs.flag("publish", True))
 
 
 def run_setup(command: str, workdir: Path, commands: Commands) -> None:
@@ -220,9 +233,14 @@ def _main(env: dict[str, str]) -> int:
         from .main import execute, results_from_file
 
         os.chdir(config.workdir)
-        commands.group("evalcheck: evaluation")
+        commands.group("evalcheck: merge" if config.merge else "evalcheck: evaluation")
         try:
-            execute(config.run, secret_values(env))
+            if config.merge:
+                from .merge import merge_in_action
+
+                merge_in_action(config.merge, config.run, config.fail_on)
+            else:
+                execute(config.run, secret_values(env))
         finally:
             commands.endgroup()
         results = results_from_file(config.results_path)
@@ -231,7 +249,8 @@ def _main(env: dict[str, str]) -> int:
 
     from .report.markdown import Links, render_markdown
 
-    failed = gate_failed(results, config.fail_on)
+    # A shard's verdict is not the suite's: the merge job gates (docs/sharding.md).
+    failed = gate_failed(results, config.fail_on) and not config.run.shard
     config.publish.gate_failed = failed
     try:  # rendered first: a broken user template is bad input, found before any posting
         report = render_markdown(results, template=config.run.template,
@@ -240,8 +259,13 @@ def _main(env: dict[str, str]) -> int:
         return bad_input(commands, exc)
     config.markdown_path.parent.mkdir(parents=True, exist_ok=True)
     config.markdown_path.write_text(report, encoding="utf-8")
-    write_step_summary(results, ctx, config.run.template)
-    outcome = publish_results(results, ctx, config.publish, config.token, commands)
+    if config.publish_enabled:
+        write_step_summary(results, ctx, config.run.template)
+        outcome = publish_results(results, ctx, config.publish, config.token, commands)
+    else:
+        outcome = PublishOutcome()
+        print(f"evalcheck: publish: false - nothing posted; results in "
+              f"{relative_to_workspace(config.results_path, ctx.workspace)}")
     written = [p for p in (config.results_path, config.markdown_path, config.run.junit,
                            config.run.inference_out) if p]
     give_back(written, ctx.workspace)

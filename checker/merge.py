@@ -283,3 +283,44 @@ def merge_files(request: MergeRequest) -> Results:
     write_reports(merged, RunOptions(results=request.results, markdown=request.markdown,
                                      junit=request.junit, template=request.template))
     return merged
+
+
+def check_merge_inputs(modes: Sequence[str], shard: str) -> None:
+    """The Action's ``merge`` input replaces evaluating: no agent, no shard with it."""
+    if modes:
+        raise InputError(f"input 'merge' merges the shards' results: give no {', '.join(modes)} with it",
+                         fix="evaluate in the shard jobs, merge in a final job")
+    if shard:
+        raise InputError("inputs 'merge' and 'shard' go to different jobs",
+                         fix="shard jobs: shard + publish: false; the final job: merge")
+
+
+def find_merge_files(pattern: str, workdir: Path) -> list[Path]:
+    """The files the ``merge`` glob (relative to working-directory, ``**`` allowed) names."""
+    import glob
+
+    found = sorted({Path(p) for p in glob.glob(pattern, root_dir=workdir, recursive=True)
+                    if (workdir / p).is_file()})
+    if not found:
+        raise InputError(f"input 'merge': no file matches {pattern!r} in {workdir}",
+                         fix="download the shards' artifacts first (actions/download-artifact)")
+    return found
+
+
+def merge_in_action(pattern: str, run: Any, fail_on: str) -> Results:
+    """The Action's final job: merge what the glob finds, write the run's files, print the
+    gate's lines. ``run`` is the job's RunOptions (results, junit, inference-out, template,
+    baseline)."""
+    from .main import report_gate
+    from .report.terminal import failure_lines
+    from .report.text import log_safe
+
+    files = find_merge_files(pattern, Path.cwd())
+    print(f"evalcheck: merging {len(files)} file(s): " + ", ".join(log_safe(str(f)) for f in files))
+    merged = merge_files(MergeRequest(files=files, results=run.results, junit=run.junit,
+                                      template=run.template, inference_out=run.inference_out,
+                                      baseline=run.baseline, fail_on=fail_on))
+    for line in failure_lines(merged):
+        print(log_safe(line))
+    report_gate(merged, fail_on, with_baseline=run.baseline is not None)
+    return merged

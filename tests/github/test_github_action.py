@@ -23,6 +23,7 @@ HEAD = "a" * 40
 def run_action(tmp_path: Path, fake: FakeGitHub, capfd, event=None, files=None, **inputs: str):
     runner = Runner.create(tmp_path, event or pr_event(head_sha=HEAD))
     for name, text in (files or {}).items():
+        (runner.workspace / name).parent.mkdir(parents=True, exist_ok=True)
         (runner.workspace / name).write_text(text, encoding="utf-8")
     env = {**runner.github_env(fake.base_url, in_container=False, head_sha=HEAD),
            **input_env(fake.token, **{"replay": "recorded_runs.json", "paths": "agent_evals", **inputs})}
