@@ -25,6 +25,7 @@ from .redact import Redactor, secret_values
 from .report.terminal import comparison_lines, failure_lines, summary_line
 
 if TYPE_CHECKING:
+    from .adaptive import AdaptiveRuns
     from .simulation.model import SimulatorStats
 
 
@@ -34,13 +35,23 @@ def _write(path: Path, text: str) -> None:
 
 
 def collect_runs(targets: list[EvalTarget], options: RunOptions,
-                 simulator_stats: SimulatorStats | None = None) -> dict[RunKey, list[RecordedRun]]:
+                 simulator_stats: SimulatorStats | None = None,
+                 adaptive: AdaptiveRuns | None = None) -> dict[RunKey, list[RecordedRun]]:
     if options.replay is not None:
         return group_replay(targets, load_replay(options.replay), str(options.replay))
     from .runners.schedule import RunInterrupted, run_agent_jobs
 
     try:
-        runs = asyncio.run(run_agent_jobs(targets, options, simulator_stats=simulator_stats))
+        jobs = run_agent_jobs(targets, options, simulator_stats=simulator_stats,
+                              more=adaptive.more if adaptive else None)
+        if adaptive is not None:  # it scores in this event loop: close its judge clients here
+            from .judges.service import closing_judges
+
+            jobs = closing_judges(jobs, adaptive.context)
+        runs = asyncio.run(jobs)
+        # A limit bound to that event loop must not be reused by the scoring loop.
+        if adaptive is not None:
+            adaptive.context.services.pop("judge_semaphore", None)
     except (RunInterrupted, KeyboardInterrupt) as exc:
         # Ctrl-C: the agents are already killed; keep what finished, then stop (no scoring).
         finished = exc.finished if isinstance(exc, RunInterrupted) else []
@@ -144,7 +155,16 @@ def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
     from .simulation.model import SimulatorStats
 
     simulated = SimulatorStats()  # conversation_scenario cases' simulated users
-    runs = collect_runs(targets, options, simulated)
+    context = build_context(options)
+    adaptive = None
+    if options.max_runs is not None and options.max_runs > options.num_runs:
+        if options.replay is not None:
+            say("evalcheck: note: --max-runs is ignored in replay mode (nothing to run)", err=True)
+        else:
+            from .adaptive import AdaptiveRuns
+
+            adaptive = AdaptiveRuns(targets, options.max_runs, rule, context)
+    runs = collect_runs(targets, options, simulated, adaptive)
     # Known secrets never reach a file: agent output, judge errors and server bodies are
     # outside text (checker/redact.py). The one place: here, before anything is written.
     redactor = Redactor([*secret_values(os.environ), *secrets])
@@ -158,10 +178,11 @@ def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
             records.metadata = {"shard": recorded_runs_shard(
                 shard, targets, [(r.eval_set_id, r.eval_id) for r in ordered])}
         write_records(options.inference_out, records, redactor)
-    context = build_context(options)
     from .judges.service import closing_judges
 
-    results = asyncio.run(closing_judges(score_all(targets, runs, context, rule), context))
+    results = asyncio.run(closing_judges(
+        score_all(targets, runs, context, rule, known=adaptive.scored if adaptive else None),
+        context))
     results.shard = shard
     judge = context.services["judge"]
     if judge.stats.used():
@@ -170,6 +191,8 @@ def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
         results.metadata["userSimulator"] = simulated.as_metadata()
     if warnings:
         results.metadata["warnings"] = warnings
+    if adaptive is not None:
+        results.metadata.update(adaptive.metadata())
     # Keys already there (e.g. "judge") win: this only adds what describes the run.
     results.metadata = {**run_metadata(options, runs, started, datetime.now(timezone.utc),
                                        time.monotonic() - clock), **results.metadata}

@@ -10,7 +10,7 @@ from .discover import EvalTarget
 from .errors import InputError
 from .metrics.base import ScoringContext
 from .models.records import RecordedRun, RecordedRuns
-from .models.results import EvalSetResult, Results, Summary
+from .models.results import CaseResult, EvalSetResult, Results, Summary
 from .scoring import score_case
 from .validation import read_json, validate
 
@@ -59,13 +59,24 @@ def summarize(sets: list[EvalSetResult]) -> Summary:
                    not_evaluated=sum(c.status == "not_evaluated" for c in cases))
 
 
+async def _ready(case: CaseResult) -> CaseResult:
+    return case
+
+
 async def score_all(targets: list[EvalTarget], runs: dict[RunKey, list[RecordedRun]],
-                    context: ScoringContext | None = None, rule: VerdictRule = MEAN) -> Results:
+                    context: ScoringContext | None = None, rule: VerdictRule = MEAN,
+                    known: dict[RunKey, CaseResult] | None = None) -> Results:
+    """Score every selected case; ``known`` holds cases already scored on exactly these
+    runs (adaptive runs score as they go), which are taken as they are."""
     context = context or ScoringContext()
+    known = known or {}
     jobs = []
     for target in targets:
         cases = {c.eval_id: c for c in target.loaded.eval_set.eval_cases}
         for case_id in target.case_ids:
+            if (target.eval_set_id, case_id) in known:
+                jobs.append(_ready(known[(target.eval_set_id, case_id)]))
+                continue
             jobs.append(score_case(cases[case_id], target.config,
                                    runs.get((target.eval_set_id, case_id), []),
                                    target.loaded.case_lines.get(case_id, 1), context, rule))

@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import click
-
 from ..models.results import BaselineInfo, Results
 
 
@@ -25,12 +23,11 @@ class CompareRequest:
 def compare_files(request: CompareRequest) -> bool:
     """Compare, write the reports asked for, print the summary; returns whether the gate
     passed. Raises InputError for a file that is not a results file."""
-    from ..main import write_reports
+    from ..main import report_gate, write_reports
     from ..options import RunOptions
-    from ..report.terminal import comparison_lines, failure_lines, summary_line
-    from ..report.text import log_safe
+    from ..output import clean, say
+    from ..report.terminal import failure_lines
     from .comparison import compare
-    from .gate import gate_failed, gate_message
     from .results_file import load_results_file
 
     baseline = load_results_file(request.baseline, "baseline")
@@ -39,8 +36,6 @@ def compare_files(request: CompareRequest) -> bool:
                                baseline_info=BaselineInfo(path=str(request.baseline)))
     write_reports(results, RunOptions(results=request.results, markdown=request.markdown,
                                       junit=request.junit, template=request.template))
-    for line in failure_lines(results) + comparison_lines(results):
-        click.echo(log_safe(line))
-    click.echo(summary_line(results))
-    click.echo(gate_message(results, request.fail_on))
-    return not gate_failed(results, request.fail_on)
+    for line in failure_lines(results):
+        say(clean(line))
+    return report_gate(results, request.fail_on, with_baseline=True)

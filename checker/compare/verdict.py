@@ -44,26 +44,21 @@ class VerdictRule:
         return passed >= self.k
 
     def uncertain(self, runs: list[float | None], threshold: float) -> bool:
-        """Could more runs change this verdict? (adaptive runs, docs/comparing.md)
+        """Could one more run like those seen change this verdict? (adaptive runs)
 
-        Runs that disagree are always uncertain. Under ``mean`` runs that agree still are
-        when one more run at the metric's extreme (0 or 1 for a score in [0, 1], else the
-        worst/best run seen) would move the mean across the threshold.
+        The next run is taken to score like the lowest or the highest run so far; the
+        verdict is uncertain when either would change it. So runs that all pass (or all
+        fail) are settled; under ``mean`` disagreeing runs are settled once one more run
+        cannot move the mean across the threshold; under ``all-runs`` a failed run settles
+        the case (no run can undo it); under ``k-of-n:K`` a case K-1 passes short with only
+        passing runs is not settled. See docs/comparing.md.
         """
         scored = [s for s in runs if s is not None]
         if not scored:
             return False
-        outcomes = {s >= threshold for s in scored}
-        if len(outcomes) > 1:
-            return True
-        if self.kind != "mean":
-            return False
-        low = min(0.0, min(scored))
-        high = max(1.0, max(scored))
-        total, n = sum(scored), len(scored)
-        now = total / n >= threshold
-        return ((total + low) / (n + 1) >= threshold) != now or \
-            ((total + high) / (n + 1) >= threshold) != now
+        now = self.passes(scored, threshold)
+        return any(self.passes(scored + [nxt], threshold) != now
+                   for nxt in {min(scored), max(scored)})
 
 
 MEAN = VerdictRule("mean")

@@ -13,6 +13,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import IO, TYPE_CHECKING
 
 from ..errors import InputError
@@ -156,30 +157,47 @@ class Progress:
             text += "".join("\n    | " + clean(line, 200) for line in tail.splitlines()[-5:])
         return text
 
+    def add_jobs(self, jobs: list[RunJob]) -> None:
+        """Extra runs (adaptive runs): their cases are open again until these finish."""
+        for job in jobs:
+            key = (job.eval_set_id, job.eval_id)
+            if self.remaining.get(key, 0) == 0 and key in self.remaining:
+                self.cases_done -= 1
+            self.remaining[key] = self.remaining.get(key, 0) + 1
+            self.runs_per_case[key] = self.runs_per_case.get(key, 0) + 1
+
     def close(self) -> None:
         if self.interactive and self._drawn:
             self._write("\n")
 
 
+# Adaptive runs (``--max-runs``): called with the runs of each finished round, answers which
+# cases - (eval set id, eval id) - get one more run in the next round; [] ends the runs.
+MoreRuns = Callable[[list[RecordedRun]], Awaitable[list[tuple[str, str]]]]
+
+
 async def run_agent_jobs(targets: list[EvalTarget], options: RunOptions, *,
                          runner: AgentRunner | None = None,
                          progress: Progress | None = None,
-                         simulator_stats: SimulatorStats | None = None) -> list[RecordedRun]:
+                         simulator_stats: SimulatorStats | None = None,
+                         more: MoreRuns | None = None) -> list[RecordedRun]:
     """Every run of every selected case, at most ``options.concurrency`` at once, in the
-    input's order whatever order they finish in."""
+    input's order whatever order they finish in. With ``more``, rounds of extra runs follow
+    (one run per case a round) on the same runner until ``more`` answers none."""
     from .process import pidfd_child_watcher
 
     with pidfd_child_watcher():
-        return await _run_jobs(targets, options, runner, progress, simulator_stats)
+        return await _run_jobs(targets, options, runner, progress, simulator_stats, more)
 
 
 async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: AgentRunner | None,
                     progress: Progress | None,
-                    simulator_stats: SimulatorStats | None) -> list[RecordedRun]:
+                    simulator_stats: SimulatorStats | None,
+                    more: MoreRuns | None = None) -> list[RecordedRun]:
     jobs = plan_jobs(targets, options)
     runner = runner if runner is not None else make_runner(options)
     progress = progress if progress is not None else Progress(jobs)
-    results: list[RecordedRun | None] = [None] * len(jobs)
+    finished: list[RecordedRun] = []
     limit = asyncio.Semaphore(options.concurrency)
     simulation = None
     if any(job.case.conversation_scenario is not None for job in jobs):
@@ -192,15 +210,22 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
         model = JudgeServiceModel(simulation, simulator_stats)
         jobs = [replace(job, user_model=model) if job.case.conversation_scenario is not None
                 else job for job in jobs]
+    # Input order of the cases, and each case's job to copy for an extra run.
+    order = {}
+    template: dict[tuple[str, str], RunJob] = {}
+    for job in jobs:
+        key = (job.eval_set_id, job.eval_id)
+        order.setdefault(key, len(order))
+        template.setdefault(key, job)
 
-    async def one(index: int, job: RunJob) -> None:
+    async def one(job: RunJob) -> None:
         async with limit:
             try:
                 run = await runner.run(job)
             except Exception as exc:  # a runner bug fails this run, not the others
                 run = RecordedRun(eval_set_id=job.eval_set_id, eval_id=job.eval_id,
                                   run=job.run, error=f"internal error: {type(exc).__name__}: {exc}")
-        results[index] = run
+        finished.append(run)
         progress.run_done(job, run)
 
     tasks: list[asyncio.Task] = []
@@ -217,17 +242,33 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
                 for job, run in zip(jobs, failed):
                     progress.run_done(job, run)
                 return failed
-        tasks = [asyncio.ensure_future(one(i, job)) for i, job in enumerate(jobs)]
-        await asyncio.gather(*tasks)
+        round_jobs = jobs
+        runs_of = {key: 0 for key in order}
+        while round_jobs:
+            done_before = len(finished)
+            tasks = [asyncio.ensure_future(one(job)) for job in round_jobs]
+            await asyncio.gather(*tasks)
+            for job in round_jobs:
+                key = (job.eval_set_id, job.eval_id)
+                runs_of[key] = max(runs_of[key], job.run)
+            if more is None:
+                break
+            wanted = await more(finished[done_before:])
+            round_jobs = [replace(template[key], run=runs_of[key] + 1) for key in wanted]
+            progress.add_jobs(round_jobs)
     except (asyncio.CancelledError, KeyboardInterrupt):
         for task in tasks:
             task.cancel()
         # Each cancelled run kills its own agent in its finally block: wait for that.
         await asyncio.gather(*tasks, return_exceptions=True)
-        raise RunInterrupted([r for r in results if r is not None]) from None
+        raise RunInterrupted(_in_order(finished, order)) from None
     finally:
         await runner.aclose()
         if simulation is not None:
             await simulation.aclose()
         progress.close()
-    return [r for r in results if r is not None]
+    return _in_order(finished, order)
+
+
+def _in_order(runs: list[RecordedRun], order: dict[tuple[str, str], int]) -> list[RecordedRun]:
+    return sorted(runs, key=lambda r: (order[(r.eval_set_id, r.eval_id)], r.run))

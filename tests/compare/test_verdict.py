@@ -67,11 +67,17 @@ def test_bad_verdict_rule(text):
 
 
 def test_uncertain_verdicts():
-    assert MEAN.uncertain([1.0, 0.0], 0.5)                 # runs disagree
-    assert MEAN.uncertain([0.6, 0.6], 0.5)                 # a 0.0 run: mean 0.4 fails
-    assert not MEAN.uncertain([1.0, 1.0, 1.0], 0.5)        # a 0.0 run: 0.75 still passes
-    assert not MEAN.uncertain([0.0, 0.0], 0.5)             # a 1.0 run: 0.33 still fails
-    assert not parse_verdict_rule("all-runs").uncertain([0.6, 0.6], 0.5)
+    majority, all_runs, two_of_n = (parse_verdict_rule(r) for r in ("majority", "all-runs", "k-of-n:3"))
+    assert MEAN.uncertain([1.0, 0.0], 0.5)                  # 0.5 passes; another 0.0 fails
+    assert not MEAN.uncertain([1.0, 1.0, 1.0, 1.0, 0.0], 0.5)  # 0.8: a 0.0 run leaves 0.67
+    assert not MEAN.uncertain([1.0, 1.0], 1.0)               # agreeing runs are settled,
+    assert not MEAN.uncertain([0.0, 0.0], 0.5)               # even at threshold 1.0
+    assert majority.uncertain([1.0, 0.0], 0.5)              # 1/2 fails; 2/3 would pass
+    assert not majority.uncertain([1.0, 1.0, 1.0, 0.0], 0.5)  # 3/4; 3/5 still passes
+    assert not all_runs.uncertain([1.0, 0.0], 0.5)          # a failed run settles all-runs
+    assert not all_runs.uncertain([1.0, 1.0], 0.5)
+    assert two_of_n.uncertain([1.0, 1.0], 0.5)              # one passing run short of K
+    assert not two_of_n.uncertain([1.0, 1.0, 1.0], 0.5)
     assert not MEAN.uncertain([None, None], 0.5)
 
 
