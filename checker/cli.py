@@ -53,6 +53,7 @@ def main() -> None:
 @click.option("--app-name", metavar="NAME", help="ADK app name for --agent-url (default: the eval set's session_input.app_name).")
 @click.option("--replay", type=click.Path(dir_okay=False, path_type=Path), help="Score recorded runs instead of running an agent.")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="Criteria file for every eval set, instead of discovered test_config.json.")
+@click.option("--initial-session", type=click.Path(dir_okay=False, path_type=Path), help="Initial session of legacy .test.json files (state, app_name, user_id; a session dump works), instead of one found beside them.")
 @click.option("--num-runs", type=click.IntRange(min=1), default=2, show_default=True, help="Runs per eval case (at most 100).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True, help="Eval case runs in flight at once.")
 @click.option("--turn-timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True, help="Seconds an agent may take for one user turn (finite, at most 86400).")
@@ -161,16 +162,20 @@ def merge(files: tuple[Path, ...], **options) -> None:
 @main.command()
 @click.argument("old", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("new", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--initial-session", type=click.Path(dir_okay=False, path_type=Path), help="Initial session JSON (state, app_name, user_id).")
+@click.option("--initial-session", type=click.Path(dir_okay=False, path_type=Path), help="Initial session JSON (state, app_name, user_id; a session dump works); default: initial-session.json or initial.session.json beside OLD.")
 def migrate(old: Path, new: Path, initial_session: Path | None) -> None:
     """Convert a legacy .test.json file to the EvalSet format (ADK's migrate_eval_data_to_new_schema)."""
     from .errors import InputError
     from .evalfile import migrate as do_migrate
+    from .report.text import log_safe
 
+    notes: list[str] = []
     try:
-        eval_set = do_migrate(old, new, initial_session)
+        eval_set = do_migrate(old, new, initial_session, notes)
     except InputError as exc:
         raise _fail_input(exc) from None
+    for note in notes:
+        click.echo(log_safe(f"evalcheck: note: {note}"), err=True)
     click.echo(f"wrote {new}: eval set '{eval_set.eval_set_id}' with {len(eval_set.eval_cases)} case(s)")
 
 

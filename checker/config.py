@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from .errors import InputError, did_you_mean
@@ -104,6 +105,24 @@ class EvalConfig:
         return [m for m in self.metrics if not m.informational]
 
 
+def criterion_data(value: Any, display: str, path: str) -> dict[str, Any]:
+    """A criterion as an object: a bare threshold becomes ``{"threshold": value}``.
+
+    A numeric string ("0.8") is a threshold, as ADK's pydantic models read it; a boolean is
+    refused (ADK would read ``true`` as 1.0: that is a mistake, not a threshold).
+    """
+    if isinstance(value, str):
+        try:
+            value = TypeAdapter(float).validate_python(value)
+        except ValidationError:
+            raise InputError(f"a threshold must be a number, got {json.dumps(value)[:60]}",
+                             file=display, path=path) from None
+    if isinstance(value, bool) or not isinstance(value, (int, float, dict)):
+        raise InputError(f"a criterion is a number (the threshold) or an object, got {type(value).__name__}",
+                         file=display, path=path)
+    return {"threshold": value} if isinstance(value, (int, float)) else value
+
+
 def _criterion_for(name: str, metric: type[Metric], value: Any, display: str) -> ConfiguredMetric:
     path = f"$.criteria.{name}"
     if metric.informational:
@@ -111,10 +130,7 @@ def _criterion_for(name: str, metric: type[Metric], value: Any, display: str) ->
             raise InputError(f"'{name}' is informational and takes no threshold", file=display,
                              path=path, fix="remove it from criteria: it is always reported")
         return ConfiguredMetric(name, metric, None, None, True)
-    if isinstance(value, bool) or not isinstance(value, (int, float, dict)):
-        raise InputError(f"a criterion is a number (the threshold) or an object, got {type(value).__name__}",
-                         file=display, path=path)
-    data = {"threshold": value} if isinstance(value, (int, float)) else value
+    data = criterion_data(value, display, path)
     try:
         criterion = metric.criterion_model.model_validate(data)
     except ValidationError as exc:
@@ -125,7 +141,7 @@ def _criterion_for(name: str, metric: type[Metric], value: Any, display: str) ->
         raise InputError(
             f"threshold {threshold:g} is out of range for {name} "
             f"({metric.min_value:g} to {metric.max_value:g})",
-            file=display, path=path if isinstance(value, (int, float)) else path + ".threshold")
+            file=display, path=path if not isinstance(value, dict) else path + ".threshold")
     return ConfiguredMetric(name, metric, criterion, threshold, False)
 
 
@@ -142,10 +158,7 @@ def build_config(raw: Any, path: Path | None, display: str | None) -> EvalConfig
     metrics: list[ConfiguredMetric] = []
     for name, value in parsed.criteria.items():
         if name in custom:
-            if isinstance(value, bool) or not isinstance(value, (int, float, dict)):
-                raise InputError("a criterion is a number or an object", file=shown,
-                                 path=f"$.criteria.{name}")
-            data = {"threshold": value} if isinstance(value, (int, float)) else value
+            data = criterion_data(value, shown, f"$.criteria.{name}")
             criterion = validate(_CustomCriterion, data, shown, prefix=("criteria", name))
             metrics.append(ConfiguredMetric(name, None, criterion, criterion.threshold, False,
                                             custom[name].code_config.name))

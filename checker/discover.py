@@ -84,7 +84,13 @@ def find_config(eval_file: Path, root: Path) -> Path | None:
         folder = folder.parent
 
 
-def discover(args: list[str], *, root: Path, config_file: Path | None = None) -> list[EvalTarget]:
+def discover(args: list[str], *, root: Path, config_file: Path | None = None,
+             initial_session: Path | None = None,
+             notes: list[str] | None = None) -> list[EvalTarget]:
+    """The eval files under ``args`` with their cases and criteria. ``initial_session`` is
+    the initial session of every legacy file; what the user should know but is no error (an
+    empty eval set skipped, a session dump's ignored keys) is appended to ``notes``."""
+    notes = notes if notes is not None else []
     selected: dict[Path, list[str] | None] = {}
     for arg in args or ["."]:
         raw, ids = split_selector(arg)
@@ -114,8 +120,15 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None) ->
     configs: dict[Path, EvalConfig] = {}
     targets: list[EvalTarget] = []
     seen_ids: dict[str, str] = {}
+    legacy_files = 0
+    empty: list[str] = []
     for path, ids in selected.items():
-        loaded = load_eval_file(path, display_path(path, root))
+        loaded = load_eval_file(path, display_path(path, root), initial_session)
+        notes.extend(n for n in loaded.notes if n not in notes)
+        legacy_files += loaded.legacy
+        if not loaded.eval_set.eval_cases and ids is None:
+            empty.append(loaded.display_path)
+            continue  # an empty eval set: noted, nothing to run
         set_id = loaded.eval_set.eval_set_id
         if set_id in seen_ids:
             raise InputError(f"eval_set_id '{set_id}' is also used by {seen_ids[set_id]}",
@@ -142,4 +155,15 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None) ->
                     configs[config_path] = load_config(config_path, display_path(config_path, root))
                 config = configs[config_path]
         targets.append(EvalTarget(loaded, config, chosen))
+    if initial_session is not None and not legacy_files:
+        raise InputError("--initial-session is for legacy eval files (.test.json query lists), "
+                         "and none was selected", file=str(initial_session),
+                         fix="an EvalSet file gives each case's initial session in its "
+                             "session_input")
+    if not targets and len(empty) == 1:
+        raise InputError("the eval set has no eval cases: nothing to run", file=empty[0],
+                         path="$.eval_cases", fix="add at least one eval case")
+    if not targets:
+        raise InputError(f"no eval cases to run: all {len(empty)} eval sets found are empty",
+                         file=", ".join(args or ["."]), fix="add eval cases to the eval sets")
     return targets

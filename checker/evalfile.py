@@ -5,7 +5,8 @@ Legacy formats, as ADK reads them:
   "tool_input"}], "expected_intermediate_agent_responses": [{"author", "text"}]}]``; the whole
   file is one multi-turn eval case;
 - the old eval-set list: ``[{"name", "data": [<query turn>...], "initial_session": {...}}]``.
-A legacy file picks up ``initial-session.json`` beside it (ADK's ``initial_session_file``).
+A legacy file picks up ``initial-session.json`` or ``initial.session.json`` beside it (ADK's
+``initial_session_file``; see initial_session.py).
 """
 
 from __future__ import annotations
@@ -31,9 +32,8 @@ from .models.evalset import (
     Part,
     SessionInput,
 )
+from .initial_session import InitialSession, LoadedSession, find_beside, load_initial_session
 from .validation import parse_json_text, read_json, validate
-
-INITIAL_SESSION_FILE = "initial-session.json"
 
 
 class LegacyToolUse(StrictModel):
@@ -54,16 +54,10 @@ class LegacyTurn(StrictModel):
     expected_intermediate_agent_responses: list[LegacyAgentResponse] = Field(default_factory=list)
 
 
-class LegacyInitialSession(StrictModel):
-    state: dict[str, Any] = Field(default_factory=dict)
-    app_name: str = ""
-    user_id: str = ""
-
-
 class LegacyCase(StrictModel):
     name: str
     data: list[LegacyTurn]
-    initial_session: LegacyInitialSession | None = None
+    initial_session: InitialSession | None = None
 
 
 @dataclass
@@ -75,6 +69,8 @@ class LoadedEvalSet:
     display_path: str  # relative to the repository root, as in results files
     case_lines: dict[str, int] = field(default_factory=dict)
     legacy: bool = False
+    # Said to the user, not errors: e.g. what a session dump had that was not read.
+    notes: list[str] = field(default_factory=list)
 
 
 def _turn_to_invocation(turn: LegacyTurn, index: int) -> Invocation:
@@ -91,7 +87,7 @@ def _turn_to_invocation(turn: LegacyTurn, index: int) -> Invocation:
     )
 
 
-def _session_input(initial: LegacyInitialSession | None) -> SessionInput | None:
+def _session_input(initial: InitialSession | None) -> SessionInput | None:
     if initial is None or not (initial.state or initial.app_name or initial.user_id):
         return None
     return SessionInput(app_name=initial.app_name, user_id=initial.user_id, state=initial.state)
@@ -106,17 +102,13 @@ def _legacy_stem(path: Path) -> str:
 
 
 def convert_legacy(data: list[Any], path: Path, display: str,
-                   initial_session: dict[str, Any] | None) -> EvalSet:
+                   initial: InitialSession | None) -> EvalSet:
     """Convert either legacy list format into an EvalSet (ADK's migrate_eval_data_to_new_schema).
 
     Unlike ADK, ids are deterministic: the eval set id and (for a query list) the eval id are
     the file's name without its extension, instead of a random uuid and the full path.
     """
     stem = _legacy_stem(path)
-    initial = None
-    if initial_session is not None:
-        initial = validate(LegacyInitialSession, initial_session,
-                           str(path.parent / INITIAL_SESSION_FILE))
     if not data:
         raise InputError("the eval file holds an empty list: no eval cases", file=display,
                          path="$", fix="add at least one query turn")
@@ -175,8 +167,36 @@ def _find_lines(text: str, keys: tuple[str, ...], ids: list[str]) -> dict[str, i
     return lines
 
 
+def legacy_session(eval_file: Path, display: str,
+                   initial_session_file: Path | None) -> LoadedSession | None:
+    """The initial session a legacy file runs with: the file given, else one beside it."""
+    if initial_session_file is not None:
+        return load_initial_session(initial_session_file)
+    beside = find_beside(eval_file, display)
+    return load_initial_session(*beside) if beside else None
+
+
+def _foreign(data: Any) -> str | None:
+    """Why a JSON document is no ADK eval file at all (not a broken one), or None."""
+    if isinstance(data, dict):
+        if not {"eval_set_id", "evalSetId", "eval_cases", "evalCases"} & data.keys():
+            keys = ", ".join(list(data)[:6]) + (", ..." if len(data) > 6 else "")
+            return (f"not an ADK eval set: it has neither eval_set_id nor eval_cases "
+                    f"(its keys: {keys or 'none'})")
+        return None
+    if isinstance(data, list):
+        if data and not any(isinstance(item, dict) and {"query", "data"} & item.keys()
+                            for item in data):
+            return ("not an ADK eval file: a legacy file is a list of query turns "
+                    '({"query": ...}) or of cases ({"name": ..., "data": [...]})')
+        return None
+    return f"not an ADK eval file: expected a JSON object (an eval set), got {type(data).__name__}"
+
+
 def load_eval_file(path: Path, display: str | None = None,
                    initial_session_file: Path | None = None) -> LoadedEvalSet:
+    """One eval file. ``initial_session_file`` is for a legacy file (an EvalSet file carries
+    ``session_input`` in each case): ADK's ``initial_session_file``."""
     display = display or str(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -185,26 +205,26 @@ def load_eval_file(path: Path, display: str | None = None,
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read eval file: {exc}", file=display) from None
     data = parse_json_text(text, display)
+    foreign = _foreign(data)
+    if foreign:
+        raise InputError(foreign, file=display, path="$",
+                         fix="evalcheck reads every *.evalset.json and *.test.json file: rename "
+                             "this one, or pass only your eval files or folders")
 
     if isinstance(data, list):
-        session_path = initial_session_file or path.parent / INITIAL_SESSION_FILE
-        initial = read_json(session_path) if session_path.is_file() else None
-        if initial_session_file is not None and initial is None:
-            raise InputError("initial session file not found", file=str(initial_session_file))
-        eval_set = convert_legacy(data, path, display, initial)
+        session = legacy_session(path, display, initial_session_file)
+        eval_set = convert_legacy(data, path, display, session.session if session else None)
         if all(isinstance(item, dict) and "data" in item for item in data):
             lines = _find_lines(text, ("name",), [c.eval_id for c in eval_set.eval_cases])
         else:
             lines = {eval_set.eval_cases[0].eval_id: 1}
-        return LoadedEvalSet(eval_set, path, display, lines, legacy=True)
+        return LoadedEvalSet(eval_set, path, display, lines, legacy=True,
+                             notes=session.notes if session else [])
 
-    if not isinstance(data, dict):
-        raise InputError(f"expected a JSON object (an eval set), got {type(data).__name__}",
-                         file=display, path="$")
     eval_set = validate(EvalSet, data, display)
-    if not eval_set.eval_cases:
-        raise InputError("the eval set has no eval cases", file=display, path="$.eval_cases",
-                         fix="add at least one eval case or delete the file")
+    if not eval_set.eval_cases:  # ADK accepts it (Google ships one): nothing to run, say so
+        return LoadedEvalSet(eval_set, path, display, notes=[
+            f"{display}: $.eval_cases: the eval set has no eval cases; skipped"])
     seen: dict[str, int] = {}
     for i, case in enumerate(eval_set.eval_cases):
         if case.eval_id in seen:
@@ -223,20 +243,25 @@ def load_eval_file(path: Path, display: str | None = None,
     return LoadedEvalSet(eval_set, path, display, lines)
 
 
-def migrate(old: Path, new: Path, initial_session_file: Path | None = None) -> EvalSet:
+def migrate(old: Path, new: Path, initial_session_file: Path | None = None,
+            notes: list[str] | None = None) -> EvalSet:
     """Convert a legacy file to the EvalSet format and write it (snake_case, as ADK writes).
 
-    Without ``initial_session_file``, an ``initial-session.json`` beside the legacy file is
-    used, as when the legacy file is evaluated, so the migrated file runs the same way.
+    Without ``initial_session_file``, an initial session file beside the legacy file is used,
+    as when the legacy file is evaluated, so the migrated file runs the same way. What the
+    user should know (a session dump's ignored keys) is appended to ``notes``.
     """
     data = read_json(old)
     if not isinstance(data, list):
         raise InputError("not a legacy eval file: expected a JSON list of query turns or cases",
                          file=str(old), path="$", fix="it may already be in the EvalSet format")
-    beside = old.parent / INITIAL_SESSION_FILE
-    session_file = initial_session_file or (beside if beside.is_file() else None)
-    initial = read_json(session_file) if session_file else None
-    eval_set = convert_legacy(data, old, str(old), initial)
+    foreign = _foreign(data)
+    if foreign:
+        raise InputError(foreign, file=str(old), path="$")
+    session = legacy_session(old, str(old), initial_session_file)
+    eval_set = convert_legacy(data, old, str(old), session.session if session else None)
+    if notes is not None and session:
+        notes.extend(session.notes)
     try:
         new.parent.mkdir(parents=True, exist_ok=True)
         new.write_text(eval_set.model_dump_json(indent=2, by_alias=False, exclude_none=True,

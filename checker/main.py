@@ -143,13 +143,15 @@ def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
     root = find_repo_root(Path.cwd())
     if options.config_file is not None and not options.config_file.is_file():
         raise InputError("config file not found", file=str(options.config_file))
-    targets = discover(options.paths, root=root, config_file=options.config_file)
+    notes: list[str] = []  # e.g. an empty eval set skipped
+    targets = discover(options.paths, root=root, config_file=options.config_file,
+                       initial_session=options.initial_session, notes=notes)
     shard = None
     if options.shard is not None:
         from .shards import shard_targets
 
         targets, shard = shard_targets(targets, options, baseline)
-    warnings = list(dict.fromkeys(w for t in targets for w in t.config.warnings))
+    warnings = list(dict.fromkeys([*notes, *(w for t in targets for w in t.config.warnings)]))
     for warning in warnings:
         say(f"evalcheck: warning: {clean(warning)}", err=True)
     from .simulation.model import SimulatorStats

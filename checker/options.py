@@ -15,6 +15,7 @@ class RunOptions:
     app_name: str | None = None
     replay: Path | None = None
     config_file: Path | None = None
+    initial_session: Path | None = None  # of legacy eval files (ADK's initial_session_file)
     num_runs: int = 2
     concurrency: int = 4
     turn_timeout: float = 300.0

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from ..models.evalset import Invocation, usage_metadata
 from ._efficiency import EfficiencyMetric, average_fields
 from .base import InvocationScore
@@ -22,6 +24,11 @@ def _get(usage: dict[str, Any], snake: str) -> int | None:
     parts = snake.split("_")
     camel = parts[0] + "".join(p.title() for p in parts[1:])
     value = usage.get(snake, usage.get(camel))
+    if isinstance(value, str):  # "12": genai's pydantic model reads it as 12, so does ADK
+        try:
+            return TypeAdapter(int).validate_python(value)
+        except ValidationError:
+            return None
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
