@@ -123,3 +123,18 @@ def test_run_options_importable_from_main_and_options():
     from checker.options import RunOptions
 
     assert FromMain is RunOptions
+
+
+def test_edited_case_is_changed_and_its_failure_gates(repo):
+    setup(repo)
+    run(repo, "base", MAIN)
+    # The PR edits the expected tool call of "steady": a new test, not comparable.
+    write_json(repo / "evals" / "w.evalset.json",
+               evalset("w", case("steady", WRONG), case("breaks", RIGHT), case("broken", RIGHT)))
+    out = run(repo, "head", {**MAIN, "steady": [True] * 3}, "--baseline", "base.json",
+              "--fail-on", "regression")
+    data = json.loads((repo / "head.json").read_text())
+    steady = [c for c in data["evalSets"][0]["cases"] if c["evalId"] == "steady"][0]
+    assert steady["change"] == "changed" and "baselineScore" not in steady["metrics"][0]
+    assert steady["status"] == "failed" and out.code == 1  # a changed case that fails gates
+    assert "steady [changed]" in out.stdout
