@@ -67,7 +67,10 @@ def _errored_run_details(scores: list[tuple[int, RunScore]]) -> dict[str, Any]:
 
 
 def _average_details(scores: list[RunScore]) -> dict[str, Any]:
-    keys = {k for s in scores for k, v in s.details.items() if isinstance(v, (int, float))}
+    """Each numeric detail averaged over the runs that have it. A detail no run could
+    measure stays, as null: "n/a" (a token count the model did not report) is not 0."""
+    keys = {k for s in scores for k, v in s.details.items()
+            if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))}
     out: dict[str, Any] = {}
     for key in sorted(keys):
         values = [s.details[key] for s in scores if isinstance(s.details.get(key), (int, float))]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..models.results import EvalSetResult, MetricResult, Results
+from .efficiency import token_line
 from .explain import Explanation, case_headline, explain, fmt_score
 from .text import fmt_duration
 
@@ -89,6 +90,7 @@ class Footer:
     judge_calls: int | None = None                   # None: no judge statistics recorded
     judge_cached: int = 0
     warnings: list[str] = field(default_factory=list)  # settings read but not acted on
+    tokens: str = ""  # the token breakdown per turn (report/efficiency.py), "" without counts
 
 
 @dataclass
@@ -139,6 +141,7 @@ def build_footer(results: Results) -> Footer:
                         judges.add(details[key])
                         break
     footer.judges = sorted(judges)
+    footer.tokens = token_line(results)
     return footer
 
 
