@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from ..errors import InputError
 from ..models.results import Results
 from ..validation import read_json, validate
+from .comparison import paused_gc
 
 
 def load_results_file(path: Path, what: str = "results file") -> Results:
@@ -24,7 +25,8 @@ def load_results_file(path: Path, what: str = "results file") -> Results:
     except OSError as exc:
         raise InputError(f"cannot read {what}: {exc.strerror or exc}", file=display) from None
     try:
-        return Results.model_validate_json(text)
+        with paused_gc():
+            return Results.model_validate_json(text)
     except ValidationError:
         pass
     data = read_json(path, display)

@@ -111,19 +111,17 @@ class PassCount:
         return self.passed / self.runs if self.runs else None
 
 
-def case_pass_counts(case: CaseResult) -> PassCount:
-    """Runs of a case that pass every gating metric (k/N) and the Wilson interval of that
-    rate: what reports show beside a flaky case, on either side of a comparison.
+def _gating(case: CaseResult) -> list[MetricResult]:
+    return [m for m in case.metrics if m.threshold is not None and m.status != "informational"]
 
-    A run counts when at least one gating metric scored it; it passes when every gating
-    metric that scored it passed.
-    """
-    gating = [m for m in case.metrics if m.threshold is not None and m.status != "informational"]
-    width = max((len(m.runs) for m in gating), default=0)
+
+def _pass_count(runs_of: list[tuple[list[float | None], float]]) -> PassCount:
+    """A run counts when at least one gating metric scored it; it passes when every gating
+    metric that scored it passed."""
+    width = max((len(r) for r, _ in runs_of), default=0)
     passed = runs = 0
     for i in range(width):
-        verdicts = [m.runs[i] >= m.threshold for m in gating  # type: ignore[operator]
-                    if i < len(m.runs) and m.runs[i] is not None]
+        verdicts = [r[i] >= t for r, t in runs_of if i < len(r) and r[i] is not None]  # type: ignore[operator]
         if verdicts:
             runs += 1
             passed += all(verdicts)
@@ -131,10 +129,20 @@ def case_pass_counts(case: CaseResult) -> PassCount:
     return PassCount(passed, runs, low, high)
 
 
+def case_pass_counts(case: CaseResult) -> PassCount:
+    """Runs of a case that pass every gating metric (k/N) and the Wilson interval of that
+    rate: what reports show beside a flaky case."""
+    return _pass_count([(m.runs, m.threshold) for m in _gating(case)])  # type: ignore[misc]
+
+
+def baseline_pass_counts(case: CaseResult) -> PassCount | None:
+    """The same for the baseline's runs kept in a compared case (``baselineRuns``); None
+    when the case was not compared (new, changed, no baseline)."""
+    runs_of = [(m.baseline_runs, m.threshold) for m in _gating(case) if m.baseline_runs is not None]
+    return _pass_count(runs_of) if runs_of else None  # type: ignore[arg-type]
+
+
 def runs_needed(rule: VerdictRule) -> int:
     """Fewest runs under which the rule can pass at all."""
     return rule.k if rule.kind == "k-of-n" else 1
 
-
-__all__ = ["MEAN", "PassCount", "RULES", "VerdictRule", "case_flaky", "case_pass_counts",
-           "metric_flaky", "parse_verdict_rule", "run_passes", "runs_needed"]

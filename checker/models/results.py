@@ -56,6 +56,8 @@ class MetricResult(ResultsModel):
     baseline_score: float | None = optional()
     delta: float | None = optional()
     p_value: float | None = optional()
+    # The baseline's per-run scores (for its pass count k/N beside this one's).
+    baseline_runs: list[float | None] | None = optional()
 
     @property
     def min_max(self) -> tuple[float, float] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from ..models.results import CaseResult, Results
-from ..compare.verdict import case_pass_counts
+from ..compare.verdict import baseline_pass_counts, case_pass_counts
 from .terminal import case_labels, fmt, judge_lines
 
 
@@ -32,8 +32,10 @@ def _properties(testcase: ET.Element, case: CaseResult) -> None:
     if case.change:
         values.append(("change", case.change))
     if case.flaky:
-        counts = case_pass_counts(case)
-        values.append(("flaky", f"{counts} runs passed (95% CI {counts.low:.2f}-{counts.high:.2f})"))
+        counts, before = case_pass_counts(case), baseline_pass_counts(case)
+        values.append(("flaky", f"{counts} runs passed (95% CI {counts.low:.2f}-{counts.high:.2f})"
+                       + (f"; baseline {before} (95% CI {before.low:.2f}-{before.high:.2f})"
+                          if before is not None else "")))
     if not values:
         return
     properties = ET.SubElement(testcase, "properties")

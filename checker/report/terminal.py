@@ -3,7 +3,7 @@ what the judge said, for a judged one), then a summary. Passing cases print noth
 
 from __future__ import annotations
 
-from ..compare.verdict import case_pass_counts
+from ..compare.verdict import baseline_pass_counts, case_pass_counts
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
 from .differences import MAX_TERMINAL_LINES, terminal_notes
 from .judged import judge_evidence, place, statements
@@ -33,7 +33,9 @@ def case_labels(case: CaseResult) -> list[str]:
     """The labels a reader must see beside a case: regressed/new/changed, flaky k/N."""
     labels = [case.change] if case.change in ("regressed", "improved", "new", "changed") else []
     if case.flaky:
-        labels.append(f"flaky {case_pass_counts(case)} runs passed")
+        before = baseline_pass_counts(case)
+        labels.append(f"flaky {case_pass_counts(case)} runs passed"
+                      + (f", baseline {before}" if before is not None else ""))
     return labels
 
 

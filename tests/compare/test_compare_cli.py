@@ -71,12 +71,13 @@ def test_flaky_case_is_labelled_not_regressed(repo):
     out = run(repo, "head", {**MAIN, "breaks": [True, False, True]}, "--baseline", "base.json",
               "--fail-on", "regression", "--verdict", "majority")
     assert out.code == 0, out.output
-    assert "breaks [flaky 2/3 runs passed]: passed" in out.stdout
+    assert "breaks [flaky 2/3 runs passed, baseline 3/3]: passed" in out.stdout
     data = json.loads((repo / "head.json").read_text())
     assert data["verdictRule"] == "majority"
     breaks = [c for c in data["evalSets"][0]["cases"] if c["evalId"] == "breaks"][0]
     assert breaks["flaky"] is True and breaks["change"] == "unchanged"
     assert abs(breaks["metrics"][0]["pValue"] - 0.5) < 1e-12
+    assert breaks["metrics"][0]["baselineRuns"] == [1.0, 1.0, 1.0]
 
 
 def test_regression_without_baseline_gates_on_failure_and_says_so(repo):

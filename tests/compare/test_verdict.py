@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from checker.compare.fingerprint import case_fingerprint
-from checker.compare.verdict import MEAN, case_pass_counts, parse_verdict_rule
+from checker.compare.verdict import MEAN, baseline_pass_counts, case_pass_counts, parse_verdict_rule
 from checker.config import build_config
 from checker.errors import InputError
 from checker.metrics.base import ScoringContext
@@ -58,6 +58,11 @@ def test_case_pass_counts_with_wilson():
     assert (str(counts), round(counts.low, 4), round(counts.high, 4)) == ("2/3", 0.2077, 0.9385)
     both = case_result("c", metric([1.0, 1.0, None]), metric([1.0, 0.0, None], name="m2"))
     assert str(case_pass_counts(both)) == "1/2"  # run 3 errored: not counted
+    assert baseline_pass_counts(both) is None  # not compared
+    compared = both.model_copy(update={"metrics": [m.model_copy(update={"baseline_runs": [1.0, 1.0, 0.0]})
+                                                   for m in both.metrics]})
+    before = baseline_pass_counts(compared)
+    assert before is not None and (str(before), round(before.high, 4)) == ("2/3", 0.9385)
 
 
 @pytest.mark.parametrize("text", ["sometimes", "k-of-n:0", "k-of-n:x", "k-of-n"])
