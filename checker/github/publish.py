@@ -135,7 +135,10 @@ def annotation_message(case: CaseResult) -> str:
         elif ex.kind == "not_evaluated":
             lines.append(f"{ex.metric}: {one_line(ex.error, 500)}")
         else:
-            lines.append(f"{ex.metric} {ex.score} < {ex.threshold}")
+            lines.append(f"{ex.metric} {ex.score} < {ex.threshold}"
+                         + (f" (run {ex.run}, turn {ex.turn})" if ex.turn else ""))
+        if ex.notes:  # what the evidence alone does not show (report/differences.py)
+            lines[-1] += ": " + "; ".join(one_line(n, 300) for n in ex.notes[:3])
     return clip(printable("\n".join(lines) or f"case {case.status}"), 8000)
 
 

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
-from ..models.evalset import ConversationScenario, EvalCase, Invocation
+from ..models.evalset import ConversationScenario, EvalCase, FunctionCall, Invocation, tool_calls
 
 
 class Criterion(BaseModel):
@@ -112,6 +112,11 @@ def pair_invocations(run: RunInput) -> list[tuple[Invocation, Invocation]]:
     """Actual and expected invocations by position; the caller checks the lengths first."""
     assert run.expected is not None
     return list(zip(run.actual, run.expected, strict=True))
+
+
+def paired_tool_calls(run: RunInput) -> list[tuple[list[FunctionCall], list[FunctionCall]]]:
+    """(actual, expected) tool calls of each turn; the caller checks the lengths first."""
+    return [(tool_calls(a), tool_calls(e)) for a, e in pair_invocations(run)]
 
 
 def reference_problem(run: RunInput) -> RunScore | None:

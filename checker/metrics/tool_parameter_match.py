@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..models.evalset import FunctionCall, tool_calls
+from ..models.evalset import FunctionCall
 from .base import Criterion, InvocationScore, Metric, RunInput, RunScore, ScoringContext, mean
-from .base import pair_invocations, reference_problem
+from .base import paired_tool_calls, reference_problem
 
 LISTED_CALLS = 25  # expected calls described per turn in details; the score uses every call
 
@@ -85,8 +85,7 @@ class ToolParameterMatch(Metric):
         if problem:
             return problem
         per_invocation = []
-        for actual_inv, expected_inv in pair_invocations(run):
-            actual, expected = tool_calls(actual_inv), tool_calls(expected_inv)
+        for actual, expected in paired_tool_calls(run):
             score = turn_score(actual, expected)
             details: dict[str, Any] = {"expectedCount": len(expected), "actualCount": len(actual)}
             if score is not None and score < 1.0:

@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import field_validator
 
-from ..models.evalset import FunctionCall, tool_calls
+from ..models.evalset import FunctionCall
 from .base import Criterion, InvocationScore, Metric, RunInput, RunScore, ScoringContext, mean
-from .base import pair_invocations, reference_problem
+from .base import paired_tool_calls, reference_problem
 
 
 class MatchType(enum.Enum):
@@ -115,8 +115,7 @@ class ToolTrajectoryAvgScore(Metric):
         if problem:
             return problem
         per_invocation = []
-        for actual, expected in pair_invocations(run):
-            a, e = tool_calls(actual), tool_calls(expected)
+        for a, e in paired_tool_calls(run):
             ok = trajectory_matches(a, e, criterion.match_type, criterion.ignore_args)
             # Only a mismatch needs explaining, and only if its run is the one reported.
             details: dict[str, Any] = {"expectedCount": len(e), "actualCount": len(a),

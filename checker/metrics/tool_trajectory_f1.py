@@ -20,9 +20,9 @@ from typing import Any, Literal
 
 from pydantic import field_validator
 
-from ..models.evalset import FunctionCall, tool_calls
+from ..models.evalset import FunctionCall
 from .base import Criterion, InvocationScore, Metric, RunInput, RunScore, ScoringContext, mean
-from .base import pair_invocations, reference_problem
+from .base import paired_tool_calls, reference_problem
 
 MatchMode = Literal["name_only", "name_and_args", "name_and_required_args"]
 DETAIL_LIMIT = 50  # calls listed per invocation in details; counts are always complete
@@ -238,8 +238,7 @@ class ToolTrajectoryF1(Metric):
         if problem:
             return problem
         per_invocation = []
-        for actual_inv, expected_inv in pair_invocations(run):
-            actual, expected = tool_calls(actual_inv), tool_calls(expected_inv)
+        for actual, expected in paired_tool_calls(run):
             pairs = match_count(actual, expected, criterion.match_mode, criterion.ordered)
             f1, precision, recall = f1_of(len(pairs), len(actual), len(expected))
             used_a = {a for a, _ in pairs}

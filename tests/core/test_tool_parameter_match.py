@@ -178,3 +178,20 @@ def test_cli_gates_on_the_threshold_and_explains_the_argument(repo):
     assert metric["name"] == "tool_parameter_match" and metric["score"] == 0.5
     report = (repo / "r.md").read_text()
     assert "rooms" in report and 'search(city="Rome", rooms=2)' in report
+
+
+def test_check_run_annotation_names_the_argument(repo):
+    from checker.github.publish import annotation_message
+    from checker.models.results import Results
+
+    expected = invocation("hotel?", "ok", tools=[call("search", city="Rome", rooms=1)])
+    write_json(repo / "evals/s.evalset.json", evalset("s", case("c1", expected)))
+    write_json(repo / "evals/test_config.json", {"criteria": {"tool_parameter_match": 1.0}})
+    actual = invocation("hotel?", "ok", tools=[call("search", city="Rome", rooms=2)])
+    write_json(repo / "runs.json", replay(("s", "c1", 1, [actual])))
+    assert run_cli(["run", "evals", "--replay", "runs.json", "--results", "r.json"], repo).code == 1
+    results = Results.model_validate_json((repo / "r.json").read_text())
+    message = annotation_message(results.eval_sets[0].cases[0])
+    assert message == ('tool_parameter_match 0.50 < 1.00 (run 1, turn 1): expected call 1 '
+                       'search(city="Rome", rooms=1): got search(city="Rome", rooms=2) (call 1); '
+                       'rooms differs')
