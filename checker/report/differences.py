@@ -176,6 +176,25 @@ def trajectory_note(inv: dict[str, Any]) -> str | None:
                            what=f"the calls at position {div + 1}")
 
 
+def divergence(inv: dict[str, Any]) -> str | None:
+    """A failing trajectory's first divergence in words, e.g. ``expected
+    get_weather(city="Oslo") at call 2, got no call``, with any unseen difference between
+    the two calls; None when the details do not say where the calls diverge."""
+    div, start = inv.get("firstDivergence"), inv.get("listedFrom", 0)
+    expected, actual = inv.get("expected"), inv.get("actual")
+    if not (isinstance(div, int) and isinstance(start, int) and isinstance(expected, list)
+            and isinstance(actual, list)):
+        return None
+    k = div - start
+    want = _call_text(expected[k]) if 0 <= k < len(expected) else None
+    got = _call_text(actual[k]) if 0 <= k < len(actual) else None
+    if want is None and got is None:
+        return None
+    unseen = trajectory_note(inv)
+    return (f"expected {want or 'no further call'} at call {div + 1}, got {got or 'no call'}"
+            + (f"; {unseen}" if unseen else ""))
+
+
 def failing_turns(invocations: list[dict[str, Any]], threshold: float | None) -> list[tuple[int, dict[str, Any]]]:
     """(1-based turn, details) of the turns scored below the threshold (all scored turns
     below 1.0 when there is no threshold)."""
@@ -205,7 +224,7 @@ def terminal_notes(metric_name: str, invocations: list[dict[str, Any]],
         if "parameterMismatches" in inv:
             items += [f"turn {turn}: {line}" for line in parameter_mismatch_lines(inv)[0]]
         elif "firstDivergence" in inv:
-            note = trajectory_note(inv)
+            note = divergence(inv)
             items += [f"turn {turn}: {note}"] if note else []
         elif isinstance(inv.get("expected"), str) and isinstance(inv.get("actual"), str):
             items += [f"turn {turn}: {note}"

@@ -1,5 +1,6 @@
 """Plain terminal lines: one actionable line per failing metric (with up to three lines of
-what the judge said, for a judged one), then a summary. Passing cases print nothing here."""
+what the judge said, for a judged one, or of what differs, e.g. where a tool trajectory first
+diverged), then a summary. Passing cases print nothing here."""
 
 from __future__ import annotations
 
@@ -59,6 +60,9 @@ def difference_lines(metric: MetricResult) -> list[str]:
         return []
     items = terminal_notes(metric.name, [i for i in invocations if isinstance(i, dict)],
                            metric.threshold)
+    run = metric.details.get("worstRun")  # the details are this run's
+    if isinstance(run, int) and not isinstance(run, bool):
+        items = [f"run {run}, {item}" for item in items]
     lines = ["    " + one_line(item, 220) for item in items[:MAX_TERMINAL_LINES]]
     if len(items) > MAX_TERMINAL_LINES:
         lines.append("    ... more in the markdown report")

@@ -1,0 +1,25 @@
+"""scripts/demo explains its intentional failure: what it says must be what evalcheck prints
+for the bundled example (the demo itself, which installs a virtualenv, is run by hand)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from corehelpers import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_demo_explains_the_failure_evalcheck_reports():
+    demo = (ROOT / "scripts" / "demo").read_text()
+    out = run_cli(["run", "examples/weather/agent_evals", "--replay",
+                   "examples/weather/recorded_runs.json"], ROOT)
+    assert out.code == 1
+    assert out.stdout.splitlines()[:2] == [
+        "examples/weather/agent_evals/weather.evalset.json:22 compare_cities: "
+        "tool_trajectory_avg_score 0.50 < 1.00",
+        '    run 2, turn 1: expected get_weather(city="Oslo") at call 2, got no call']
+    assert "compare_cities fails on purpose" in demo
+    assert "averages 0.50 over the two runs, below its threshold of 1.00" in " ".join(demo.split())
+    # Runtime dependencies only: the demo never installs the test extra.
+    assert "[test]" not in demo and ".venv-demo" in demo

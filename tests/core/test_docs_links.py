@@ -1,0 +1,80 @@
+"""Every relative link in README.md and docs/*.md resolves: the file exists, and an
+#anchor names a heading of the target page (slugged as GitHub slugs headings)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.M | re.S)
+CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1", re.S)
+LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$", re.M)
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: markup dropped, lowercased, punctuation removed
+    (except - and _), each space a hyphen."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # [text](url) -> text
+    text = re.sub(r"<[^>]+>", "", text).replace("`", "").replace("*", "")
+    text = re.sub(r"[^\w\- ]", "", text.strip().lower())
+    return text.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    seen: dict[str, int] = {}
+    found = set()
+    for _, heading in HEADING.findall(FENCE.sub("", page.read_text(encoding="utf-8"))):
+        base = slug(heading)
+        count = seen.get(base, 0)
+        seen[base] = count + 1
+        found.add(base if count == 0 else f"{base}-{count}")
+    return found
+
+
+def relative_links(page: Path) -> list[str]:
+    text = CODE_SPAN.sub("", FENCE.sub("", page.read_text(encoding="utf-8")))
+    return [target for target in LINK.findall(text)
+            if not re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I)]  # http:, mailto:, ...
+
+
+def test_the_slugs_match_github():
+    assert slug("`safety_v1`: Vertex AI or a Gemini judge") == "safety_v1-vertex-ai-or-a-gemini-judge"
+    assert slug("Conversation scenarios (simulated users)") == "conversation-scenarios-simulated-users"
+    assert slug("The file format, version 1") == "the-file-format-version-1"
+    assert slug("Comparing with `main`, shards") == "comparing-with-main-shards"
+
+
+def test_the_checker_finds_broken_links(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("# Title\n\n[ok](#title) [bad](#nope) [gone](missing.md)\n"
+                    "`[not a link](nowhere.md)`\n```\n[nor this](nowhere.md)\n```\n")
+    assert relative_links(page) == ["#title", "#nope", "missing.md"]
+    assert anchors(page) == {"title"}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_resolves(page):
+    broken = []
+    for target in relative_links(page):
+        path, _, anchor = target.partition("#")
+        resolved = (page.parent / path).resolve() if path else page
+        if not resolved.exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and resolved.suffix == ".md" and anchor not in anchors(resolved):
+            broken.append(f"{target}: no heading with the anchor #{anchor} in {resolved.name}")
+    assert not broken, f"{page.relative_to(ROOT)}: " + "; ".join(broken)
+
+
+def test_the_readme_is_a_short_front_door():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 250
+    # A table of contents: it links to every section of the page.
+    toc = readme.split("\n## ", 1)[0]
+    sections = {slug(h) for level, h in HEADING.findall(FENCE.sub("", readme)) if level == "##"}
+    assert sections and all(f"(#{s})" in toc for s in sections), sections
