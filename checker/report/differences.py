@@ -178,8 +178,8 @@ def trajectory_note(inv: dict[str, Any]) -> str | None:
 
 def divergence(inv: dict[str, Any]) -> str | None:
     """A failing trajectory's first divergence in words, e.g. ``expected
-    get_weather(city="Oslo") at call 2, got no call``, with any unseen difference between
-    the two calls; None when the details do not say where the calls diverge."""
+    get_weather(city="Oslo") at call 2, got no call`` (or, when the two calls look the same,
+    their unseen difference); None when the details do not say where the calls diverge."""
     div, start = inv.get("firstDivergence"), inv.get("listedFrom", 0)
     expected, actual = inv.get("expected"), inv.get("actual")
     if not (isinstance(div, int) and isinstance(start, int) and isinstance(expected, list)
@@ -190,9 +190,8 @@ def divergence(inv: dict[str, Any]) -> str | None:
     got = _call_text(actual[k]) if 0 <= k < len(actual) else None
     if want is None and got is None:
         return None
-    unseen = trajectory_note(inv)
-    return (f"expected {want or 'no further call'} at call {div + 1}, got {got or 'no call'}"
-            + (f"; {unseen}" if unseen else ""))
+    return trajectory_note(inv) or (
+        f"expected {want or 'no further call'} at call {div + 1}, got {got or 'no call'}")
 
 
 def failing_turns(invocations: list[dict[str, Any]], threshold: float | None) -> list[tuple[int, dict[str, Any]]]:

@@ -16,7 +16,7 @@ def test_the_demo_explains_the_failure_evalcheck_reports():
                    "examples/weather/recorded_runs.json"], ROOT)
     assert out.code == 1
     assert out.stdout.splitlines()[:2] == [
-        "examples/weather/agent_evals/weather.evalset.json:22 compare_cities: "
+        "examples/weather/agent_evals/weather.evalset.json:22 compare_cities [flaky 1/2 runs passed]: "
         "tool_trajectory_avg_score 0.50 < 1.00",
         '    run 2, turn 1: expected get_weather(city="Oslo") at call 2, got no call']
     assert "compare_cities fails on purpose" in demo
