@@ -22,12 +22,13 @@ from .github.workflow import Commands, Inputs, RunContext, summary_room, write_o
 from .options import RunOptions
 from .models.results import Results
 from .output import clean, guarded, say
-from .redact import secret_values
+from .redact import Redactor, secret_values
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 COMMENT_MODES = ("update", "new", "off")
 DEFAULT_RESULTS = "evalcheck-report/results.json"
 DEFAULT_MARKDOWN = "evalcheck-report/report.md"
+BUDGET_VARIABLE = "EVALCHECK_PUBLISH_BUDGET"
 
 # Every input action.yml declares; tests check this list against action.yml and README.
 INPUTS = (
@@ -110,6 +111,7 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
     )
     fail_on = inputs.choice("fail-on", FAIL_ON, "failure")
     publish = PublishOptions(
+        budget=publish_budget(env),
         comment=inputs.choice("comment", COMMENT_MODES, "update"),
         comment_key=check_comment_key(inputs.text("comment-key") or "default"),
         check_run=inputs.flag("check-run", True),
@@ -120,6 +122,22 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
                         setup_command=inputs.text("setup-command"), workdir=workdir,
                         results_path=results_path, markdown_path=markdown_path, merge=merge,
                         publish_enabled=inputs.flag("publish", True))
+
+
+def publish_budget(env: Mapping[str, str]) -> float:
+    """Seconds all GitHub calls of a job may take together (EVALCHECK_PUBLISH_BUDGET)."""
+    from .github.client import DEFAULT_BUDGET
+
+    raw = (env.get(BUDGET_VARIABLE) or "").strip()
+    if not raw:
+        return DEFAULT_BUDGET
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise InputError(f"{BUDGET_VARIABLE} must be a number of seconds above 0, got {raw!r}")
+    return value
 
 
 def run_setup(command: str, workdir: Path, commands: Commands) -> None:
@@ -202,7 +220,7 @@ def publish_results(results: Results, ctx: RunContext, publish_options: PublishO
     from .main import evalcheck_version
 
     agent = f"evalcheck/{evalcheck_version() or 'dev'}"
-    with GitHubClient(token, ctx.api_url, user_agent=agent) as client:
+    with GitHubClient(token, ctx.api_url, user_agent=agent, budget=publish_options.budget) as client:
         return publish(client, results, target, publish_options, commands)
 
 
@@ -335,16 +353,20 @@ def _publish(request: PublishRequest, env: dict[str, str]) -> int:
         sha = sha or trusted_sha or ctx.sha
         if not sha:
             raise InputError("no commit to publish for", fix="pass --sha or --event, or run on workflow_run")
+        # Results from an artifact are outside text too: no secret of this job in them.
+        results = Redactor(secret_values(env)).model(results)
         options = PublishOptions(comment=request.comment, comment_key=check_comment_key(request.comment_key),
                                  check_run=request.check_run, commit_status=request.commit_status,
-                                 gate_failed=gate_failed(results, request.fail_on), template=request.template)
+                                 gate_failed=gate_failed(results, request.fail_on), template=request.template,
+                                 budget=publish_budget(env))
         owner, repo = ctx.owner_repo
         if pr is not None and token and owner and trusted_sha:
             # An artifact can claim any PR number: only post where the PR's head is the
             # commit this workflow_run evaluated.
-            with GitHubClient(token, ctx.api_url) as client:
+            with GitHubClient(token, ctx.api_url, budget=options.budget) as client:
                 try:
-                    head = client.get_pull(owner, repo, pr).get("head", {}).get("sha")
+                    head = client.get_pull(owner, repo, pr).get("head")
+                    head = head.get("sha") if isinstance(head, dict) else None
                 except GitHubError as exc:
                     raise InputError(f"cannot read pull request #{pr}: HTTP {exc.status}") from None
             if head != trusted_sha:

@@ -30,6 +30,8 @@ OPERATIONS: list[tuple[str, str]] = [
     ("/repos/{owner}/{repo}/issues/comments/{comment_id}", "patch"),
     ("/repos/{owner}/{repo}/check-runs", "post"),
     ("/repos/{owner}/{repo}/check-runs/{check_run_id}", "patch"),
+    # finding a check run whose create may have been applied (no duplicate on a retry)
+    ("/repos/{owner}/{repo}/commits/{ref}/check-runs", "get"),
     ("/repos/{owner}/{repo}/statuses/{sha}", "post"),
     ("/repos/{owner}/{repo}/pulls/{pull_number}", "get"),
     # the automatic baseline (checker/github/baseline.py)

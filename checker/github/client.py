@@ -16,18 +16,21 @@ import httpx
 
 API_VERSION = "2022-11-28"
 RETRY_STATUSES = {500, 502, 503, 504}
+MAX_PAGES = 100  # 10,000 items: a Link chain that never ends is not followed forever
 
 
 class GitHubError(Exception):
     """A request GitHub refused or could not answer, after retries."""
 
     def __init__(self, status: int, method: str, path: str, message: str,
-                 accepted_permissions: str | None = None):
+                 accepted_permissions: str | None = None, *, maybe_applied: bool = False):
         self.status = status
         self.method = method
         self.path = path
         self.message = message
         self.accepted_permissions = accepted_permissions
+        # A write whose answer was lost (5xx, network): GitHub may have carried it out.
+        self.maybe_applied = maybe_applied
         super().__init__(f"{method} {path}: HTTP {status}: {message}")
 
     @property
@@ -43,25 +46,40 @@ class RetryPolicy:
     max_wait: float = 60.0     # cap on any one wait, including rate-limit resets
 
 
+REQUEST_TIMEOUT = 30.0   # seconds for one request, within the budget
+MAX_REDIRECTS = 5
+DEFAULT_BUDGET = 300.0   # seconds for all of a job's publishing (docs/github-action.md)
+
+
 class GitHubClient:
+    """The token goes only to the API's own origin (scheme, host, port): an absolute
+    next-page URL or a redirect elsewhere is refused, not followed. Every request of the
+    client shares one budget (``budget`` seconds from creation): a hanging API costs at
+    most that much, then each call fails at once."""
+
     def __init__(self, token: str, api_url: str = "https://api.github.com", *,
                  retry: RetryPolicy | None = None,
                  sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.time,
                  transport: httpx.BaseTransport | None = None,
-                 user_agent: str = "evalcheck"):
+                 user_agent: str = "evalcheck",
+                 budget: float | None = None,
+                 monotonic: Callable[[], float] = time.monotonic):
         self._retry = retry or RetryPolicy()
         self._transport = transport
         self._user_agent = user_agent
         self._sleep = sleep
         self._clock = clock
+        self._monotonic = monotonic
+        self.budget = budget
+        self._deadline = None if budget is None else monotonic() + budget
         self._http = httpx.Client(
             base_url=api_url.rstrip("/"),
             headers={"Authorization": f"Bearer {token}",
                      "Accept": "application/vnd.github+json",
                      "X-GitHub-Api-Version": API_VERSION,
                      "User-Agent": user_agent},
-            timeout=httpx.Timeout(30.0), transport=transport, follow_redirects=True)
+            timeout=httpx.Timeout(REQUEST_TIMEOUT), transport=transport, follow_redirects=False)
 
     def close(self) -> None:
         self._http.close()
@@ -94,36 +112,91 @@ class GitHubClient:
             return -1.0  # use exponential backoff
         return None
 
+    def same_origin(self, url: httpx.URL) -> bool:
+        api = self._http.base_url
+        return (url.scheme, url.host, url.port) == (api.scheme, api.host, api.port)
+
+    def _left(self, method: str, path: str) -> float:
+        """Seconds this request may take: the rest of the budget, at most REQUEST_TIMEOUT."""
+        if self._deadline is None:
+            return REQUEST_TIMEOUT
+        left = self._deadline - self._monotonic()
+        if left <= 0:
+            raise GitHubError(0, method, _short(path), f"publishing budget of {self.budget:g} s spent "
+                              "(GitHub did not answer in time); not tried")
+        return min(REQUEST_TIMEOUT, left)
+
+    def _send(self, method: str, path: str, json: Any, params: dict[str, Any] | None,
+              follow_redirects: bool) -> httpx.Response:
+        """One attempt, with redirects on the API's own origin followed (loops refused)."""
+        url: httpx.URL | str = path
+        if not httpx.URL(path).is_relative_url and not self.same_origin(httpx.URL(path)):
+            raise GitHubError(0, method, _short(path), f"refusing to send the token to "
+                              f"{httpx.URL(path).host} (not the API host)")
+        seen: set[str] = set()
+        for _ in range(MAX_REDIRECTS + 1):
+            timeout = self._left(method, path)
+            response = self._http.request(method, url, json=json, params=params, timeout=timeout)
+            if not (response.is_redirect and follow_redirects):
+                return response
+            target = response.url.join(response.headers["location"])
+            if not self.same_origin(target):
+                raise GitHubError(response.status_code, method, _short(path),
+                                  f"redirected to another host ({target.host}); not followed, "
+                                  "the token stays with the API host")
+            if str(target) in seen or target == response.url:
+                raise GitHubError(response.status_code, method, _short(path), "redirect loop")
+            seen.add(str(target))
+            if response.status_code == 303:
+                method, json = "GET", None
+            url, params = target, None
+        raise GitHubError(response.status_code, method, _short(path), f"more than {MAX_REDIRECTS} redirects")
+
     def request(self, method: str, path: str, *, json: Any = None,
-                params: dict[str, Any] | None = None, follow_redirects: bool = True) -> httpx.Response:
-        """With ``follow_redirects=False`` a 3xx answer is returned, not followed."""
+                params: dict[str, Any] | None = None, follow_redirects: bool = True,
+                idempotent: bool | None = None) -> httpx.Response:
+        """With ``follow_redirects=False`` a 3xx answer is returned, not followed. A request
+        that is not ``idempotent`` (default: POST) is not retried after an answer that may
+        mean it was carried out (5xx, network error): the error says ``maybe_applied`` and
+        the caller looks before trying again. Rate limits are retried (nothing was done)."""
+        idempotent = method != "POST" if idempotent is None else idempotent
         backoff = self._retry.backoff
         for attempt in range(1, self._retry.attempts + 1):
             last = attempt == self._retry.attempts
             try:
-                response = self._http.request(method, path, json=json, params=params,
-                                              follow_redirects=follow_redirects)
+                response = self._send(method, path, json, params, follow_redirects)
             except httpx.TransportError as exc:
-                if last:
-                    raise GitHubError(0, method, _short(path), f"network error: {type(exc).__name__}") from None
-                self._sleep(min(backoff, self._retry.max_wait))
+                error = GitHubError(0, method, _short(path), f"network error: {type(exc).__name__}",
+                                    maybe_applied=method != "GET")
+                if last or not idempotent:
+                    raise error from None
+                self.pause(min(backoff, self._retry.max_wait), error)
                 backoff *= 2
                 continue
             if response.is_success or (response.is_redirect and not follow_redirects):
                 return response
             wait = self._wait_for(response)
-            if wait is None or last:
+            if wait is None or last or (wait < 0 and not idempotent):
                 raise self._error(method, path, response)
             if wait < 0:
                 wait, backoff = backoff, backoff * 2
             if wait > self._retry.max_wait:
                 # A reset an hour away is not worth holding the job for.
                 raise self._error(method, path, response)
-            self._sleep(wait)
+            self.pause(wait, self._error(method, path, response))
         raise AssertionError("unreachable")
 
-    @staticmethod
-    def _error(method: str, path: str, response: httpx.Response) -> GitHubError:
+    @property
+    def retry(self) -> RetryPolicy:
+        return self._retry
+
+    def pause(self, seconds: float, error: GitHubError) -> None:
+        """Wait before a retry, unless the budget ends first (then ``error`` is final)."""
+        if self._deadline is not None and self._monotonic() + seconds >= self._deadline:
+            raise error
+        self._sleep(seconds)
+
+    def _error(self, method: str, path: str, response: httpx.Response) -> GitHubError:
         try:
             body = response.json()
             message = body.get("message", "") if isinstance(body, dict) else ""
@@ -133,18 +206,36 @@ class GitHubClient:
         except ValueError:
             message = response.text[:200]
         return GitHubError(response.status_code, method, _short(path), message.strip() or response.reason_phrase,
-                           response.headers.get("x-accepted-github-permissions"))
+                           response.headers.get("x-accepted-github-permissions"),
+                           maybe_applied=method != "GET" and response.status_code >= 500)
+
+    @staticmethod
+    def json(response: httpx.Response, kind: type = dict) -> Any:
+        """The body of a 2xx answer, which must be JSON of ``kind`` (dict or list)."""
+        request = response.request
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, kind):
+            what = "object" if kind is dict else "list"
+            raise GitHubError(response.status_code, request.method, _short(request.url.path),
+                              f"answered {response.status_code} without the JSON {what} expected "
+                              f"({response.headers.get('content-type') or 'no content type'})",
+                              maybe_applied=request.method != "GET")
+        return body
 
     def paginate(self, path: str, params: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
-        """Every item of a list endpoint, following ``Link: rel="next"``."""
+        """Every item of a list endpoint, following ``Link: rel="next"`` on the API's origin."""
         url: str | None = path
         query: dict[str, Any] | None = {**(params or {}), "per_page": 100}
+        pages = 0
         while url:
+            pages += 1
+            if pages > MAX_PAGES:
+                raise GitHubError(200, "GET", _short(path), f"more than {MAX_PAGES} pages")
             response = self.request("GET", url, params=query)
-            items = response.json()
-            if not isinstance(items, list):
-                raise GitHubError(response.status_code, "GET", _short(path), "expected a list")
-            yield from items
+            yield from (item for item in self.json(response, list) if isinstance(item, dict))
             url = response.links.get("next", {}).get("url")
             query = None  # the next URL carries its own query
 
@@ -154,45 +245,54 @@ class GitHubClient:
         return self.paginate(f"/repos/{owner}/{repo}/issues/{number}/comments")
 
     def create_issue_comment(self, owner: str, repo: str, number: int, body: str) -> dict[str, Any]:
-        return self.request("POST", f"/repos/{owner}/{repo}/issues/{number}/comments",
-                            json={"body": body}).json()
+        return self.json(self.request("POST", f"/repos/{owner}/{repo}/issues/{number}/comments",
+                                      json={"body": body}))
 
     def update_issue_comment(self, owner: str, repo: str, comment_id: int, body: str) -> dict[str, Any]:
-        return self.request("PATCH", f"/repos/{owner}/{repo}/issues/comments/{comment_id}",
-                            json={"body": body}).json()
+        return self.json(self.request("PATCH", f"/repos/{owner}/{repo}/issues/comments/{comment_id}",
+                                      json={"body": body}))
 
     def create_check_run(self, owner: str, repo: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return self.request("POST", f"/repos/{owner}/{repo}/check-runs", json=payload).json()
+        return self.json(self.request("POST", f"/repos/{owner}/{repo}/check-runs", json=payload))
+
+    def list_check_runs(self, owner: str, repo: str, ref: str, name: str) -> list[dict[str, Any]]:
+        """The newest check runs called ``name`` on commit ``ref``."""
+        body = self.json(self.request("GET", f"/repos/{owner}/{repo}/commits/{ref}/check-runs",
+                                      params={"check_name": name, "filter": "latest", "per_page": 100}))
+        runs = body.get("check_runs")
+        return [r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else []
 
     def update_check_run(self, owner: str, repo: str, check_run_id: int,
                          payload: dict[str, Any]) -> dict[str, Any]:
-        return self.request("PATCH", f"/repos/{owner}/{repo}/check-runs/{check_run_id}",
-                            json=payload).json()
+        return self.json(self.request("PATCH", f"/repos/{owner}/{repo}/check-runs/{check_run_id}",
+                                      json=payload))
 
     def create_status(self, owner: str, repo: str, sha: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return self.request("POST", f"/repos/{owner}/{repo}/statuses/{sha}", json=payload).json()
+        # The newest status of a context wins: posting one twice changes nothing.
+        return self.json(self.request("POST", f"/repos/{owner}/{repo}/statuses/{sha}", json=payload,
+                                      idempotent=True))
 
     def get_pull(self, owner: str, repo: str, number: int) -> dict[str, Any]:
-        return self.request("GET", f"/repos/{owner}/{repo}/pulls/{number}").json()
+        return self.json(self.request("GET", f"/repos/{owner}/{repo}/pulls/{number}"))
 
     # --- the automatic baseline (github/baseline.py); all need only read access ----------
 
     def compare_commits(self, owner: str, repo: str, base: str, head: str) -> dict[str, Any]:
-        return self.request("GET", f"/repos/{owner}/{repo}/compare/{base}...{head}",
-                            params={"per_page": 1}).json()
+        return self.json(self.request("GET", f"/repos/{owner}/{repo}/compare/{base}...{head}",
+                                      params={"per_page": 1}))
 
     def list_commits(self, owner: str, repo: str, sha: str, count: int) -> list[dict[str, Any]]:
         """The first ``count`` (at most 100) commits of history from ``sha``, newest first."""
-        items = self.request("GET", f"/repos/{owner}/{repo}/commits",
-                             params={"sha": sha, "per_page": count}).json()
+        items = self.json(self.request("GET", f"/repos/{owner}/{repo}/commits",
+                                       params={"sha": sha, "per_page": count}), list)
         if not isinstance(items, list):
             raise GitHubError(200, "GET", f"/repos/{owner}/{repo}/commits", "expected a list")
         return items
 
     def list_artifacts(self, owner: str, repo: str, name: str) -> list[dict[str, Any]]:
         """The 100 newest artifacts called ``name`` (expired ones included)."""
-        body = self.request("GET", f"/repos/{owner}/{repo}/actions/artifacts",
-                            params={"name": name, "per_page": 100}).json()
+        body = self.json(self.request("GET", f"/repos/{owner}/{repo}/actions/artifacts",
+                                      params={"name": name, "per_page": 100}))
         items = body.get("artifacts") if isinstance(body, dict) else None
         if not isinstance(items, list):
             raise GitHubError(200, "GET", f"/repos/{owner}/{repo}/actions/artifacts", "expected artifacts")

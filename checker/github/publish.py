@@ -8,6 +8,7 @@ is the evaluation's. The job summary and outputs are written by the caller regar
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,7 @@ from ..models.results import CaseResult, Results
 from ..report.judged import place, statements
 from ..report.markdown import Links, explain, render_within
 from ..report.text import clip, one_line, printable, utf16_len
-from .client import GitHubClient, GitHubError
+from .client import DEFAULT_BUDGET, GitHubClient, GitHubError
 from .workflow import Commands
 
 COMMENT_LIMIT = 65536        # characters (server-side, not in the OpenAPI description)
@@ -51,6 +52,7 @@ class PublishOptions:
     commit_status: bool = False
     gate_failed: bool = True     # whether the job fails on these results (fail-on applied)
     template: Path | None = None
+    budget: float = DEFAULT_BUDGET  # seconds for every GitHub call of the job together
 
     @property
     def check_name(self) -> str:
@@ -166,28 +168,77 @@ def _refused(what: str, exc: GitHubError) -> str:
     return f"evalcheck could not {what}: HTTP {exc.status} {one_line(exc.message, 200)}{hint}"
 
 
-def post_comment(client: GitHubClient, target: Target, body: str, mode: str, key: str) -> str | None:
+def create_once(client: GitHubClient, create: Callable[[], dict[str, Any]],
+                find: Callable[[], dict[str, Any] | None]) -> dict[str, Any]:
+    """A create (POST) whose answer may be lost: after a 5xx or a network error it may have
+    been carried out, so ``find`` looks for it before it is tried again (no duplicates)."""
+    attempts = client.retry.attempts
+    for attempt in range(1, attempts + 1):
+        try:
+            return create()
+        except GitHubError as exc:
+            if not exc.maybe_applied or attempt == attempts:
+                raise
+            try:
+                found = find()
+            except GitHubError:
+                raise exc from None  # cannot tell whether it was done: no blind retry
+            if found is not None:
+                return found
+            client.pause(client.retry.backoff * 2 ** (attempt - 1), exc)
+    raise AssertionError("unreachable")
+
+
+def _url(answer: dict[str, Any], what: str, warnings: list[str]) -> str | None:
+    url = answer.get("html_url")
+    if isinstance(url, str) and url:
+        return url
+    warnings.append(f"evalcheck posted the {what}, but GitHub's answer had no html_url")
+    return None
+
+
+def post_comment(client: GitHubClient, target: Target, body: str, mode: str, key: str,
+                 warnings: list[str] | None = None) -> str | None:
     """Create or update the sticky comment; returns its URL."""
     assert target.pr_number is not None
+    warnings = warnings if warnings is not None else []
     tag = marker(key)
-    if mode == "update":
-        mine = [c for c in client.list_issue_comments(target.owner, target.repo, target.pr_number)
+    number = target.pr_number
+
+    def listed() -> list[dict[str, Any]]:
+        return [c for c in client.list_issue_comments(target.owner, target.repo, number)
                 if isinstance(c.get("body"), str) and tag in c["body"]]
+
+    seen = listed()
+    if mode == "update":
         # Prefer a bot's comment: anyone can paste the marker into a comment of their own.
-        mine.sort(key=lambda c: ((c.get("user") or {}).get("type") == "Bot", c.get("id", 0)))
+        mine = sorted(seen, key=lambda c: ((c.get("user") or {}).get("type") == "Bot", c.get("id", 0)))
         if mine:
             try:
-                return client.update_issue_comment(target.owner, target.repo, mine[-1]["id"], body)["html_url"]
+                answer = client.update_issue_comment(target.owner, target.repo, mine[-1]["id"], body)
+                return _url(answer, "PR comment", warnings)
             except GitHubError as exc:
                 # 403/404: not ours to edit (someone pasted the marker, or another token's
                 # comment); a new comment is still possible. A fork's token fails there too.
                 if exc.status not in (403, 404):
                     raise
-    return client.create_issue_comment(target.owner, target.repo, target.pr_number, body)["html_url"]
+    before = {c.get("id") for c in seen}
+
+    def find() -> dict[str, Any] | None:
+        new = [c for c in listed() if c.get("id") not in before]
+        return new[-1] if new else None
+
+    answer = create_once(client, lambda: client.create_issue_comment(target.owner, target.repo, number, body),
+                         find)
+    return _url(answer, "PR comment", warnings)
 
 
 def post_check_run(client: GitHubClient, target: Target, results: Results, options: PublishOptions,
-                   summary: str) -> tuple[str, int]:
+                   summary: str, warnings: list[str] | None = None) -> tuple[str, int]:
+    """Create the check run complete, with its conclusion and the first annotations; then
+    append the other batches. A batch GitHub refuses is a warning: the check run and its
+    conclusion stand. Returns (URL, annotations posted)."""
+    warnings = warnings if warnings is not None else []
     notes = annotations(results)
     dropped = max(0, len(notes) - ANNOTATION_CAP)
     notes = notes[:ANNOTATION_CAP]
@@ -196,20 +247,35 @@ def post_check_run(client: GitHubClient, target: Target, results: Results, optio
         title += f" ({dropped} annotations not shown)"
     output = {"title": clip(title, 255), "summary": summary}
     batches = [notes[i:i + ANNOTATION_BATCH] for i in range(0, len(notes), ANNOTATION_BATCH)] or [[]]
-    final = {"status": "completed", "conclusion": conclusion(results, options.gate_failed)}
+    attempt_id = f"evalcheck-{uuid.uuid4().hex}"  # finds this create if its answer is lost
     payload: dict[str, Any] = {"name": options.check_name, "head_sha": target.sha,
+                               "external_id": attempt_id, "status": "completed",
+                               "conclusion": conclusion(results, options.gate_failed),
                                "output": {**output, "annotations": batches[0]}}
     if target.run_url:
         payload["details_url"] = target.run_url
-    # One batch: create it complete. More: create in progress, append batches, complete last.
-    payload.update(final if len(batches) == 1 else {"status": "in_progress"})
-    created = client.create_check_run(target.owner, target.repo, payload)
-    for n, batch in enumerate(batches[1:], 2):
-        update: dict[str, Any] = {"output": {**output, "annotations": batch}}
-        if n == len(batches):
-            update.update(final)
-        client.update_check_run(target.owner, target.repo, created["id"], update)
-    return created.get("html_url") or "", len(notes)
+
+    def find() -> dict[str, Any] | None:
+        runs = client.list_check_runs(target.owner, target.repo, target.sha, options.check_name)
+        return next((r for r in runs if r.get("external_id") == attempt_id), None)
+
+    created = create_once(client, lambda: client.create_check_run(target.owner, target.repo, payload), find)
+    url = _url(created, "check run", warnings) or ""
+    posted = len(batches[0])
+    if len(batches) > 1 and not isinstance(created.get("id"), int):
+        warnings.append("evalcheck could not add annotations to the check run: GitHub's answer had no id")
+        return url, posted
+    for batch in batches[1:]:
+        try:
+            client.update_check_run(target.owner, target.repo, created["id"],
+                                    {"output": {**output, "annotations": batch}})
+        except GitHubError as exc:
+            # Not resent: a lost answer may mean the batch is there already.
+            warnings.append(_refused(f"add annotations {posted + 1}-{len(notes)} of {len(notes)} "
+                                     "to the check run (its conclusion stands)", exc))
+            break
+        posted += len(batch)
+    return url, posted
 
 
 def post_status(client: GitHubClient, target: Target, results: Results, options: PublishOptions) -> None:
@@ -241,7 +307,8 @@ def publish(client: GitHubClient, results: Results, target: Target, options: Pub
             try:
                 prefix = marker(options.comment_key) + "\n"
                 body = render_body(results, target, options, COMMENT_LIMIT, prefix=prefix)
-                outcome.comment_url = post_comment(client, target, body, options.comment, options.comment_key)
+                outcome.comment_url = post_comment(client, target, body, options.comment,
+                                                   options.comment_key, outcome.warnings)
             except GitHubError as exc:
                 outcome.warnings.append(_refused("post the PR comment", exc))
     if options.check_run:
@@ -251,7 +318,7 @@ def publish(client: GitHubClient, results: Results, target: Target, options: Pub
             try:
                 summary = render_body(results, target, options, CHECK_TEXT_LIMIT)
                 outcome.check_run_url, outcome.annotations = post_check_run(
-                    client, target, results, options, summary)
+                    client, target, results, options, summary, outcome.warnings)
                 check_posted = True
             except GitHubError as exc:
                 outcome.warnings.append(_refused("create the check run", exc))

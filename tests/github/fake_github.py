@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -92,6 +93,13 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     message: str = "fault"
     times: int = 1
+    raw: bytes | None = None  # the body as sent instead of JSON (an HTML page, nothing)
+    delay: float = 0.0        # seconds before answering (a hanging API)
+    applied: bool = False     # carry the request out first (the write happens), then fail
+
+
+class RawBody(bytes):
+    """A response body sent as is (not JSON)."""
 
 
 @dataclass
@@ -170,14 +178,20 @@ class FakeGitHub:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 status, headers, body = fake.handle(self.command, self.path, dict(self.headers), raw)
-                data = b"" if body is None else json.dumps(body).encode()
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                if isinstance(body, RawBody):
+                    data, kind = bytes(body), "text/html; charset=utf-8"
+                else:
+                    data, kind = b"" if body is None else json.dumps(body).encode(), "application/json; charset=utf-8"
+                try:
+                    self.send_response(status)
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Type", kind)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:  # the client gave up (a timeout test)
+                    pass
 
             do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _handle
 
@@ -249,11 +263,19 @@ class FakeGitHub:
             self.violations.append(problem)
             return 422, {}, {"message": "Validation Failed", "documentation_url": "https://docs.github.com/rest"}
         with self._lock:
-            for fault in self.faults:
-                if fault.times > 0 and fault.method == method and re.search(fault.path, path):
-                    fault.times -= 1
-                    return fault.status, fault.headers, {"message": fault.message,
-                                                         "documentation_url": "https://docs.github.com/rest"}
+            fault = next((f for f in self.faults if f.times > 0 and f.method == method
+                          and re.search(f.path, path)), None)
+            if fault is not None:
+                fault.times -= 1
+        if fault is not None:
+            time.sleep(fault.delay)
+            answer = (fault.status, fault.headers,
+                      RawBody(fault.raw) if fault.raw is not None else
+                      {"message": fault.message, "documentation_url": "https://docs.github.com/rest"})
+            if not fault.applied:
+                return answer
+            self._route(method, path, query, body)
+            return answer
         if self.read_only and method != "GET":
             return 403, {"x-accepted-github-permissions": "issues=write; pull_requests=write"}, {
                 "message": "Resource not accessible by integration",
@@ -333,6 +355,11 @@ class FakeGitHub:
                     run["output"].update({k: v for k, v in body["output"].items() if k != "annotations"})
                     self.annotations[cid].extend(body["output"].get("annotations", []))
                 return 200, {}, self._check_run_view(cid)
+            if (mm := re.fullmatch(r"commits/([0-9a-f]+)/check-runs", rest)) and method == "GET":
+                name = query.get("check_name", [None])[0]
+                found = [self._check_run_view(cid) for cid, run in self.check_runs.items()
+                         if run["head_sha"] == mm.group(1) and name in (None, run["name"])]
+                return 200, {}, {"total_count": len(found), "check_runs": found}
             if (mm := re.fullmatch(r"statuses/([0-9a-f]+)", rest)) and method == "POST":
                 status = {**instance(self.spec, {"$ref": "#/components/schemas/status"}),
                           "id": self._new_id(), "state": body["state"], "sha": mm.group(1),
@@ -423,7 +450,7 @@ class FakeGitHub:
         run = instance(self.spec, {"$ref": "#/components/schemas/check-run"})
         run.update(id=cid, name=body["name"], head_sha=body["head_sha"],
                    status=body.get("status", "queued"), conclusion=body.get("conclusion"),
-                   details_url=body.get("details_url"),
+                   details_url=body.get("details_url"), external_id=body.get("external_id"),
                    html_url=f"https://github.com/{owner}/{repo}/runs/{cid}")
         if "conclusion" in body:
             run["status"] = "completed"
