@@ -7,6 +7,7 @@ Also used by ``evalcheck publish`` (the second half of the fork-safe workflow pa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from .options import RunOptions
 from .models.results import Results
 from .output import clean, guarded, say
 from .redact import Redactor, secret_values
+from .sandbox import AgentSandbox, scrub_environ
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 COMMENT_MODES = ("update", "new", "off")
@@ -140,14 +142,38 @@ def publish_budget(env: Mapping[str, str]) -> float:
     return value
 
 
-def run_setup(command: str, workdir: Path, commands: Commands) -> None:
+def agent_sandbox(config: ActionConfig, ctx: RunContext) -> AgentSandbox | None:
+    """The unprivileged user the PR's code runs as, when there is code to run and the
+    container has that user (checker/sandbox.py); None in replay without setup-command."""
+    if not (config.setup_command or config.run.agent_command or config.run.agent_url):
+        return None
+    sandbox = AgentSandbox.for_action(
+        config.workdir, ctx.workspace, secrets=[config.token],
+        outputs=[config.results_path, config.markdown_path, config.run.junit, config.run.inference_out],
+        protected=[config.run.judge_cache])
+    if sandbox is None:
+        say("evalcheck: note: agents run as the checker's own user (not evalcheck's container "
+            "image running as root); see docs/github-action.md#trust-model", err=True)
+    return sandbox
+
+
+def forget_runner_environ(secrets: list[str]) -> None:
+    """Read once, kept in memory: the token, the inputs and the file-command paths leave
+    this process's environment, so that no child can inherit them by mistake."""
+    for name in set(os.environ) - set(scrub_environ(os.environ, secrets)):
+        del os.environ[name]
+
+
+def run_setup(command: str, workdir: Path, commands: Commands,
+              sandbox: AgentSandbox | None = None) -> None:
     commands.group("evalcheck: setup-command")
     # The command's output is the PR's code talking: it must not issue workflow commands.
     token = commands.stop_commands()
+    as_agent = {} if sandbox is None else {"env": sandbox.environ(os.environ), **sandbox.popen_kwargs()}
     try:
         sys.stdout.flush()
         done = subprocess.run(["/bin/sh", "-c", command], cwd=workdir, stdin=subprocess.DEVNULL,
-                              stderr=subprocess.STDOUT, check=False)
+                              stderr=subprocess.STDOUT, check=False, **as_agent)
     finally:
         commands.resume_commands(token)
         commands.endgroup()
@@ -232,7 +258,10 @@ def bad_input(commands: Commands, exc: Exception) -> int:
 
 
 def main(env: Mapping[str, str] | None = None) -> int:
+    real_environ = env is None
     env = dict(os.environ if env is None else env)
+    if real_environ:
+        forget_runner_environ([Inputs(env).text("github-token")])
     # Every line printed from here on is neutralised and redacted (checker/output.py).
     with guarded(secret_values(env)):
         return _main(env)
@@ -243,11 +272,28 @@ def _main(env: dict[str, str]) -> int:
     # Mask first: nothing later may print it, but a crash message might quote it.
     token = Inputs(env).text("github-token")
     commands.add_mask(token)
+    sandboxes: list[AgentSandbox] = []
+    try:
+        return _evaluate(env, commands, sandboxes)
+    finally:
+        for sandbox in sandboxes:  # the workspace goes back to its owner whatever happened
+            with contextlib.suppress(InputError):
+                sandbox.end()
+
+
+def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSandbox]) -> int:
+    """Inputs -> setup-command -> evaluation -> publish; a sandbox made is added to
+    ``sandboxes`` at once, so that the caller ends it whatever happens."""
     try:
         ctx = RunContext.from_env(env)
         config = read_config(env, Path.cwd())
+        sandbox = agent_sandbox(config, ctx)
+        if sandbox is not None:
+            sandboxes.append(sandbox)
+            sandbox.hand_over()
+            config.run.sandbox = sandbox
         if config.setup_command:
-            run_setup(config.setup_command, config.workdir, commands)
+            run_setup(config.setup_command, config.workdir, commands, sandbox)
         from .main import execute, results_from_file
 
         os.chdir(config.workdir)

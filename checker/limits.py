@@ -8,6 +8,7 @@ dies. The numbers are documented in docs/limits.md; other options that count run
 
 from __future__ import annotations
 
+import json
 import math
 
 from .errors import InputError
@@ -35,4 +36,42 @@ def check_turn_timeout(value: float, name: str = "turn-timeout") -> float:
     if value > MAX_TURN_TIMEOUT:
         raise InputError(f"{name} is {value:g} s, above the maximum of {MAX_TURN_TIMEOUT:g} s (a day)",
                          fix="a turn that takes longer is a hung agent")
+    return value
+
+
+class JsonTooDeep(ValueError):
+    """JSON nested deeper than ``MAX_JSON_DEPTH``; ``loc`` is where (keys and indexes)."""
+
+    def __init__(self, loc: tuple = ()):
+        super().__init__(f"JSON nested more than {MAX_JSON_DEPTH} levels deep")
+        self.loc = loc
+
+
+def too_deep(value: object, limit: int = MAX_JSON_DEPTH) -> tuple | None:
+    """Location of the first object or list nested more than ``limit`` levels deep, else
+    None. Iterative: no recursion however deep the value."""
+    stack: list[tuple[object, int, tuple]] = [(value, 1, ())]
+    while stack:
+        node, depth, loc = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else None
+        if items is None:
+            continue
+        if depth > limit:
+            return loc
+        for key, child in items:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1, (*loc, key)))
+    return None
+
+
+def loads_bounded(text: str | bytes, **kwargs: object) -> object:
+    """``json.loads`` that raises JsonTooDeep - not RecursionError, and not later a
+    serialisation error on the results file - for JSON nested deeper than MAX_JSON_DEPTH."""
+    try:
+        value = json.loads(text, **kwargs)  # type: ignore[arg-type]
+    except RecursionError:
+        raise JsonTooDeep() from None
+    loc = too_deep(value)
+    if loc is not None:
+        raise JsonTooDeep(loc)
     return value

@@ -170,6 +170,8 @@ def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
     # Known secrets never reach a file: agent output, judge errors and server bodies are
     # outside text (checker/redact.py). The one place: here, before anything is written.
     redactor = Redactor([*secret_values(os.environ), *secrets])
+    if options.sandbox is not None:  # nothing of the agent's may run past this point
+        options.sandbox.end()
     if options.inference_out:
         ordered = [r for t in targets for c in t.case_ids
                    for r in sorted(runs.get((t.eval_set_id, c), []), key=lambda r: r.run)]

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .sandbox import AgentSandbox
 
 
 @dataclass
@@ -32,3 +36,6 @@ class RunOptions:
     fail_on: str = "failure"
     max_runs: int | None = None  # adaptive runs up to this many a case; None: --num-runs
     shard: str | None = None  # "I/N": evaluate only that shard of the selected cases
+    # Who agents run as: the Action's unprivileged user (checker/sandbox.py); None runs
+    # them as the caller, with the caller's environment (plain `evalcheck run`).
+    sandbox: AgentSandbox | None = None

@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..models.records import RecordedRun
@@ -30,6 +30,9 @@ from .process import (
 )
 from .turns import UserTurns, user_turns
 
+if TYPE_CHECKING:
+    from ..sandbox import AgentSandbox
+
 
 class ServerStartError(AgentFailure):
     """The agent server never became ready: every run fails with this reason."""
@@ -43,8 +46,9 @@ class ApiServerRunner:
     def __init__(self, url: str, *, server_command: str | None = None, cwd: Path | None = None,
                  env: Mapping[str, str] | None = None, concurrency: int = 4,
                  startup_timeout: float = 120.0, connect_timeout: float = 10.0,
-                 kill_grace: float = 5.0):
+                 kill_grace: float = 5.0, sandbox: AgentSandbox | None = None):
         self.url = url.rstrip("/")
+        self.sandbox = sandbox
         self.server_command = server_command
         self.cwd = cwd
         self.env = dict(os.environ if env is None else env)
@@ -70,7 +74,7 @@ class ApiServerRunner:
         if self.server_command:
             try:
                 self._server = await spawn(self.server_command, cwd=self.cwd, env=self.env,
-                                           stdin=False, merge_stderr=True)
+                                           stdin=False, merge_stderr=True, sandbox=self.sandbox)
             except OSError as exc:
                 raise ServerStartError(f"could not start the agent server command: "
                                        f"{exc.strerror or exc}", None) from None

@@ -19,6 +19,10 @@ import warnings
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..sandbox import AgentSandbox
 
 READ_CHUNK = 1 << 16
 
@@ -97,8 +101,17 @@ async def read_lines(stream: asyncio.StreamReader, max_line: int,
 
 
 async def spawn(command: str, *, cwd: Path | None, env: Mapping[str, str],
-                stdin: bool = True, merge_stderr: bool = False) -> asyncio.subprocess.Process:
-    """Start ``/bin/sh -c command`` as the leader of a new process group."""
+                stdin: bool = True, merge_stderr: bool = False,
+                sandbox: AgentSandbox | None = None) -> asyncio.subprocess.Process:
+    """Start ``/bin/sh -c command`` as the leader of a new process group.
+
+    With a ``sandbox`` (the Action's container), as the sandbox's unprivileged user with a
+    scrubbed environment; without (plain ``evalcheck run``), as the caller with ``env``.
+    """
+    extra: dict = {}
+    if sandbox is not None:
+        env = sandbox.environ(env)
+        extra = sandbox.popen_kwargs()
     return await asyncio.create_subprocess_exec(
         "/bin/sh", "-c", command,
         stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
@@ -108,7 +121,7 @@ async def spawn(command: str, *, cwd: Path | None, env: Mapping[str, str],
         # start the child with vfork: several times cheaper than fork for a big checker.
         # Not the terminal's foreground group either, so Ctrl-C reaches only the checker.
         cwd=str(cwd) if cwd else None, env=dict(env), process_group=0,
-        limit=READ_CHUNK * 4)
+        limit=READ_CHUNK * 4, **extra)
 
 
 def _group_processes(pgid: int) -> list[tuple[int, bytes, int]]:

@@ -76,12 +76,13 @@ def make_runner(options: RunOptions) -> AgentRunner:
     if options.agent_command:
         from .stdio import StdioRunner
 
-        return StdioRunner(options.agent_command, cwd=Path.cwd())
+        return StdioRunner(options.agent_command, cwd=Path.cwd(), sandbox=options.sandbox)
     if options.agent_url:
         from .api_server import ApiServerRunner
 
         return ApiServerRunner(options.agent_url, server_command=options.agent_server_command,
-                               cwd=Path.cwd(), concurrency=options.concurrency)
+                               cwd=Path.cwd(), concurrency=options.concurrency,
+                               sandbox=options.sandbox)
     raise ValueError("no agent to run: give --agent-command or --agent-url")
 
 

@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..models.records import RecordedRun
 from .base import AgentFailure, RunJob, session_spec
@@ -42,6 +42,9 @@ from .protocol import (
 )
 from .turns import UserTurns, user_turns
 
+if TYPE_CHECKING:
+    from ..sandbox import AgentSandbox
+
 MAX_LINE_BYTES = 64 << 20  # one protocol line (a turn's events may be large, not unbounded)
 _EOF = object()
 
@@ -58,8 +61,10 @@ class StdioRunner:
 
     def __init__(self, command: str, *, cwd: Path | None = None,
                  env: Mapping[str, str] | None = None, exit_grace: float = 10.0,
-                 kill_grace: float = 2.0, max_line_bytes: int = MAX_LINE_BYTES):
+                 kill_grace: float = 2.0, max_line_bytes: int = MAX_LINE_BYTES,
+                 sandbox: AgentSandbox | None = None):
         self.command = command
+        self.sandbox = sandbox
         self.cwd = cwd
         self.env = dict(os.environ if env is None else env)
         self.exit_grace = exit_grace
@@ -86,7 +91,7 @@ class StdioRunner:
         env = {**self.env, "EVALCHECK_EVAL_SET_ID": job.eval_set_id,
                "EVALCHECK_EVAL_ID": job.eval_id, "EVALCHECK_RUN": str(job.run)}
         try:
-            proc = await spawn(self.command, cwd=self.cwd, env=env)
+            proc = await spawn(self.command, cwd=self.cwd, env=env, sandbox=self.sandbox)
         except OSError as exc:
             return record([], f"could not start the agent command: {exc.strerror or exc}")
         agent = _Agent(proc, self.max_line_bytes)

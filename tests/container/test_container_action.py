@@ -228,3 +228,83 @@ def test_container_runs_an_adk_agent_folder_through_the_bridge(image, tmp_path):
                             "wrong_expectation": "failed", "compare_fahrenheit": "passed"}, log[-5000:]
         # The bridge ran in the agent's environment, where evalcheck itself is not installed.
         assert "No module named" not in log
+
+
+def _hand_to_runner_user(runner: Runner, uid: int = 1001) -> None:
+    """The runner's directories belong to its user (uid 1001 on GitHub's runners), not root."""
+    for top in (runner.workspace, runner.home, runner.file_commands):
+        for path in [top, *top.rglob("*")]:
+            os.lchown(path, uid, uid)
+
+
+def test_container_agent_cannot_forge_the_verdict(image, tmp_path):
+    """The PR's agent runs as an unprivileged user with a scrubbed environment: each attack
+    of issue 11 fails, and the failing agent still fails the gate everywhere."""
+    runner_uid = 1001
+    actions_token = "actions-runtime-secret-4711"
+    with FakeGitHub() as fake:
+        runner = Runner.create(tmp_path, event())
+        shutil.copy(Path(__file__).with_name("hostile_agent.py"), runner.workspace / "agent.py")
+        env_file, path_file = runner.file_commands / "set_env_1", runner.file_commands / "add_path_1"
+        env_file.touch()
+        path_file.touch()
+        _hand_to_runner_user(runner, runner_uid)
+        env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
+               **input_env(fake.token, agent_command="python agent.py", paths="agent_evals",
+                           num_runs="1", concurrency="1",
+                           setup_command="id -u > setup-uid.txt && touch /opt/agent/setup-was-here"),
+               "GITHUB_ENV": "/github/file_commands/set_env_1",
+               "GITHUB_PATH": "/github/file_commands/add_path_1",
+               "ACTIONS_RUNTIME_TOKEN": actions_token, "GITHUB_TOKEN": fake.token}
+        done = docker_run(image, runner, env)
+        log = done.stdout + done.stderr
+        assert done.returncode == 1, log[-5000:]
+        attacks = json.loads((runner.workspace / "attacks.json").read_text())
+
+        # It ran as the unprivileged user, and so did setup-command (which could still
+        # install into the agent's environment).
+        assert attacks["uid"] == attacks["euid"] != 0
+        assert (runner.workspace / "setup-uid.txt").read_text().strip() == str(attacks["uid"])
+        assert "setup-command failed" not in log
+        # evalcheck's installation is not writable.
+        assert attacks["rouge_score_found"], attacks
+        assert attacks["append_rouge_score"].startswith("PermissionError"), attacks
+        assert attacks["append_checker"].startswith("PermissionError"), attacks
+        # No token, input, file command or ACTIONS_* variable in its environment ...
+        agent_env = attacks["environ"]
+        leaked = [k for k in agent_env if k.startswith(("INPUT_", "ACTIONS_")) or k in (
+            "GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE", "GITHUB_STEP_SUMMARY", "GITHUB_TOKEN")]
+        assert leaked == [], leaked
+        assert fake.token not in json.dumps(agent_env) and actions_token not in json.dumps(agent_env)
+        # ... nor readable from any process's /proc/<pid>/environ (the checker is PID 1).
+        readable = json.dumps(attacks["proc_environ"])
+        assert fake.token not in readable and actions_token not in readable
+        assert attacks["proc_environ"]["1"].startswith("PermissionError"), attacks["proc_environ"]
+        # The runner's file-command files are not writable, and the report paths it bent
+        # into symlinks to the step-output file were not followed.
+        assert len(attacks["file_commands"]) == 4, attacks
+        for path in attacks["file_commands"]:
+            assert attacks[f"write {os.path.basename(path)}"].startswith("PermissionError"), attacks
+        assert attacks["symlink_reports"] == "done", attacks
+        assert env_file.read_text() == "" and path_file.read_text() == ""
+        assert "FORGED" not in runner.summary() and "forged" not in runner.summary()
+        outputs = (runner.file_commands / runner.output_name).read_text()
+        assert "FORGED" not in outputs and "BASH_ENV" not in outputs
+
+        # The verdict: the step output, the results file (the detached forger was killed),
+        # the check run and the status all say failed.
+        assert runner.outputs()["passed"] == "false"
+        results = json.loads((runner.workspace / "evalcheck-report" / "results.json").read_text())
+        assert results["passed"] is False and "forged" not in results
+        assert not (runner.workspace / "evalcheck-report" / "results.json").is_symlink()
+        assert not (runner.workspace / "evalcheck-report" / "report.md").is_symlink()
+        (run,) = fake.check_runs.values()
+        assert run["conclusion"] == "failure"
+        assert "Agent evaluation failed" in runner.summary()
+
+        # The workspace is the runner user's again, files the agent wrote included.
+        strays = [str(p) for p in [runner.workspace, *runner.workspace.rglob("*")]
+                  if p.lstat().st_uid != runner_uid]
+        assert strays == [], strays
+        assert (runner.workspace / "attacks.json").stat().st_uid == runner_uid
+        assert log.count(fake.token) == 1 and actions_token not in log
