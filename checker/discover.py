@@ -45,8 +45,12 @@ def display_path(path: Path, root: Path) -> str:
 
 def _skip_dir(path: Path) -> bool:
     name = path.name
-    return (name in SKIP_DIRS or name.endswith(".egg-info")
-            or (path / "pyvenv.cfg").exists())
+    if name in SKIP_DIRS or name.endswith(".egg-info"):
+        return True
+    try:
+        return os.path.lexists(path / "pyvenv.cfg")
+    except OSError:
+        return False  # unreadable: os.walk reports it
 
 
 def is_eval_file(path: Path) -> bool:
@@ -54,8 +58,18 @@ def is_eval_file(path: Path) -> bool:
 
 
 def walk_eval_files(folder: Path) -> list[Path]:
+    """Eval files under ``folder``, in a stable order; symlinked folders are not entered.
+    A folder that cannot be read is bad input, not a silent gap in the gate."""
+    if folder.resolve() == Path(folder.resolve().anchor):
+        raise InputError("refusing to search the whole file system for eval files", file=str(folder),
+                         fix="pass your repository, or the folder that holds the eval files")
+
+    def unreadable(exc: OSError) -> None:
+        raise InputError(f"cannot read this folder: {exc.strerror or exc}", file=exc.filename or str(folder),
+                         fix="make it readable, or pass only the folders that hold eval files")
+
     found: list[Path] = []
-    for current, dirs, files in os.walk(folder):
+    for current, dirs, files in os.walk(folder, onerror=unreadable):
         base = Path(current)
         dirs[:] = sorted(d for d in dirs if not _skip_dir(base / d))
         found.extend(base / f for f in sorted(files) if is_eval_file(base / f))
@@ -95,10 +109,14 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None,
     for arg in args or ["."]:
         raw, ids = split_selector(arg)
         path = Path(raw)
-        if not path.exists():
+        try:
+            exists, is_file = path.exists(), path.is_file()
+        except OSError as exc:  # a folder on the way that may not be entered
+            raise InputError(f"cannot read this path: {exc.strerror or exc}", file=raw) from None
+        if not exists:
             raise InputError("path not found", file=raw, fix="pass an eval file or a folder")
-        files = [path] if path.is_file() else walk_eval_files(path)
-        if path.is_file() and not is_eval_file(path) and not raw.endswith(".json"):
+        files = [path] if is_file else walk_eval_files(path)
+        if is_file and not is_eval_file(path) and not raw.endswith(".json"):
             raise InputError("not an eval file", file=raw,
                              fix="eval files end in .evalset.json or .test.json")
         if ids is not None and path.is_dir():

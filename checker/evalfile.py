@@ -193,6 +193,20 @@ def _foreign(data: Any) -> str | None:
     return f"not an ADK eval file: expected a JSON object (an eval set), got {type(data).__name__}"
 
 
+def _check_ids(eval_set: EvalSet, display: str, legacy: bool) -> None:
+    """Ids name files, annotations and report lines: a NUL in one is bad input (C
+    strings, paths and terminals stop or misbehave at it)."""
+    where = [("eval_set_id", eval_set.eval_set_id, "$.eval_set_id")]
+    where += [("eval_id", case.eval_id, f"$[{i}].name" if legacy else f"$.eval_cases[{i}].eval_id")
+              for i, case in enumerate(eval_set.eval_cases)]
+    for what, value, at in where:
+        if "\x00" in value:
+            if what == "eval_set_id" and legacy:
+                raise InputError("the file name contains a NUL character", file=display)
+            raise InputError(f"{what} contains a NUL character (\\u0000)", file=display, path=at,
+                             fix="remove it")
+
+
 def load_eval_file(path: Path, display: str | None = None,
                    initial_session_file: Path | None = None) -> LoadedEvalSet:
     """One eval file. ``initial_session_file`` is for a legacy file (an EvalSet file carries
@@ -214,6 +228,7 @@ def load_eval_file(path: Path, display: str | None = None,
     if isinstance(data, list):
         session = legacy_session(path, display, initial_session_file)
         eval_set = convert_legacy(data, path, display, session.session if session else None)
+        _check_ids(eval_set, display, legacy=True)
         if all(isinstance(item, dict) and "data" in item for item in data):
             lines = _find_lines(text, ("name",), [c.eval_id for c in eval_set.eval_cases])
         else:
@@ -222,6 +237,7 @@ def load_eval_file(path: Path, display: str | None = None,
                              notes=session.notes if session else [])
 
     eval_set = validate(EvalSet, data, display)
+    _check_ids(eval_set, display, legacy=False)
     if not eval_set.eval_cases:  # ADK accepts it (Google ships one): nothing to run, say so
         return LoadedEvalSet(eval_set, path, display, notes=[
             f"{display}: $.eval_cases: the eval set has no eval cases; skipped"])

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
 from .errors import InputError, did_you_mean, json_path
+from .limits import JsonTooDeep, loads_bounded
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -65,10 +66,13 @@ def parse_json_text(text: str, display: str) -> Any:
         return marked
 
     try:
-        data = json.loads(text, object_pairs_hook=pairs_hook)
+        data = loads_bounded(text, object_pairs_hook=pairs_hook)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=display,
                          line=exc.lineno) from None
+    except JsonTooDeep as exc:
+        raise InputError(str(exc), file=display, path=json_path(exc.loc) if exc.loc else None,
+                         fix="flatten it: ADK's own files nest fewer than 20 levels") from None
     if repeated:
         found = _find_duplicate(data)
         assert found is not None

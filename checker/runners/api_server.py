@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from ..limits import JsonTooDeep, loads_bounded
 from ..models.records import RecordedRun
 from .base import AgentFailure, RunJob, session_spec
 from .events import ConversionError, events_to_invocation
@@ -156,7 +157,9 @@ class ApiServerRunner:
             raise AgentFailure(f"{what}: the agent server answered HTTP {response.status_code}: "
                                f"{response.text[:300]}")
         try:
-            return response.json()
+            return loads_bounded(response.content)
+        except JsonTooDeep as exc:
+            raise AgentFailure(f"{what}: the agent server's answer is {exc}") from None
         except ValueError:
             raise AgentFailure(f"{what}: the agent server's answer is not JSON: "
                                f"{response.text[:200]}") from None

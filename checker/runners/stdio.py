@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..limits import JsonTooDeep, loads_bounded
 from ..models.records import RecordedRun
 from .base import AgentFailure, RunJob, session_spec
 from .events import ConversionError, events_to_invocation, fields_to_invocation
@@ -142,9 +143,14 @@ class _Agent:
             return
         if text.startswith("{"):
             try:
-                obj = json.loads(text)
+                obj = loads_bounded(text)
+            except JsonTooDeep as exc:
+                obj = _Bad(f"a reply {exc}")  # one bad reply fails its run, never the reader
             except ValueError:
                 obj = None
+            if isinstance(obj, _Bad):
+                await self._put(obj)
+                return
             if isinstance(obj, dict):
                 if self.closing:
                     self.tail.add_line("[stdout, after the last turn] " + text[:300])

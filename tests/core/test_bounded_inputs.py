@@ -3,6 +3,11 @@ timeouts, deep JSON, NUL ids, unreadable folders - each a clear error, never a t
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+from pathlib import Path
+
 import pytest
 
 from corehelpers import case, evalset, invocation, replay, run_cli, write_json
@@ -66,3 +71,104 @@ def test_case_lines_with_escapes_and_decoys(repo):
     path = repo / "s.evalset.json"
     path.write_text(text, encoding="utf-8")
     assert load_eval_file(path).case_lines == {"cafe": 2, "second": 4, "third": 6}
+
+
+# ------------------------------------------------------------------ deep JSON
+
+def nested(depth: int) -> str:
+    return '{"a": ' * depth + "1" + "}" * depth
+
+
+@pytest.mark.parametrize("depth", [300, 100_000])
+def test_deep_eval_file_is_a_clear_error(evals, depth):
+    text = json.dumps(evalset("s", case("c1"))).replace('"eval_set_id"', f'"x": {nested(depth)}, "eval_set_id"', 1)
+    (evals / "evals" / "s.evalset.json").write_text(text, encoding="utf-8")
+    line = assert_one_line_error(run_cli(["run", "evals", "--replay", "runs.json"], evals),
+                                 "evals/s.evalset.json", "nested more than 200 levels deep")
+    if depth == 300:
+        assert "at $.x.a.a" in line
+
+
+def test_deep_replay_file_is_a_clear_error(evals):
+    (evals / "runs.json").write_text(nested(5000), encoding="utf-8")
+    assert_one_line_error(run_cli(["run", "evals", "--replay", "runs.json"], evals),
+                          "runs.json", "nested more than 200 levels deep")
+
+
+DEEP_AGENT = r'''
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m["type"] != "user":
+        continue
+    case = m["invocationId"]
+    deep = "{\"a\": " * DEPTH + "1" + "}" * DEPTH
+    if sys.argv[1] == "deep":
+        print('{"type": "response", "invocationId": "%s", "finalResponse": "ok", "toolUses": [{"name": "t", "args": %s}]}' % (case, deep), flush=True)
+    else:
+        print(json.dumps({"type": "response", "invocationId": case, "finalResponse": "ok"}), flush=True)
+'''
+
+
+@pytest.mark.parametrize("depth", [300, 50_000])
+def test_deep_agent_reply_fails_only_its_run(repo, depth):
+    """A reply nested too deeply fails that run at once with the reason (no reader death,
+    no turn timeout, no serialisation crash of the results file); the other case passes."""
+    write_json(repo / "evals" / "s.evalset.json", evalset("s", case("deep"), case("fine")))
+    (repo / "agent.py").write_text(DEEP_AGENT.replace("DEPTH", str(depth)), encoding="utf-8")
+    command = f'{sys.executable} agent.py "$(test "$EVALCHECK_EVAL_ID" = deep && echo deep || echo fine)"'
+    outcome = run_cli(["run", "evals", "--agent-command", command, "--num-runs", "1",
+                       "--turn-timeout", "30", "--results", "results.json"], repo)
+    assert outcome.code == 1, outcome.output
+    assert "Traceback" not in outcome.output
+    results = json.loads((repo / "results.json").read_text())
+    runs = {c["evalId"]: c["runs"][0] for c in results["evalSets"][0]["cases"]}
+    assert "nested more than 200 levels deep" in runs["deep"]["error"], runs["deep"]
+    assert runs["deep"]["durationSeconds"] < 20
+    assert runs["fine"]["status"] == "passed", runs["fine"]
+
+
+# ------------------------------------------------------------------ ids, folders
+
+def test_nul_in_an_id_is_bad_input(evals):
+    write_json(evals / "evals" / "s.evalset.json", evalset("s", case("c1"), case("c\u0000x")))
+    assert_one_line_error(run_cli(["run", "evals", "--replay", "runs.json"], evals),
+                          "evals/s.evalset.json", "$.eval_cases[1].eval_id", "NUL character")
+
+
+def test_nul_in_a_legacy_case_name_is_bad_input(evals):
+    write_json(evals / "evals" / "old.test.json", [{"name": "a\u0000", "data": [{"query": "hi"}]}])
+    assert_one_line_error(run_cli(["run", "evals/old.test.json", "--replay", "runs.json"], evals),
+                          "old.test.json", "$[0].name", "NUL character")
+
+
+def test_run_on_the_file_system_root_is_refused(evals):
+    assert_one_line_error(run_cli(["run", "/", "--replay", "runs.json"], evals),
+                          "refusing to search the whole file system")
+
+
+def _without_root_reads(args: list[str], cwd: Path) -> "subprocess.CompletedProcess[str]":
+    """The installed console script; as root, without the capabilities that let root read
+    every folder (setpriv, util-linux), so that a chmod 000 folder is really unreadable."""
+    import shutil
+    import subprocess
+
+    script = shutil.which("evalcheck", path=str(Path(sys.executable).parent))
+    prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
+    return subprocess.run([*prefix, script, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("arg", ["evals", "evals/locked/x.evalset.json"])
+def test_unreadable_folders_are_reported(evals, arg):
+    locked = evals / "evals" / "locked"
+    locked.mkdir()
+    write_json(locked / "x.evalset.json", evalset("x", case("c1")))
+    locked.chmod(0)
+    try:
+        done = _without_root_reads(["run", arg, "--replay", "runs.json"], evals)
+    finally:
+        locked.chmod(0o755)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "locked" in line and "Permission denied" in line, line
