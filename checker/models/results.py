@@ -107,6 +107,7 @@ class ShardInfo(ResultsModel):
 
 class BaselineInfo(ResultsModel):
     path: str | None = optional()
+    ref: str | None = optional()  # the branch the commit is on (the Action's automatic baseline)
     commit: str | None = optional()
     commits_behind: int | None = optional()
 

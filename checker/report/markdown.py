@@ -1,8 +1,9 @@
 """Markdown reports rendered with Jinja2 templates shipped in the package.
 
 The same context feeds the CLI's ``--markdown`` file, the PR comment, the job summary and a
-user's own template: ``results`` (the results file as models), ``report`` (a view built
-here: per-set tables and, for each failing case, why it failed), ``run_url``, ``title``,
+user's own template: ``results`` (the results file as models), ``report`` (the view of
+report/view.py: what changed, per-set tables with the cases that need attention first, and
+for each failing case why it failed), ``run_url``, ``title``,
 ``budget`` (what this rendering may show) and ``omitted`` (what was cut to fit, in words).
 
 Everything that came from an agent or an eval file goes through a filter: ``md`` (plain
@@ -23,7 +24,8 @@ import jinja2
 from ..models.results import Results
 from .explain import explain, fmt_call, fmt_score  # noqa: F401  (re-exported)
 from .text import md_code, md_fence, printable
-from .view import Budget, Links, ReportView, build_view, fmt_range, omitted_notes  # noqa: F401
+from .view import (Budget, Links, ReportView, build_view, columns_for, fmt_range,  # noqa: F401
+                   omitted_notes)
 
 TEMPLATES = Path(__file__).parent / "templates"
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
@@ -62,7 +64,7 @@ def environment(template_dir: Path | None = None) -> jinja2.Environment:
                              lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(md=md_escape, score=fmt_score, range=fmt_range, code=md_code,
                        fence=md_fence, call=fmt_call, h=html_text)
-    env.globals.update(icon=STATUS_ICON)
+    env.globals.update(icon=STATUS_ICON, columns_for=columns_for)
     return env
 
 
@@ -98,8 +100,9 @@ def render_within(results: Results, limit: int, measure: Callable[[str], int], *
                   reserve: int = 0) -> tuple[str, list[str]]:
     """The richest rendering whose size (by ``measure``) is at most ``limit - reserve``.
 
-    Shrinks in this order: explanations of the last failing cases, then rows of passing
-    cases, then the remaining rows. Returns the text and what was left out, in words.
+    Shrinks in this order: the collapsed rows of passing cases, then explanations of the
+    last failing cases, then rows of cases that need attention. Returns the text and what
+    was left out, in words.
     """
     limit -= reserve
     extra = dict(extra or {})
@@ -111,12 +114,11 @@ def render_within(results: Results, limit: int, measure: Callable[[str], int], *
     if measure(full) <= limit:
         return full, []
     failing = len(results.failing_cases())
-    best = _largest(0, failing, lambda k: measure(attempt(Budget(detail_cases=k))) <= limit)
-    if best is not None:
-        budget = Budget(detail_cases=best)
-    else:
-        budget = Budget(detail_cases=0, passing_rows=False)
-        if measure(attempt(budget)) > limit:
+    budget = Budget(passing_rows=False)
+    if measure(attempt(budget)) > limit:
+        best = _largest(0, failing, lambda k: measure(attempt(replace(budget, detail_cases=k))) <= limit)
+        budget = replace(budget, detail_cases=best or 0)
+        if best is None:
             rows = sum(len(s.cases) for s in results.eval_sets)
             best_rows = _largest(0, rows, lambda r: measure(attempt(replace(budget, max_rows=r))) <= limit)
             budget = replace(budget, max_rows=best_rows or 0)

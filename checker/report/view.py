@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..models.results import EvalSetResult, MetricResult, Results
+from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
+from .changes import ChangeView, Flaky, build_changes, flaky_counts
 from .efficiency import token_line
 from .explain import Explanation, case_headline, explain, fmt_score
 from .text import fmt_duration
@@ -31,8 +32,8 @@ class Budget:
     """What one rendering may include; the publisher shrinks it until the text fits."""
 
     detail_cases: int | None = None   # failing cases explained in <details>; None = all
-    passing_rows: bool = True         # table rows of passing cases
-    max_rows: int | None = None       # table rows per report; None = all
+    passing_rows: bool = True         # table rows of cases that need no attention (collapsed)
+    max_rows: int | None = None       # rows of cases that need attention; None = all
 
 
 @dataclass
@@ -41,6 +42,8 @@ class Cell:
     score: str
     range: str
     threshold: str
+    delta: str = ""     # against the baseline: "+0.25", "-0.50"; "" without one
+    p_value: str = ""   # of a drop the test cannot tell from noise: "0.50"
 
 
 @dataclass
@@ -56,6 +59,10 @@ class CaseRow:
     url: str | None
     cells: dict[str, Cell]
     note: str  # e.g. "1 of 2 runs errored"
+    change: str | None = None    # regressed | improved | unchanged | new | changed
+    flaky: Flaky | None = None   # runs disagree: their pass counts
+    attention: bool = False      # shown first; otherwise collapsed with the passing cases
+    position: int = 0            # in the eval set's file order
 
 
 @dataclass
@@ -64,8 +71,13 @@ class SetView:
     path: str
     url: str | None
     columns: list[Column]
-    rows: list[CaseRow]
+    rows: list[CaseRow]          # every row shown, in file order
     hidden_rows: int = 0
+    attention: list[CaseRow] = field(default_factory=list)  # need a look, worst first
+    quiet: list[CaseRow] = field(default_factory=list)      # passing, steady: collapsed
+    quiet_total: int = 0         # quiet cases, listed or not
+    quiet_counts: str = ""       # "15 unchanged, 2 improved" (with a baseline)
+
 
 @dataclass
 class CaseDetail:
@@ -101,6 +113,18 @@ class ReportView:
     failing_metrics: list[tuple[str, int]]  # metric name, failing cases
     rows_hidden: int = 0
     footer: Footer = field(default_factory=Footer)
+    quiet_hidden: int = 0              # passing rows left out to fit
+    changes: ChangeView = field(default_factory=lambda: ChangeView(compared=False))
+    verdict_rule: str = "mean"
+
+    @property
+    def attention_sets(self) -> list[SetView]:
+        """The eval sets with cases that need a look (the report's first tables)."""
+        return [s for s in self.sets if s.attention]
+
+    @property
+    def quiet_sets(self) -> list[SetView]:
+        return [s for s in self.sets if s.quiet_total]
 
 
 def _count(value: Any) -> int:
@@ -159,6 +183,52 @@ class Links:
 
         return f"{self.blob_base}/{quote(path)}" + (f"#L{line}" if line else "")
 
+    def commit(self, sha: str) -> str | None:
+        if not self.blob_base or "/blob/" not in self.blob_base:
+            return None
+        return f"{self.blob_base.rsplit('/blob/', 1)[0]}/commit/{sha}"
+
+
+# Which attention rows come first: regressions, then failing or errored cases (in file
+# order), new cases, flaky ones.
+_URGENCY = {"regressed": 0, "error": 1, "failed": 1, "not_evaluated": 1, "new": 2, "flaky": 3}
+
+
+def columns_for(view: SetView, rows: list[CaseRow]) -> list[Column]:
+    """The set's columns that some of ``rows`` has a score in (a table of a few cases need
+    not carry every metric of the set)."""
+    return [c for c in view.columns if any(c.name in r.cells for r in rows)]
+
+
+def needs_attention(case: CaseResult) -> bool:
+    return case.status != "passed" or case.flaky or case.change in ("regressed", "new")
+
+
+def _urgency(row: CaseRow) -> int:
+    keys = [row.status, row.change or "", "flaky" if row.flaky else ""]
+    return min(_URGENCY.get(k, 9) for k in keys)
+
+
+def _cell(case: CaseResult, metric: MetricResult) -> Cell:
+    cell = Cell(metric.status, fmt_score(metric.score), fmt_range(metric), fmt_score(metric.threshold))
+    if metric.delta is not None and round(metric.delta, 2) != 0:  # "+0.00" is clutter
+        cell.delta = f"{metric.delta:+.2f}"
+        # a drop the case's label does not call a regression: say how likely noise is
+        if metric.delta < 0 and metric.p_value is not None and case.change != "regressed":
+            cell.p_value = f"{metric.p_value:.2f}"
+    return cell
+
+
+def _row(case: CaseResult, eval_set: EvalSetResult, links: Links) -> CaseRow:
+    errored = sum(1 for r in case.runs if r.status == "error")
+    metric_errors = any(m.status == "error" for m in case.metrics)
+    note = (f"{errored} of {len(case.runs)} runs errored" if errored
+            else "metric error" if metric_errors else "")
+    return CaseRow(eval_id=case.eval_id, status=case.status, url=links.file(eval_set.path, case.line),
+                   cells={m.name: _cell(case, m) for m in case.metrics if m.status != "informational"},
+                   note=note, change=case.change, flaky=flaky_counts(case) if case.flaky else None,
+                   attention=needs_attention(case))
+
 
 def _set_view(eval_set: EvalSetResult, links: Links, budget: Budget) -> SetView:
     names: list[str] = []
@@ -171,37 +241,40 @@ def _set_view(eval_set: EvalSetResult, links: Links, budget: Budget) -> SetView:
                 names.append(m.name)
             thresholds.setdefault(m.name, set()).add(fmt_score(m.threshold))
     columns = [Column(n, next(iter(thresholds[n])) if len(thresholds[n]) == 1 else None) for n in names]
-    rows = []
-    hidden = 0
-    for case in eval_set.cases:
-        if case.status == "passed" and not budget.passing_rows:
-            hidden += 1
+    view = SetView(eval_set.eval_set_id, eval_set.path, links.file(eval_set.path), columns, [])
+    labels: dict[str, int] = {}
+    for position, case in enumerate(eval_set.cases):
+        row = _row(case, eval_set, links)
+        row.position = position
+        if row.attention:
+            view.attention.append(row)
             continue
-        errored = sum(1 for r in case.runs if r.status == "error")
-        metric_errors = any(m.status == "error" for m in case.metrics)
-        note = (f"{errored} of {len(case.runs)} runs errored" if errored
-                else "metric error" if metric_errors else "")
-        rows.append(CaseRow(
-            eval_id=case.eval_id, status=case.status, url=links.file(eval_set.path, case.line),
-            cells={m.name: Cell(m.status, fmt_score(m.score), fmt_range(m), fmt_score(m.threshold))
-                   for m in case.metrics if m.status != "informational"},
-            note=note))
-    return SetView(eval_set.eval_set_id, eval_set.path, links.file(eval_set.path), columns, rows, hidden)
+        view.quiet_total += 1
+        if case.change:
+            labels[case.change] = labels.get(case.change, 0) + 1
+        if budget.passing_rows:
+            view.quiet.append(row)
+        else:
+            view.hidden_rows += 1
+    view.attention.sort(key=_urgency)  # stable: file order within one kind
+    view.quiet_counts = ", ".join(f"{n} {label}" for label, n in sorted(labels.items(), key=lambda p: -p[1]))
+    return view
 
 
 def build_view(results: Results, links: Links | None = None, budget: Budget | None = None) -> ReportView:
     links = links or Links()
     budget = budget or Budget()
     sets = [_set_view(s, links, budget) for s in results.eval_sets]
-    rows_hidden = sum(s.hidden_rows for s in sets)
     if budget.max_rows is not None:
         left = budget.max_rows
         for s in sets:
-            keep = max(0, min(left, len(s.rows)))
-            s.hidden_rows += len(s.rows) - keep
-            rows_hidden += len(s.rows) - keep
-            s.rows = s.rows[:keep]
+            keep = max(0, min(left, len(s.attention)))
+            s.hidden_rows += len(s.attention) - keep
+            s.attention = s.attention[:keep]
             left -= keep
+    for s in sets:
+        s.rows = sorted(s.attention + s.quiet, key=lambda r: r.position)
+    rows_hidden = sum(s.hidden_rows for s in sets)
     failing_cases = results.failing_cases()
     limit = len(failing_cases) if budget.detail_cases is None else budget.detail_cases
     failing = []
@@ -215,18 +288,24 @@ def build_view(results: Results, links: Links | None = None, budget: Budget | No
         for m in case.metrics:
             if m.status in ("failed", "error"):
                 counts[m.name] = counts.get(m.name, 0) + 1
-    return ReportView(sets=[s for s in sets if s.rows or s.hidden_rows], failing=failing,
+    return ReportView(sets=[s for s in sets if s.rows or s.hidden_rows or s.quiet_total], failing=failing,
                       failing_total=len(failing_cases), failing_metrics=list(counts.items()),
-                      rows_hidden=rows_hidden, footer=build_footer(results))
+                      rows_hidden=rows_hidden, footer=build_footer(results),
+                      quiet_hidden=sum(s.quiet_total - len(s.quiet) for s in sets),
+                      changes=build_changes(results, links.commit), verdict_rule=results.verdict_rule)
 
 
 def omitted_notes(view: ReportView) -> list[str]:
     notes = []
+    if view.quiet_hidden:
+        n = view.quiet_hidden
+        notes.append(f"the table rows of {n} passing case{'s' if n != 1 else ''}")
     if len(view.failing) < view.failing_total:
         n = view.failing_total - len(view.failing)
         notes.append(f"the explanation of {n} failing case{'s' if n != 1 else ''}")
-    if view.rows_hidden:
-        notes.append(f"{view.rows_hidden} table row{'s' if view.rows_hidden != 1 else ''}")
+    trimmed = view.rows_hidden - view.quiet_hidden
+    if trimmed:
+        notes.append(f"{trimmed} table row{'s' if trimmed != 1 else ''} of cases that need attention")
     return notes
 
 

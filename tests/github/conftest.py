@@ -1,3 +1,3 @@
 """Fixtures of the GitHub publishing tests (defined in github_data.py)."""
 
-from github_data import fake, judged, results  # noqa: F401
+from github_data import compared, fake, judged, results  # noqa: F401

@@ -224,3 +224,87 @@ def judged_results() -> dict[str, Any]:
 @pytest.fixture
 def judged() -> Results:
     return Results.model_validate(judged_results())
+
+
+# --- a 60-case suite compared with its baseline: three problems among passing cases ----------
+
+def _runs(scores: list[float], threshold: float) -> list[dict[str, Any]]:
+    return [{"run": i, "status": "passed" if s >= threshold else "failed"} for i, s in enumerate(scores, 1)]
+
+
+def _case(eval_id: str, line: int, scores: dict[str, tuple[float, list[float], float | None]],
+          **extra: Any) -> dict[str, Any]:
+    """A case from {metric: (threshold, run scores, baseline score or None)}."""
+    metrics = []
+    for name, (threshold, runs, base) in scores.items():
+        metric = _metric(name, threshold, runs, "passed" if sum(runs) / len(runs) >= threshold else "failed")
+        if base is not None:
+            metric.update(baselineScore=base, delta=metric["score"] - base)
+        metrics.append(metric)
+    status = "passed" if all(m["status"] == "passed" for m in metrics) else "failed"
+    first = next(iter(scores.values()))
+    return {"evalId": eval_id, "status": status, "line": line, "runs": _runs(first[1], first[0]),
+            "metrics": metrics, "fingerprint": f"sha256:{eval_id}", "change": "unchanged", **extra}
+
+
+def compared_results() -> dict[str, Any]:
+    """A PR run of 60 cases labelled against main: one deterministic regression, one flaky
+    case whose drop is within noise, one new failing case; two improvements, one changed
+    case and one removed case among the 57 that pass."""
+    sets = []
+    layout = [("weather", "agents/weather/weather.evalset.json", 25,
+               {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.6}),
+              ("booking", "agents/booking/booking.evalset.json", 20, {"tool_trajectory_f1": 0.8}),
+              ("concierge", "agents/concierge/concierge.evalset.json", 15, {"response_match_score": 0.6})]
+    for set_id, path, count, criteria in layout:
+        cases = []
+        for i in range(count):
+            scores = {name: (thr, [1.0, 1.0, 1.0] if thr == 1.0 else [0.9, 0.85, 0.95], None)
+                      for name, thr in criteria.items()}
+            scores = {n: (t, r, sum(r) / len(r)) for n, (t, r, _) in scores.items()}
+            cases.append(_case(f"{set_id}_{i:02d}", 5 + 12 * i, scores))
+        sets.append({"evalSetId": set_id, "path": path, "configPath": None, "cases": cases})
+    weather, booking, concierge = (s["cases"] for s in sets)
+    # a deterministic drop: 1.0 on every run of main, 0.0 on every run here
+    weather[7] = _case("weather_07", 89, {"tool_trajectory_avg_score": (1.0, [0.0, 0.0, 0.0], 1.0),
+                                          "response_match_score": (0.6, [0.9, 0.85, 0.95], 0.9)},
+                       change="regressed")
+    weather[7]["metrics"][0]["pValue"] = 0.05
+    # 3/3 on main, 2/3 here: flaky, not a regression (p = 0.5)
+    booking[3] = _case("booking_03", 41, {"tool_trajectory_f1": (0.8, [1.0, 0.5, 1.0], 1.0)}, flaky=True)
+    booking[3]["metrics"][0].update(pValue=0.5, baselineRuns=[1.0, 1.0, 1.0])
+    # a case the PR added, failing
+    concierge.append(_case("concierge_new_refund", 190, {"response_match_score": (0.6, [0.3, 0.35, 0.4], None)},
+                           change="new"))
+    for case in (weather[2], booking[11]):
+        case["change"] = "improved"
+        case["metrics"][0].update(baselineScore=0.5, delta=0.5, pValue=0.05)
+    concierge[4]["change"] = "changed"
+    for m in concierge[4]["metrics"]:
+        m.pop("baselineScore"), m.pop("delta")
+    del concierge[9]  # moved out: counted as removed below
+    cases = [c for s in sets for c in s["cases"]]
+    passed = sum(c["status"] == "passed" for c in cases)
+    return {
+        "version": 1, "passed": False, "verdictRule": "mean",
+        "summary": {"evalSets": 3, "cases": len(cases), "passed": passed, "failed": len(cases) - passed,
+                    "errored": 0, "notEvaluated": 0},
+        "comparison": {
+            "baseline": {"path": "evalcheck-baseline/results.json", "ref": "main",
+                         "commit": "abc1234def5678abc1234def5678abc1234def56", "commitsBehind": 0},
+            "summary": {"regressed": 1, "improved": 2, "unchanged": 55, "new": 1, "changed": 1, "removed": 2},
+            "removed": [{"evalSetId": "concierge", "evalId": "concierge_09"},
+                        {"evalSetId": "weather", "evalId": "old_<b>@octocat"}],
+            "metrics": [{"name": "tool_trajectory_avg_score", "cases": 25, "meanDelta": -0.02,
+                         "interval": {"low": -0.06, "high": 0.0, "method": "paired bootstrap"},
+                         "baselinePassRate": {"passed": 25, "cases": 25, "rate": 1.0, "low": 0.8668, "high": 1.0},
+                         "passRate": {"passed": 24, "cases": 25, "rate": 0.96, "low": 0.8046, "high": 0.9929}}],
+            "notes": []},
+        "evalSets": sets,
+        "metadata": {"evalcheckVersion": "0.1.0", "durationSeconds": 95.0},
+    }
+
+
+@pytest.fixture
+def compared() -> Results:
+    return Results.model_validate(compared_results())

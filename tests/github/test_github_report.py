@@ -52,7 +52,8 @@ def test_agent_text_cannot_inject_html_mentions_or_markdown(results):
     prose = re.sub(r"<pre>.*?</pre>|<code>.*?</code>", "", html, flags=re.S)
     assert "@octocat" in html and re.search(r"@(?!\u200b)\w", prose) is None
     # the hostile response's ``` and </details> stay inside its code block
-    assert html.count("<details>") == html.count("</details>") == 3  # one per failing case
+    # one per failing case, one per eval set's collapsed passing cases
+    assert html.count("<details>") == html.count("</details>") == 3 + 2
     assert "&lt;/details&gt;" in html
     assert "<h1>heading</h1>" not in html and "<h1>" not in html
     # the trajectory table kept its three columns despite "|" in an argument
@@ -82,7 +83,7 @@ def test_code_span_and_fence_cannot_be_closed():
     assert html.count("<pre>") == 1 and "<h1>after</h1>" in html and "<h1>not" not in html
 
 
-def test_oversized_report_drops_explanations_before_rows():
+def test_oversized_report_drops_passing_rows_then_explanations_before_rows():
     data = realistic_results()
     case = data["evalSets"][0]["cases"][1]
     data["evalSets"][0]["cases"] += [dict(case, evalId=f"extra_{i:03d}", line=100 + i) for i in range(300)]
@@ -91,9 +92,12 @@ def test_oversized_report_drops_explanations_before_rows():
     assert utf16_len(full) > 65536
     text, omitted = render_within(results, COMMENT_LIMIT, utf16_len, extra={"links": Links()})
     assert utf16_len(text) <= COMMENT_LIMIT
-    assert omitted and omitted[0].startswith("the explanation of")
+    assert omitted[0] == "the table rows of 2 passing cases"  # collapsed anyway: they go first
+    assert omitted[1].startswith("the explanation of") and len(omitted) == 2
     assert "Left out to fit" in text
-    assert "| extra\\_299 |" in text and "*more case" not in text  # every row kept
+    assert "| extra\\_299 |" in text and "*more case" not in text  # every failing row kept
+    assert "paris\\_today" not in text and "2 passing cases, not listed to fit" not in text
+    assert "1 passing case, not listed to fit" in text  # each set still says what it hides
     assert 0 < text.count("<details>") < 302  # some explanations kept, the rest dropped
 
 
@@ -143,7 +147,7 @@ def test_the_reader_sees_what_the_judge_said(judged):
     assert "errored" not in text.split("Why cases did not pass")[1]
     assert "undecided: Sunny. — 0 for, 0 against, 3 failed" in text and "3 judge samples failed" in text
     # footer: version, duration, the judges and their cost
-    assert "evalcheck 0.1.0 · 2 min 14 s · judged by gemini-2.5-flash" in text
+    assert "evalcheck 0.1.0 · 2 min 14 s · verdict rule mean · judged by gemini-2.5-flash" in text
     assert "42 judge calls, 13 cached answers" in text
 
 
@@ -151,16 +155,17 @@ def test_judge_text_cannot_inject_html_mentions_or_markdown(judged):
     html = to_html(comment(judged))
     failing = len(judged.failing_cases())
     assert "<script" not in html and "<img" not in html
-    assert html.count("<b>") == failing  # only each case's name in its <summary>
+    # only each case's name in its <summary>, and the set's name above its passing cases
+    assert html.count("<b>") == failing + 1
     assert 'href="javascript:' not in html and "\x1b" not in html
     prose = re.sub(r"<pre>.*?</pre>|<code>.*?</code>", "", html, flags=re.S)
     assert "@octocat" in html and re.search(r"@(?!\u200b)\w", prose) is None
-    assert html.count("<details>") == html.count("</details>") == failing
+    assert html.count("<details>") == html.count("</details>") == failing + 1
     assert "&lt;/details&gt;" in html and "<h1>" not in html
     # every judged verdict stayed one list item: a "|" or newline in judge text split nothing
     items = re.findall(r"<li>(.*?)</li>", html, re.S)
     assert any("names the city" in i and "never names the city" in i for i in items)
-    assert "<table>" in html and html.count("<table>") == 1  # only the results table
+    assert html.count("<table>") == 2  # only the tables of cases (attention, passing)
 
 
 def test_long_rationales_are_cut_and_the_verdict_stays(judged):
@@ -179,7 +184,8 @@ def test_long_rationales_are_cut_and_the_verdict_stays(judged):
     assert utf16_len(render_markdown(big)) > COMMENT_LIMIT
     body = comment(big)
     assert utf16_len(body) <= COMMENT_LIMIT
-    assert "Left out to fit: the explanation of" in body and "table row" not in body
+    assert "Left out to fit: the table rows of 1 passing case; the explanation of" in body
+    assert "need attention" not in body  # every failing case's row kept
     assert "| [more\\_099]" in body
     assert "**no** (3/3)" in body  # the explanations kept still carry their verdicts
 

@@ -1,0 +1,143 @@
+"""What changed against the baseline, as the report's first lines say it.
+
+"2 regressions, 1 improvement, 3 flaky - compared with main at abc1234 (merge base)", the
+removed cases, the suite-level deltas, flaky pass counts with their Wilson intervals, and the
+notes (fingerprints unknown, no baseline found). Read from the results file's ``comparison``
+(checker/compare) and, for notes of the Action's baseline search, ``metadata.baselineNotes``.
+Without a comparison the view still counts flaky cases.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..compare.verdict import baseline_pass_counts, case_pass_counts
+from ..models.results import CaseResult, Results
+
+MAX_REMOVED = 30   # removed cases listed by name
+MAX_NOTES = 10
+_SHA = re.compile(r"^[0-9a-f]{7,64}$")
+
+
+@dataclass
+class Flaky:
+    """A flaky case's runs passing every gating metric, k of n, with the Wilson 95% interval
+    of that rate; and the baseline's k/n when the comparison recorded it."""
+
+    passed: int
+    runs: int
+    low: str
+    high: str
+    baseline: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.passed}/{self.runs}"
+
+
+def flaky_counts(case: CaseResult) -> Flaky:
+    counts = case_pass_counts(case)
+    flaky = Flaky(counts.passed, counts.runs, f"{counts.low:.2f}", f"{counts.high:.2f}")
+    base = baseline_pass_counts(case)
+    if base is not None:
+        flaky.baseline = str(base)
+    return flaky
+
+
+@dataclass
+class BaselineView:
+    """Where the baseline came from: a commit of a branch (the Action) or a file (the CLI)."""
+
+    ref: str = ""
+    commit: str = ""           # short SHA
+    commit_url: str | None = None
+    behind: int | None = None  # commits behind the merge base; 0: the merge base itself
+    path: str = ""
+
+
+@dataclass
+class SuiteRow:
+    metric: str
+    cases: int
+    delta: str            # "-0.12"
+    interval: str         # "-0.20 to -0.04"
+    baseline_rate: str    # "40/60 (0.54-0.78)"
+    rate: str
+
+
+@dataclass
+class ChangeView:
+    compared: bool
+    counts: list[tuple[str, bool]] = field(default_factory=list)  # ("2 regressions", strong)
+    flaky: int = 0
+    baseline: BaselineView | None = None
+    removed: list[str] = field(default_factory=list)  # "set / case"
+    removed_hidden: int = 0
+    suite: list[SuiteRow] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _rate(value: Any) -> str:
+    if not isinstance(value, dict):
+        return ""
+    passed, cases = value.get("passed"), value.get("cases")
+    low, high = value.get("low"), value.get("high")
+    if not isinstance(passed, int) or not isinstance(cases, int):
+        return ""
+    if isinstance(low, (int, float)) and isinstance(high, (int, float)):
+        return f"{passed}/{cases} ({low:.2f}\u2013{high:.2f})"
+    return f"{passed}/{cases}"
+
+
+def _suite(rows: list[dict[str, Any]]) -> list[SuiteRow]:
+    out = []
+    for row in rows:
+        if not isinstance(row, dict) or not isinstance(row.get("name"), str):
+            continue
+        delta = row.get("meanDelta")
+        interval = row.get("interval") if isinstance(row.get("interval"), dict) else {}
+        low, high = interval.get("low"), interval.get("high")
+        out.append(SuiteRow(
+            metric=row["name"], cases=row.get("cases") if isinstance(row.get("cases"), int) else 0,
+            delta=f"{delta:+.2f}" if isinstance(delta, (int, float)) else "n/a",
+            interval=(f"{low:+.2f} to {high:+.2f}" if isinstance(low, (int, float))
+                      and isinstance(high, (int, float)) else ""),
+            baseline_rate=_rate(row.get("baselinePassRate")), rate=_rate(row.get("passRate"))))
+    return out
+
+
+def build_changes(results: Results, commit_url: Any = None) -> ChangeView:
+    """``commit_url(sha)`` links a baseline commit (None: no link)."""
+    flaky = sum(1 for s in results.eval_sets for c in s.cases if c.flaky)
+    meta = results.metadata if isinstance(results.metadata, dict) else {}
+    search_notes = meta.get("baselineNotes")
+    notes = [n for n in search_notes if isinstance(n, str)] if isinstance(search_notes, list) else []
+    comparison = results.comparison
+    if comparison is None:
+        view = ChangeView(compared=False, flaky=flaky, notes=notes[:MAX_NOTES])
+        if flaky:
+            view.counts = [(f"{flaky} flaky", True)]
+        return view
+    s = comparison.summary
+    counts = [(_plural(s.regressed, "regression", "regressions"), s.regressed > 0),
+              (_plural(s.improved, "improvement", "improvements"), False),
+              (f"{flaky} flaky", False), (f"{s.new} new", False), (f"{s.changed} changed", False),
+              (f"{s.removed} removed", False)]
+    shown = [c for c in counts if not c[0].startswith("0 ")]
+    if not s.regressed:
+        shown.insert(0, ("no regressions", False))
+    info = comparison.baseline
+    baseline = BaselineView(ref=info.ref or "", behind=info.commits_behind, path=info.path or "")
+    if info.commit and _SHA.match(info.commit):
+        baseline.commit = info.commit[:7]
+        baseline.commit_url = commit_url(info.commit) if commit_url else None
+    removed = [f"{r.eval_set_id} / {r.eval_id}" for r in comparison.removed]
+    return ChangeView(compared=True, counts=shown, flaky=flaky, baseline=baseline,
+                      removed=removed[:MAX_REMOVED], removed_hidden=max(0, len(removed) - MAX_REMOVED),
+                      suite=_suite(comparison.metrics),
+                      notes=(notes + [n for n in comparison.notes if isinstance(n, str)])[:MAX_NOTES])
