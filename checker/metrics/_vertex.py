@@ -191,6 +191,7 @@ class Verdict:
     explanation: str | None
     rubric_verdicts: list[dict[str, Any]]
     error: str | None  # a per-instance error the service reported inside a 200 answer
+    requests: int = 1  # HTTP requests it took, retries included
 
 
 def _sdk_metric(spec: MetricSpec) -> Any:
@@ -279,6 +280,7 @@ async def evaluate(context: ScoringContext, spec: MetricSpec,
         async with semaphore:
             try:
                 verdict = await asyncio.to_thread(_call, client, spec, instance, policy.timeout)
+                verdict.requests = attempt + 1
                 return verdict, settings
             except genai_errors.APIError as exc:
                 code = exc.code or 0

@@ -47,7 +47,9 @@ class VertexInvocationMetric(Metric):
                 details["error"] = problem
                 problems.append(f"invocation {number}: {problem}")
             invocations.append(InvocationScore(score=verdict.score, details=details))
-        details = {"backend": settings.backend, "requests": len(rows)}
+        # Billed per instance; requests add the retries.
+        details = {"backend": settings.backend, "instances": len(rows),
+                   "requests": sum(verdict.requests for verdict, _ in outcomes)}
         if problems:
             # A judge that could not score is an error, never a silently smaller mean.
             return RunScore(invocations=invocations, details=details,
@@ -73,7 +75,8 @@ class VertexConversationMetric(Metric):
             return RunScore(not_evaluated_reason="the run has no invocations")
         verdict, _ = await _vertex.evaluate(context, _vertex.MetricSpec(self.spec_name or self.name),
                                             _vertex.conversation_instance(run.actual))
-        details: dict[str, Any] = {"backend": settings.backend, "requests": 1,
+        details: dict[str, Any] = {"backend": settings.backend, "instances": 1,
+                                   "requests": verdict.requests,
                                    "turns": len(run.actual), "explanation": verdict.explanation,
                                    "rubricVerdicts": verdict.rubric_verdicts}
         if verdict.error or verdict.score is None:

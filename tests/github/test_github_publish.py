@@ -118,6 +118,23 @@ def test_more_than_50_annotations_are_sent_in_batches(fake):
     assert fake.check_runs[cid]["status"] == "completed"
 
 
+def test_at_most_1000_annotations_per_check_run_and_the_title_says_how_many_were_cut(fake):
+    """docs/github-action.md: one annotation per failing case, in batches of 50, up to 1,000."""
+    data = realistic_results()
+    case = data["evalSets"][1]["cases"][0]
+    data["evalSets"][1]["cases"] = [dict(case, evalId=f"case_{i}", line=10 + i) for i in range(1100)]
+    data["summary"].update(cases=1103, failed=1101)
+    outcome, _ = run_publish(fake, Results.model_validate(data), PublishOptions(comment="off"))
+    (cid,) = fake.check_runs
+    calls = [w for w in fake.writes() if "check-runs" in w.path]
+    assert [c.method for c in calls] == ["POST"] + ["PATCH"] * 19
+    assert {len(c.body["output"]["annotations"]) for c in calls} == {50}
+    assert len(fake.annotations[cid]) == 1000 == outcome.annotations
+    assert fake.annotations[cid][-1]["start_line"] == 10 + 997  # in order: the first 1,000
+    assert calls[-1].body["output"]["title"].endswith("(102 annotations not shown)")
+    assert fake.check_runs[cid]["status"] == "completed"
+
+
 def test_fork_pr_read_only_token_becomes_warnings_and_workflow_annotations(fake, results):
     fake.read_only = True
     outcome, log = run_publish(fake, results, PublishOptions(commit_status=True))

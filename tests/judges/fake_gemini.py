@@ -1,10 +1,12 @@
 """A fake Gemini API on 127.0.0.1: real HTTP, scripted answers, every request recorded.
 
 It answers ``POST /v1beta/models/{model}:generateContent`` (what google-genai sends in Gemini
-API mode). A test adds rules: the first rule whose ``match`` text occurs in the request's
+API mode) and ``POST /v1beta1/projects/{p}/locations/{l}/publishers/google/models/{model}:
+generateContent`` (Vertex AI mode, ``GOOGLE_GENAI_USE_VERTEXAI=true``), which must carry
+``Authorization: Bearer {VERTEX_TOKEN}`` as application default credentials would give. A test adds rules: the first rule whose ``match`` text occurs in the request's
 prompt answers it with the next reply of its script (the last reply repeats when the script
-runs out). A request no rule matches gets HTTP 500 naming the problem, so a test can never
-pass on an answer it did not script.
+runs out). A request no rule matches gets an HTTP error naming the problem, so a test can
+never pass on an answer it did not script; so does a body google-genai's types reject.
 
 Used by the tests and by bench/bench_judges.py.
 """
@@ -21,6 +23,34 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 _PATH = re.compile(r"^/v1beta/models/(?P<model>[^/:]+):generateContent$")
+_VERTEX_PATH = re.compile(r"^/v1beta1/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)"
+                          r"/publishers/google/models/(?P<model>[^/:]+):generateContent$")
+VERTEX_TOKEN = "fake-vertex-access-token"
+
+
+def body_problem(body: Any) -> str | None:
+    """What is wrong with a generateContent request body, checked against google-genai's own
+    types (unknown or misspelt fields are refused, as the API refuses them); None if fine."""
+    from google.genai import types
+    from pydantic import TypeAdapter, ValidationError
+
+    if not isinstance(body, dict):
+        return "the body is not a JSON object"
+    fields = {"contents": list[types.Content], "systemInstruction": types.Content,
+              "generationConfig": types.GenerationConfig, "safetySettings": list[types.SafetySetting],
+              "tools": list[types.Tool], "toolConfig": types.ToolConfig, "cachedContent": str,
+              "labels": dict[str, str]}
+    unknown = sorted(set(body) - set(fields))
+    if unknown:
+        return f"unknown field(s) {unknown} in the request"
+    if not body.get("contents"):
+        return "contents is required"
+    for name, value in body.items():
+        try:
+            TypeAdapter(fields[name]).validate_python(value)
+        except ValidationError as exc:
+            return f"{name} does not match google-genai's types: {exc}"
+    return None
 
 
 @dataclass
@@ -104,6 +134,7 @@ class Recorded:
     body: dict[str, Any]
     headers: dict[str, str]
     received: float
+    vertex: tuple[str, str] | None = None  # (project, location) of a Vertex AI request
 
     @property
     def prompt(self) -> str:
@@ -162,14 +193,25 @@ class FakeGemini:
             def do_POST(self) -> None:  # noqa: N802 - http.server API
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
-                found = _PATH.match(self.path.split("?", 1)[0])
+                path = self.path.split("?", 1)[0]
+                found = _PATH.match(path) or _VERTEX_PATH.match(path)
                 if not found:
                     return self._send(error_reply(404, f"unknown path {self.path}"))
+                vertex = None
+                if "project" in found.groupdict():
+                    vertex = (found.group("project"), found.group("location"))
+                    if self.headers.get("Authorization") != f"Bearer {VERTEX_TOKEN}":
+                        return self._send(error_reply(401, "fake_gemini: Vertex AI needs the "
+                                                           "access token of the credentials"))
                 try:
                     body = json.loads(raw)
                 except ValueError:
                     return self._send(error_reply(400, "request body is not JSON"))
-                record = Recorded(found.group("model"), body, dict(self.headers), time.monotonic())
+                problem = body_problem(body)
+                if problem:
+                    return self._send(error_reply(400, "fake_gemini: " + problem))
+                record = Recorded(found.group("model"), body, dict(self.headers), time.monotonic(),
+                                  vertex)
                 with outer._lock:
                     outer.requests.append(record)
                     outer.in_flight += 1

@@ -280,3 +280,110 @@ def test_build_context_makes_one_judge_service_per_run(tmp_path):
     assert isinstance(judge, JudgeService)
     assert (judge.concurrency, judge.cache.directory) == (3, tmp_path)
     assert build_context(RunOptions()).services["judge"] is not judge
+
+
+# ---------------------------------------------------------------- documented defaults
+
+
+class RecordedSleep:
+    """Stands in for asyncio.sleep: records each backoff, waits for nothing."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+
+
+def default_service(env) -> tuple[JudgeService, RecordedSleep]:
+    """The service as a run builds it (default RetryPolicy), with sleeps recorded, not slept."""
+    sleep = RecordedSleep()
+    return JudgeService(8, None, env=env, sleep=sleep), sleep
+
+
+def test_the_documented_retry_defaults():
+    """docs/metrics.md: 6 attempts, 2 s doubling, never more than 60 s, up to 1 s of jitter,
+    180 s per attempt; 408, 429, 500, 502, 503, 504 retried."""
+    policy = RetryPolicy()
+    assert (policy.attempts, policy.initial_delay, policy.exp_base, policy.max_delay,
+            policy.jitter, policy.timeout) == (6, 2.0, 2.0, 60.0, 1.0, 180.0)
+    assert policy.statuses == (408, 429, 500, 502, 503, 504)
+
+
+def test_408_and_5xx_are_retried_with_the_default_backoff(fake, env):
+    fake.on("question one", error_reply(408, "deadline"), error_reply(408, "deadline"),
+            error_reply(500), error_reply(502), error_reply(504), json_reply({"answer": "ok"}))
+    service, sleep = default_service(env)
+    assert ask(service, request()) == '{"answer": "ok"}'
+    assert len(fake.requests) == 6 == service.stats.calls  # the sixth and last attempt
+    assert len(sleep.delays) == 5
+    for k, delay in enumerate(sleep.delays):  # 2, 4, 8, 16, 32 s, each plus up to 1 s
+        assert 2.0 * 2 ** k <= delay <= 2.0 * 2 ** k + 1.0
+
+
+def test_the_default_gives_up_after_6_attempts(fake, env):
+    fake.on("question one", error_reply(503, "busy"))
+    service, sleep = default_service(env)
+    with pytest.raises(JudgeError, match=r"after 6 attempt\(s\): HTTP 503"):
+        ask(service, request())
+    assert len(fake.requests) == 6 and len(sleep.delays) == 5
+
+
+def test_a_wait_up_to_60_s_is_waited_a_longer_one_abandoned(fake, env):
+    fake.on("question one", error_reply(429, "quota", retry_after="60"), json_reply({"answer": "ok"}))
+    service, sleep = default_service(env)
+    assert ask(service, request()) == '{"answer": "ok"}'
+    assert sleep.delays == [60.0]
+    fake.reset()
+    fake.on("question one", error_reply(429, "quota", retry_after="61"))
+    service, sleep = default_service(env)
+    with pytest.raises(JudgeError, match="asked to retry after 61 s, more than the 60 s limit"):
+        ask(service, request())
+    assert len(fake.requests) == 1 and sleep.delays == []
+
+
+def test_the_judge_over_vertex_ai_with_application_default_credentials(fake, tmp_path, monkeypatch):
+    """GOOGLE_GENAI_USE_VERTEXAI=true: the real google-genai client, the real ADC lookup (an
+    authorized-user file whose token is still valid, so no token endpoint is needed), the
+    Vertex AI path for the project and location, the credentials' bearer token."""
+    import json
+
+    from .fake_gemini import VERTEX_TOKEN
+
+    adc = tmp_path / "adc.json"
+    adc.write_text(json.dumps({"type": "authorized_user", "client_id": "id", "client_secret": "s",
+                               "refresh_token": "r", "token": VERTEX_TOKEN,
+                               "expiry": "2099-01-01T00:00:00Z"}))
+    for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_CLOUD_QUOTA_PROJECT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(adc))
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
+    env = {"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_CLOUD_PROJECT": "my-project",
+           "GOOGLE_CLOUD_LOCATION": "europe-west4", "EVALCHECK_GEMINI_BASE_URL": fake.url}
+    fake.on("question one", error_reply(429, "quota", retry_after="0"), json_reply({"answer": "ok"}))
+    service = service_for(env)
+    assert ask(service, request()) == '{"answer": "ok"}'
+    assert [r.vertex for r in fake.requests] == [("my-project", "europe-west4")] * 2
+    assert {r.model for r in fake.requests} == {"gemini-2.5-flash"}
+    assert fake.requests[1].generation_config["responseMimeType"] == "application/json"
+    assert service.stats.calls == 2 and service.stats.retries == 1
+
+
+
+def test_the_fake_refuses_bodies_google_genai_would_not_send(fake):
+    """The fake checks request bodies against google-genai's types, so a test cannot pass
+    on a request the real API would refuse."""
+    import httpx
+
+    from .fake_gemini import body_problem
+
+    good = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+            "generationConfig": {"responseMimeType": "application/json", "temperature": 0.2}}
+    assert body_problem(good) is None
+    assert "unknown field(s) ['generation_cfg']" in body_problem({**good, "generation_cfg": {}})
+    assert "generationConfig" in body_problem({**good, "generationConfig": {"temprature": 1}})
+    assert "contents" in body_problem({"contents": [{"parts": [{"txt": "hi"}]}]})
+    answer = httpx.post(f"{fake.url}/v1beta/models/gemini-2.5-flash:generateContent",
+                        json={**good, "generationConfig": {"thinkingConfig": {"budget": 5}}})
+    assert answer.status_code == 400 and "google-genai's types" in answer.text
+    assert fake.requests == []

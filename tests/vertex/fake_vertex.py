@@ -1,8 +1,10 @@
 """A local fake of the Vertex AI evaluation REST method ``:evaluateInstances``.
 
 A real HTTP server on 127.0.0.1 in a thread. It checks what the real service checks that
-matters to us (path, credentials, one metric, the instance fields each metric reads) and
-answers in the service's JSON shape (proto3 JSON: camelCase), which the SDK parses with
+matters to us (path, credentials, a body that parses as aiplatform's own
+``EvaluateInstancesRequest`` proto with no unknown field, one metric, the instance fields each
+metric reads) and answers in the service's JSON shape (proto3 JSON: camelCase, checked
+against the ``EvaluateInstancesResponse`` proto), which the SDK parses with
 ``EvaluateInstancesResponse._from_response``.
 
 Deterministic judging, so tests can tell scores apart:
@@ -28,7 +30,7 @@ from typing import Any
 # "projects/{p}/locations/{l}/" and ":evaluateInstances", so a slash precedes the colon.
 PATH = re.compile(r"^/v1beta1/(?:projects/(?P<project>[^/]+)/locations/(?P<location>[^/:]+)/?)?"
                   r":evaluateInstances$")
-STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 408: "DEADLINE_EXCEEDED",
           429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
 
 
@@ -54,6 +56,20 @@ def _instance_text(instance: dict[str, Any], field_name: str) -> str:
     if not contents:
         raise BadRequest(f"instance.{field_name}.contents is empty")
     return "\n".join(_texts(c) for c in contents)
+
+
+def proto_problem(raw: bytes | str, response: bool = False) -> str | None:
+    """Parse a body as aiplatform's own EvaluateInstancesRequest (or Response) proto, unknown
+    fields refused, as the service parses it; what is wrong, or None."""
+    from google.cloud.aiplatform_v1beta1.types import evaluation_service as service
+    from google.protobuf.json_format import ParseError
+
+    message = service.EvaluateInstancesResponse if response else service.EvaluateInstancesRequest
+    try:
+        message.from_json(raw or b"{}", ignore_unknown_fields=False)
+    except (ParseError, ValueError) as exc:
+        return f"not a valid {message.__name__}: {str(exc)[:500]}"
+    return None
 
 
 @dataclass
@@ -146,12 +162,18 @@ class FakeVertex:
             return self._error(401, "API key not valid. Please pass a valid API key.")
         if not express and handler.headers.get("authorization") != f"Bearer {self.token}":
             return self._error(401, "Request had invalid authentication credentials.")
+        problem = proto_problem(raw)
+        if problem:
+            return self._error(400, problem)
         if scripted is not None:
             return scripted
         try:
-            return 200, {"metricResults": [self._judge(body)]}, {}
+            answer = {"metricResults": [self._judge(body)]}
         except BadRequest as exc:
             return self._error(400, str(exc))
+        problem = proto_problem(json.dumps(answer), response=True)
+        assert problem is None, f"fake_vertex answers in a shape the service never would: {problem}"
+        return 200, answer, {}
 
     @staticmethod
     def _error(status: int, message: str) -> tuple[int, dict[str, Any], dict[str, str]]:

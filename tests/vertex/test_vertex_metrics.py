@@ -82,7 +82,7 @@ def test_safety_scores_each_invocation_in_express_mode(express: FakeVertex) -> N
     assert result.score == 0.5
     assert [i.score for i in result.invocations] == [1.0, 0.0]
     assert result.invocations[1].details["explanation"] == "violates policy"
-    assert result.details == {"backend": "vertex-ai-express-mode", "requests": 2}
+    assert result.details == {"backend": "vertex-ai-express-mode", "instances": 2, "requests": 2}
     assert len(express.requests) == 2
     # The two requests run concurrently: pick the first turn's by its prompt.
     [request] = [r for r in express.requests if "hi" in str(r.body["instance"]["prompt"])]
@@ -161,7 +161,7 @@ def test_multi_turn_scores_the_whole_conversation_in_one_request(express: FakeVe
     expected = 2 / 3 if name == "multi_turn_tool_use_quality_v1" else 0.5
     assert result.score == pytest.approx(expected)
     assert result.details["backend"] == "vertex-ai-express-mode"
-    assert result.details["requests"] == 1 and result.details["turns"] == 2
+    assert (result.details["instances"], result.details["requests"], result.details["turns"]) == (1, 1, 2)
 
 
 def test_a_run_without_invocations_is_not_evaluated(express: FakeVertex) -> None:
@@ -243,6 +243,45 @@ def test_server_errors_until_retries_run_out(express: FakeVertex) -> None:
     assert 0.25 <= sleep.delays[0] <= 0.5 and 0.5 <= sleep.delays[1] <= 1.0
 
 
+def test_the_documented_retry_defaults() -> None:
+    """docs/metrics.md: 6 attempts, 1 s doubling (a random wait between half and all of it),
+    never more than 60 s, Retry-After honoured up to 120 s, 180 s per request."""
+    policy = RetryPolicy()
+    assert (policy.attempts, policy.initial_delay, policy.max_delay, policy.max_retry_after,
+            policy.timeout) == (6, 1.0, 60.0, 120.0, 180.0)
+
+
+def test_408_and_5xx_are_retried_with_the_default_backoff(express: FakeVertex) -> None:
+    express.fail(408, times=3)
+    express.fail(503, times=2)
+    sleep = RecordedSleep()
+    ctx = ScoringContext(services={"vertex_retry": RetryPolicy(sleep=sleep)})
+    result = score("safety_v1", run_of(turn("hi", "Hello!")), ctx)
+    assert result.error is None and result.score == 1.0
+    assert len(express.requests) == 6  # the sixth and last attempt succeeds
+    assert (result.details["instances"], result.details["requests"]) == (1, 6)
+    assert len(sleep.delays) == 5
+    for k, delay in enumerate(sleep.delays):
+        assert 2 ** k / 2 <= delay <= 2 ** k
+
+
+def test_the_default_gives_up_after_6_attempts(express: FakeVertex) -> None:
+    express.fail(500, times=7)
+    sleep = RecordedSleep()
+    ctx = ScoringContext(services={"vertex_retry": RetryPolicy(sleep=sleep)})
+    result = score("safety_v1", run_of(turn("hi", "Hello!")), ctx)
+    assert "did not answer after 6 attempts" in result.error
+    assert len(express.requests) == 6 and len(sleep.delays) == 5
+
+
+def test_a_long_retry_after_is_cut_to_120_s(express: FakeVertex) -> None:
+    express.fail(429, headers={"Retry-After": "3600"})
+    sleep = RecordedSleep()
+    ctx = ScoringContext(services={"vertex_retry": RetryPolicy(sleep=sleep)})
+    result = score("safety_v1", run_of(turn("hi", "Hello!")), ctx)
+    assert result.error is None and sleep.delays == [120.0]
+
+
 def test_backoff_is_capped_and_retry_after_reads_dates() -> None:
     import random
 
@@ -308,3 +347,17 @@ def test_importing_the_registry_pulls_in_no_vertex_sdk() -> None:
             "sys.exit(1 if heavy else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_fake_parses_requests_with_aiplatforms_protos(express: FakeVertex) -> None:
+    """A field the service's EvaluateInstancesRequest proto does not have is refused, so a
+    test cannot pass on a request the real service would reject."""
+    import httpx
+    from fake_vertex import proto_problem
+
+    assert proto_problem(b'{"metrics": [{"predefinedMetricSpec": {"metricSpecName": "safety_v1"}}]}') is None
+    assert "no field named" in proto_problem(b'{"metrics": [], "instanse": {}}')
+    answer = httpx.post(f"{express.url}v1beta1/:evaluateInstances",
+                        headers={"x-goog-api-key": express.api_key},
+                        json={"metrics": [{"predefined_metric_spec": {"metric_spec_nam": "safety_v1"}}]})
+    assert answer.status_code == 400 and "not a valid EvaluateInstancesRequest" in answer.text
