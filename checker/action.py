@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .compare.gate import FAIL_ON, gate_failed, gate_message
+from .confine import unbend_output
 from .errors import InputError
 from .github.publish import PublishOptions, PublishOutcome, check_comment_key
 from .github.workflow import Commands, Inputs, RunContext, summary_room, write_output, write_summary
@@ -287,6 +288,11 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
     try:
         ctx = RunContext.from_env(env)
         config = read_config(env, Path.cwd())
+        boundary = ctx.workspace or config.workdir
+        config.run.confine = boundary
+        for output in (config.results_path, config.markdown_path, config.run.junit, config.run.inference_out):
+            if output is not None:
+                unbend_output(output, boundary)
         sandbox = agent_sandbox(config, ctx)
         if sandbox is not None:
             sandboxes.append(sandbox)

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .confine import confined
 from .config import EvalConfig, default_config, load_config
 from .errors import InputError
 from .evalfile import LoadedEvalSet, load_eval_file
@@ -100,10 +101,12 @@ def find_config(eval_file: Path, root: Path) -> Path | None:
 
 def discover(args: list[str], *, root: Path, config_file: Path | None = None,
              initial_session: Path | None = None,
-             notes: list[str] | None = None) -> list[EvalTarget]:
+             notes: list[str] | None = None, confine: Path | None = None) -> list[EvalTarget]:
     """The eval files under ``args`` with their cases and criteria. ``initial_session`` is
     the initial session of every legacy file; what the user should know but is no error (an
-    empty eval set skipped, a session dump's ignored keys) is appended to ``notes``."""
+    empty eval set skipped, a session dump's ignored keys) is appended to ``notes``. With
+    ``confine`` (the Action's workspace), a file under it that is a symlink leading out of
+    it is bad input, not followed."""
     notes = notes if notes is not None else []
     selected: dict[Path, list[str] | None] = {}
     for arg in args or ["."]:
@@ -122,6 +125,7 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None,
         if ids is not None and path.is_dir():
             raise InputError("a case filter needs a file, not a folder", file=arg)
         for f in files:
+            confined(f, confine, "this eval file")
             key = f.resolve()
             if key in selected and selected[key] is not None and ids is not None:
                 selected[key] = list(dict.fromkeys((selected[key] or []) + ids))
@@ -134,14 +138,14 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None,
         raise InputError("no eval files found", file=shown,
                          fix="eval files end in .evalset.json or .test.json")
 
-    shared_config = load_config(config_file) if config_file else None
+    shared_config = load_config(confined(config_file, confine, "the config file")) if config_file else None
     configs: dict[Path, EvalConfig] = {}
     targets: list[EvalTarget] = []
     seen_ids: dict[str, str] = {}
     legacy_files = 0
     empty: list[str] = []
     for path, ids in selected.items():
-        loaded = load_eval_file(path, display_path(path, root), initial_session)
+        loaded = load_eval_file(path, display_path(path, root), initial_session, confine=confine)
         notes.extend(n for n in loaded.notes if n not in notes)
         legacy_files += loaded.legacy
         if not loaded.eval_set.eval_cases and ids is None:
@@ -170,6 +174,7 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None,
                 config = configs.setdefault(Path(), default_config())
             else:
                 if config_path not in configs:
+                    confined(config_path, confine, "this test_config.json")
                     configs[config_path] = load_config(config_path, display_path(config_path, root))
                 config = configs[config_path]
         targets.append(EvalTarget(loaded, config, chosen))

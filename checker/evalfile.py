@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import Field
 
+from .confine import confined
 from .errors import InputError
 from .models.base import StrictModel
 from .models.evalset import (
@@ -167,12 +168,14 @@ def _find_lines(text: str, keys: tuple[str, ...], ids: list[str]) -> dict[str, i
     return lines
 
 
-def legacy_session(eval_file: Path, display: str,
-                   initial_session_file: Path | None) -> LoadedSession | None:
+def legacy_session(eval_file: Path, display: str, initial_session_file: Path | None,
+                   confine: Path | None = None) -> LoadedSession | None:
     """The initial session a legacy file runs with: the file given, else one beside it."""
     if initial_session_file is not None:
         return load_initial_session(initial_session_file)
     beside = find_beside(eval_file, display)
+    if beside:
+        confined(beside[0], confine, "this initial session file")
     return load_initial_session(*beside) if beside else None
 
 
@@ -208,9 +211,11 @@ def _check_ids(eval_set: EvalSet, display: str, legacy: bool) -> None:
 
 
 def load_eval_file(path: Path, display: str | None = None,
-                   initial_session_file: Path | None = None) -> LoadedEvalSet:
+                   initial_session_file: Path | None = None,
+                   confine: Path | None = None) -> LoadedEvalSet:
     """One eval file. ``initial_session_file`` is for a legacy file (an EvalSet file carries
-    ``session_input`` in each case): ADK's ``initial_session_file``."""
+    ``session_input`` in each case): ADK's ``initial_session_file``. ``confine``: see
+    checker/confine.py (an initial session file beside it must not lead out of it)."""
     display = display or str(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -226,7 +231,7 @@ def load_eval_file(path: Path, display: str | None = None,
                              "this one, or pass only your eval files or folders")
 
     if isinstance(data, list):
-        session = legacy_session(path, display, initial_session_file)
+        session = legacy_session(path, display, initial_session_file, confine)
         eval_set = convert_legacy(data, path, display, session.session if session else None)
         _check_ids(eval_set, display, legacy=True)
         if all(isinstance(item, dict) and "data" in item for item in data):

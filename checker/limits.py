@@ -75,3 +75,32 @@ def loads_bounded(text: str | bytes, **kwargs: object) -> object:
     if loc is not None:
         raise JsonTooDeep(loc)
     return value
+
+
+FDS_PER_RUN = 8    # pipes, a pidfd and a socket or two of one agent run, with room to start it
+FD_RESERVE = 64    # the checker's own files, judge connections, the event loop
+
+
+def fd_concurrency(wanted: int) -> tuple[int, str | None]:
+    """Runs that may be in flight under the open-file limit (``ulimit -n``): the soft limit is
+    first raised towards the hard one; when that is still too low, fewer runs at once and a
+    warning saying so. Running out of descriptors anyway fails only the runs it hits."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return wanted, None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = FD_RESERVE + FDS_PER_RUN * wanted
+    infinite = resource.RLIM_INFINITY
+    if soft != infinite and soft < needed and (hard == infinite or hard > soft):
+        target = needed if hard == infinite else min(needed, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    if soft == infinite or soft >= needed:
+        return wanted, None
+    allowed = max(1, (soft - FD_RESERVE) // FDS_PER_RUN)
+    return allowed, (f"concurrency {wanted} needs about {needed} open files, but the limit "
+                     f"(ulimit -n) is {soft}: running {allowed} at once")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .discover import EvalTarget, discover, find_repo_root
+from .confine import confined
 from .errors import InputError
 from .limits import check_runs, check_turn_timeout
 from .metrics.base import ScoringContext
@@ -143,9 +144,15 @@ def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
     root = find_repo_root(Path.cwd())
     if options.config_file is not None and not options.config_file.is_file():
         raise InputError("config file not found", file=str(options.config_file))
+    for what, path in (("the replay file", options.replay), ("the config file", options.config_file),
+                       ("the template", options.template), ("the judge cache", options.judge_cache),
+                       ("the initial session file", options.initial_session)):
+        if path is not None:
+            confined(path, options.confine, what)
     notes: list[str] = []  # e.g. an empty eval set skipped
     targets = discover(options.paths, root=root, config_file=options.config_file,
-                       initial_session=options.initial_session, notes=notes)
+                       initial_session=options.initial_session, notes=notes,
+                       confine=options.confine)
     shard = None
     if options.shard is not None:
         from .shards import shard_targets

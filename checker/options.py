@@ -39,3 +39,6 @@ class RunOptions:
     # Who agents run as: the Action's unprivileged user (checker/sandbox.py); None runs
     # them as the caller, with the caller's environment (plain `evalcheck run`).
     sandbox: AgentSandbox | None = None
+    # The workspace, in the Action: symlinks under it that lead out of it are not followed
+    # (checker/confine.py). None: follow them, as any command-line tool does.
+    confine: Path | None = None

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .confine import unbend_output
 from .errors import InputError
 
 AGENT_USER = "evalcheck-agent"
@@ -62,6 +63,7 @@ class AgentSandbox:
     gid: int
     home: str
     workdir: Path
+    boundary: Path          # the workspace: outputs under it never lead out of it
     owner: tuple[int, int]  # the workspace's owner: gets every file back at the end
     secrets: tuple[str, ...] = ()
     outputs: tuple[Path, ...] = ()    # written by the checker after the agents: no symlinks
@@ -83,6 +85,7 @@ class AgentSandbox:
             return None
         st = (workspace or workdir).stat()
         return cls(uid=user.pw_uid, gid=user.pw_gid, home=user.pw_dir, workdir=workdir.absolute(),
+                   boundary=(workspace or workdir).absolute(),
                    owner=(st.st_uid, st.st_gid), secrets=tuple(s for s in secrets if s),
                    outputs=tuple(p.absolute() for p in outputs if p),
                    protected=tuple(p.absolute() for p in protected if p))
@@ -136,7 +139,7 @@ class AgentSandbox:
                 raise InputError("was replaced while the agent ran (the agent under test may not "
                                  "write it)", file=str(p), fix="the agent must leave this path alone")
         for out in self.outputs:
-            _unbend(out, self.workdir)
+            unbend_output(out, self.boundary)
 
 
 def _walk(top: Path, skip) -> Iterable[str]:
@@ -148,24 +151,6 @@ def _walk(top: Path, skip) -> Iterable[str]:
         for name in (*dirs, *files):
             if not skip(base / name):
                 yield str(base / name)
-
-
-def _unbend(path: Path, workdir: Path) -> None:
-    """An output path inside the working directory must not lead elsewhere: a symlink in its
-    place is removed (the checker writes a fresh file), a symlinked folder is an error."""
-    try:
-        path.relative_to(workdir)
-    except ValueError:
-        return  # outside the agent's reach
-    if path.is_symlink():
-        path.unlink()
-    parent = path.parent
-    while parent != workdir and not parent.exists():
-        parent = parent.parent
-    expected = os.path.join(os.path.realpath(workdir), os.path.relpath(parent, workdir))
-    if os.path.realpath(parent) != os.path.normpath(expected):
-        raise InputError("the folder of this output became a symlink while the agent ran; "
-                         "not written", file=str(path), fix="the agent must not touch evalcheck's outputs")
 
 
 def _user_processes(uid: int) -> list[tuple[int, bool]]:

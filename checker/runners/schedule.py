@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING
 from ..errors import InputError
 from ..models.evalset import EvalCase
 from ..models.records import RecordedRun
-from ..output import GuardedStream, clean
+from ..output import GuardedStream, clean, say
 from .base import AgentRunner, RunJob
 
 if TYPE_CHECKING:
@@ -185,8 +185,13 @@ async def run_agent_jobs(targets: list[EvalTarget], options: RunOptions, *,
     """Every run of every selected case, at most ``options.concurrency`` at once, in the
     input's order whatever order they finish in. With ``more``, rounds of extra runs follow
     (one run per case a round) on the same runner until ``more`` answers none."""
+    from ..limits import fd_concurrency
     from .process import pidfd_child_watcher
 
+    concurrency, warning = fd_concurrency(options.concurrency)
+    if warning:
+        say(f"evalcheck: warning: {warning}", err=True)
+        options = replace(options, concurrency=concurrency)
     with pidfd_child_watcher():
         return await _run_jobs(targets, options, runner, progress, simulator_stats, more)
 

@@ -172,3 +172,86 @@ def test_unreadable_folders_are_reported(evals, arg):
     assert "Traceback" not in done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert "locked" in line and "Permission denied" in line, line
+
+
+def test_plain_run_follows_symlinks_like_any_command_line_tool(evals, tmp_path_factory):
+    """Only the Action confines reads to the workspace (tests/github/test_action_confinement.py)."""
+    outside = tmp_path_factory.mktemp("outside")
+    write_json(outside / "s.evalset.json", evalset("s", case("c1")))
+    (evals / "evals" / "s.evalset.json").unlink()
+    (evals / "evals" / "s.evalset.json").symlink_to(outside / "s.evalset.json")
+    outcome = run_cli(["run", "evals", "--replay", "runs.json"], evals)
+    assert outcome.code == 0, outcome.output
+
+
+# ------------------------------------------------------------------ file descriptors
+
+ECHO_AGENT = r'''
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m["type"] == "user":
+        print(json.dumps({"type": "response", "invocationId": m["invocationId"], "finalResponse": "ok"}), flush=True)
+'''
+
+
+def test_concurrency_is_lowered_to_what_ulimit_allows(evals):
+    """Under `ulimit -n 128` (soft and hard), --concurrency 64 would need about 576 open
+    files: evalcheck runs fewer at once, says so, and every run passes."""
+    import resource
+    import shutil
+    import subprocess
+
+    from checker.limits import FD_RESERVE, FDS_PER_RUN
+
+    write_json(evals / "evals" / "s.evalset.json", evalset("s", *[case(f"c{i}") for i in range(6)]))
+    (evals / "agent.py").write_text(ECHO_AGENT, encoding="utf-8")
+    script = shutil.which("evalcheck", path=str(Path(sys.executable).parent))
+    done = subprocess.run(
+        [script, "run", "evals", "--agent-command", f"{sys.executable} agent.py", "--num-runs", "2",
+         "--concurrency", "64", "--results", "results.json"],
+        cwd=evals, capture_output=True, text=True, timeout=300,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128)))
+    assert done.returncode == 0, done.stdout + done.stderr
+    allowed = (128 - FD_RESERVE) // FDS_PER_RUN
+    assert (f"warning: concurrency 64 needs about {FD_RESERVE + 64 * FDS_PER_RUN} open files, "
+            f"but the limit (ulimit -n) is 128: running {allowed} at once") in done.stderr
+    results = json.loads((evals / "results.json").read_text())
+    assert results["summary"]["passed"] == 6
+
+
+def test_running_out_of_descriptors_fails_only_the_runs_it_hits(tmp_path):
+    """With every descriptor taken, a run fails with the reason (no exception, no hang);
+    once descriptors are free again the next run passes."""
+    import asyncio
+    import resource
+
+    from checker.models.evalset import EvalCase
+    from checker.runners.base import RunJob
+    from checker.runners.stdio import StdioRunner
+
+    (tmp_path / "agent.py").write_text(ECHO_AGENT, encoding="utf-8")
+    case_ = EvalCase.model_validate(case("c1"))
+    runner = StdioRunner(f"{sys.executable} agent.py", cwd=tmp_path)
+
+    async def scenario():
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        held = []
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+            while True:
+                try:
+                    held.append(os.open(os.devnull, os.O_RDONLY))
+                except OSError:
+                    break
+            starved = await runner.run(RunJob(eval_set_id="s", case=case_, run=1, turn_timeout=10))
+        finally:
+            for fd in held:
+                os.close(fd)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        fine = await runner.run(RunJob(eval_set_id="s", case=case_, run=2, turn_timeout=10))
+        return starved, fine
+
+    starved, fine = asyncio.run(scenario())
+    assert starved.error and "Too many open files" in starved.error, starved
+    assert fine.error is None and len(fine.invocations) == 1, fine

@@ -1,0 +1,81 @@
+"""In the Action, symlinks under the workspace that lead out of it are not followed
+(checker/confine.py): through the action's entrypoint, on the runner's layout."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from checker import action
+from fake_github import FakeGitHub
+from github_data import pr_event
+from runner_env import Runner, input_env
+
+HEAD = "a" * 40
+SECRET = "outside-secret-8d1f"
+
+
+def run_action(tmp_path: Path, fake: FakeGitHub, capfd, prepare, **inputs: str):
+    runner = Runner.create(tmp_path / "runner", pr_event(head_sha=HEAD))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    prepare(runner.workspace, outside)
+    env = {**runner.github_env(fake.base_url, in_container=False, head_sha=HEAD),
+           **input_env(fake.token, **{"replay": "recorded_runs.json", "paths": "agent_evals", **inputs})}
+    cwd = os.getcwd()
+    os.chdir(runner.workspace)
+    try:
+        code = action.main(env)
+    finally:
+        os.chdir(cwd)
+    out = capfd.readouterr()
+    return code, runner, outside, out.out + out.err
+
+
+def test_an_eval_file_linking_out_of_the_workspace_is_not_read(tmp_path, fake, capfd):
+    def prepare(workspace: Path, outside: Path) -> None:
+        (outside / "x.evalset.json").write_text(json.dumps({"eval_set_id": SECRET, "eval_cases": [
+            {"eval_id": SECRET, "conversation": []}]}))
+        (workspace / "agent_evals" / "linked.evalset.json").symlink_to(outside / "x.evalset.json")
+
+    code, runner, _, log = run_action(tmp_path, fake, capfd, prepare)
+    assert code == 2, log
+    assert "linked.evalset.json" in log and "outside the workspace: not followed in the Action" in log
+    assert SECRET not in log and fake.requests == []
+    assert "passed" not in runner.outputs()
+
+
+def test_a_config_linking_out_of_the_workspace_is_not_read(tmp_path, fake, capfd):
+    def prepare(workspace: Path, outside: Path) -> None:
+        config = workspace / "agent_evals" / "test_config.json"
+        (outside / "c.json").write_text(config.read_text())
+        config.unlink()
+        config.symlink_to(outside / "c.json")
+
+    code, _, _, log = run_action(tmp_path, fake, capfd, prepare)
+    assert code == 2 and "test_config.json is a symlink" in log.replace("agent_evals/", ""), log
+
+
+def test_a_report_folder_linking_out_is_not_written_through(tmp_path, fake, capfd):
+    def prepare(workspace: Path, outside: Path) -> None:
+        (workspace / "evalcheck-report").symlink_to(outside)
+
+    code, _, outside, log = run_action(tmp_path, fake, capfd, prepare)
+    assert code == 2, log
+    assert "the folder of this output is a symlink" in log
+    assert list(outside.iterdir()) == []
+
+
+def test_a_results_file_linking_out_is_replaced_not_followed(tmp_path, fake, capfd):
+    def prepare(workspace: Path, outside: Path) -> None:
+        (outside / "precious.txt").write_text("keep me")
+        (workspace / "evalcheck-report").mkdir()
+        (workspace / "evalcheck-report" / "results.json").symlink_to(outside / "precious.txt")
+
+    code, runner, outside, log = run_action(tmp_path, fake, capfd, prepare)
+    assert code == 1, log  # the example's failing case: evaluated as usual
+    assert (outside / "precious.txt").read_text() == "keep me"
+    results = runner.workspace / "evalcheck-report" / "results.json"
+    assert not results.is_symlink() and json.loads(results.read_text())["passed"] is False
+    assert runner.outputs()["passed"] == "false"
