@@ -20,12 +20,13 @@ from .compare.gate import FAIL_ON, gate_failed, gate_message
 from .confine import unbend_output
 from .errors import InputError
 from .github.publish import PublishOptions, PublishOutcome, check_comment_key
-from .github.workflow import Commands, Inputs, RunContext, summary_room, write_output, write_summary
+from .github.workflow import Commands, Inputs, RunContext, summary_room, write_outputs, write_summary
 from .options import RunOptions
 from .models.results import Results
 from .output import clean, guarded, say
 from .redact import Redactor, secret_values
 from .sandbox import AgentSandbox, scrub_environ
+from .writes import OutputFiles
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 COMMENT_MODES = ("update", "new", "off")
@@ -173,14 +174,49 @@ def run_setup(command: str, workdir: Path, commands: Commands,
     as_agent = {} if sandbox is None else {"env": sandbox.environ(os.environ), **sandbox.popen_kwargs()}
     try:
         sys.stdout.flush()
-        done = subprocess.run(["/bin/sh", "-c", command], cwd=workdir, stdin=subprocess.DEVNULL,
-                              stderr=subprocess.STDOUT, check=False, **as_agent)
+        # Its own process group, and we its subreaper: on Ctrl-C/SIGTERM everything it
+        # started is stopped and reaped too.
+        from .runners.process import become_subreaper
+
+        become_subreaper()
+        proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=workdir, stdin=subprocess.DEVNULL,
+                                stderr=subprocess.STDOUT, start_new_session=True, **as_agent)
+        try:
+            returncode = proc.wait()
+        except BaseException:
+            stop_group(proc.pid)
+            raise
     finally:
         commands.resume_commands(token)
         commands.endgroup()
-    if done.returncode != 0:
-        raise InputError(f"setup-command failed with exit status {done.returncode}",
+    if returncode != 0:
+        raise InputError(f"setup-command failed with exit status {returncode}",
                          fix="see the 'evalcheck: setup-command' group in the log")
+
+
+def stop_group(pgid: int, grace: float = 5.0) -> None:
+    """SIGTERM to process group ``pgid``, SIGKILL after ``grace`` seconds; its members that
+    are our children (we are their subreaper) are reaped, so none is left a zombie."""
+    import signal
+    import time
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            try:
+                while os.waitpid(-pgid, os.WNOHANG)[0] > 0:
+                    pass
+            except ChildProcessError:
+                pass
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
 
 
 def relative_to_workspace(path: Path, workspace: Path | None) -> str:
@@ -285,6 +321,8 @@ def _main(env: dict[str, str]) -> int:
 def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSandbox]) -> int:
     """Inputs -> setup-command -> evaluation -> publish; a sandbox made is added to
     ``sandboxes`` at once, so that the caller ends it whatever happens."""
+    # A file that cannot be written (disk full) is an error naming it; the rest goes on.
+    files = OutputFiles(report=lambda message: commands.error(f"evalcheck: {clean(message)}"))
     try:
         ctx = RunContext.from_env(env)
         config = read_config(env, Path.cwd())
@@ -300,7 +338,7 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
             config.run.sandbox = sandbox
         if config.setup_command:
             run_setup(config.setup_command, config.workdir, commands, sandbox)
-        from .main import execute, results_from_file
+        from .main import evaluate, report_gate, results_from_file
 
         os.chdir(config.workdir)
         commands.group("evalcheck: merge" if config.merge else "evalcheck: evaluation")
@@ -309,11 +347,12 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
                 from .merge import merge_in_action
 
                 merge_in_action(config.merge, config.run, config.fail_on)
+                results = results_from_file(config.results_path)
             else:
-                execute(config.run, secret_values(env))
+                results = evaluate(config.run, secret_values(env), files)
+                report_gate(results, config.run.fail_on, with_baseline=config.run.baseline is not None)
         finally:
             commands.endgroup()
-        results = results_from_file(config.results_path)
     except InputError as exc:
         return bad_input(commands, exc)
 
@@ -327,25 +366,30 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
                                  extra={"links": Links(run_url=ctx.run_url, blob_base=ctx.blob_base())})
     except InputError as exc:
         return bad_input(commands, exc)
-    config.markdown_path.parent.mkdir(parents=True, exist_ok=True)
-    config.markdown_path.write_text(report, encoding="utf-8")
+    files.write(config.markdown_path, report, "markdown report")
     if config.publish_enabled:
-        write_step_summary(results, ctx, config.run.template)
+        if ctx.summary_path is not None:
+            files.attempt("job summary", ctx.summary_path,
+                          lambda: write_step_summary(results, ctx, config.run.template))
         outcome = publish_results(results, ctx, config.publish, config.token, commands)
     else:
         outcome = PublishOutcome()
-        print(f"evalcheck: publish: false - nothing posted; results in "
-              f"{relative_to_workspace(config.results_path, ctx.workspace)}")
+        say(f"evalcheck: publish: false - nothing posted; results in "
+            f"{relative_to_workspace(config.results_path, ctx.workspace)}")
     written = [p for p in (config.results_path, config.markdown_path, config.run.junit,
                            config.run.inference_out) if p]
     give_back(written, ctx.workspace)
     if ctx.output_path is not None:
-        write_output(ctx.output_path, "passed", "true" if results.passed else "false")
-        write_output(ctx.output_path, "results-path", relative_to_workspace(config.results_path, ctx.workspace))
-        write_output(ctx.output_path, "markdown-path", relative_to_workspace(config.markdown_path, ctx.workspace))
-        write_output(ctx.output_path, "comment-url", outcome.comment_url or "")
+        outputs = {"passed": "true" if results.passed else "false",
+                   "results-path": relative_to_workspace(config.results_path, ctx.workspace),
+                   "markdown-path": relative_to_workspace(config.markdown_path, ctx.workspace),
+                   "comment-url": outcome.comment_url or ""}
+        files.attempt("step outputs (GITHUB_OUTPUT)", ctx.output_path,
+                      lambda: write_outputs(ctx.output_path, outputs))
     if failed:
         commands.error(f"evalcheck: {gate_message(results, config.fail_on)}")
+    if files.failed and not failed:
+        return EXIT_BAD_INPUT  # a passing gate whose outputs are missing is not a pass
     return EXIT_FAILED if failed else EXIT_PASSED
 
 
@@ -426,13 +470,16 @@ def _publish(request: PublishRequest, env: dict[str, str]) -> int:
                                  f"on {trusted_sha[:12]}", fix="a stale or forged PR number; not posting")
     except InputError as exc:
         return bad_input(commands, exc)
-    write_step_summary(results, ctx, request.template)
+    files = OutputFiles(report=lambda message: commands.error(f"evalcheck: {clean(message)}"))
+    if ctx.summary_path is not None:
+        files.attempt("job summary", ctx.summary_path, lambda: write_step_summary(results, ctx, request.template))
     outcome = publish_results(results, ctx, options, token, commands, sha=sha, pr_number=pr)
     if ctx.output_path is not None:
-        write_output(ctx.output_path, "passed", "true" if results.passed else "false")
-        write_output(ctx.output_path, "comment-url", outcome.comment_url or "")
+        outputs = {"passed": "true" if results.passed else "false", "comment-url": outcome.comment_url or ""}
+        files.attempt("step outputs (GITHUB_OUTPUT)", ctx.output_path,
+                      lambda: write_outputs(ctx.output_path, outputs))
     # The gate is the evaluating job's; this job only reports (see docs/github-action.md).
-    return EXIT_PASSED
+    return EXIT_BAD_INPUT if files.failed else EXIT_PASSED
 
 
 def one_line_error(exc: Exception) -> str:
@@ -440,9 +487,16 @@ def one_line_error(exc: Exception) -> str:
 
 
 def entrypoint() -> None:
-    with guarded(secret_values(os.environ)):
+    from .interrupt import sigterm_as_ctrl_c
+
+    with guarded(secret_values(os.environ)), sigterm_as_ctrl_c() as seen:
         try:
             code = main()
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM from a cancelled job / docker stop
+            say("evalcheck: interrupted", err=True)
+            code = seen.status
+        except SystemExit as exc:  # the agent runs were interrupted (main.collect_runs)
+            code = seen.exit_status(exc.code)
         except Exception as exc:  # a bug of ours: say so in one line, keep the trace for a report
             Commands(sys.stdout).error(f"evalcheck crashed: {type(exc).__name__}: {clean(exc, 500)}")
             traceback.print_exc()  # through the guard: each line neutralised and redacted

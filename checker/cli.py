@@ -28,11 +28,25 @@ class GuardedGroup(click.Group):
     def main(self, *args, **kwargs):  # type: ignore[override]
         import os
 
+        from .interrupt import sigterm_as_ctrl_c
         from .output import guarded
         from .redact import secret_values
 
-        with guarded(secret_values(os.environ)):
-            return super().main(*args, **kwargs)
+        with guarded(secret_values(os.environ)), sigterm_as_ctrl_c() as seen:
+            try:
+                return super().main(*args, **kwargs)
+            except SystemExit as exc:  # SIGTERM exits 143 where Ctrl-C exits 130
+                raise SystemExit(seen.exit_status(exc.code)) from None
+
+    def invoke(self, ctx: click.Context):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM outside the agent runs (scoring ...)
+            from .interrupt import EXIT_SIGINT
+            from .output import say
+
+            say("evalcheck: interrupted", err=True)
+            raise SystemExit(EXIT_SIGINT) from None
 
 
 def _fail_input(exc: Exception) -> InputProblem:

@@ -24,6 +24,7 @@ from .pipeline import RunKey, group_replay, load_replay, score_all
 from .output import clean, say
 from .redact import Redactor, secret_values
 from .report.terminal import comparison_lines, failure_lines, summary_line
+from .writes import OutputFiles, say_error
 
 if TYPE_CHECKING:
     from .adaptive import AdaptiveRuns
@@ -57,9 +58,9 @@ def collect_runs(targets: list[EvalTarget], options: RunOptions,
         # Ctrl-C: the agents are already killed; keep what finished, then stop (no scoring).
         finished = exc.finished if isinstance(exc, RunInterrupted) else []
         message = f"evalcheck: interrupted; {len(finished)} run(s) had finished"
-        if options.inference_out and finished:
-            write_records(options.inference_out, RecordedRuns(runs=finished),
-                          Redactor(secret_values(os.environ)))
+        if options.inference_out and finished and write_records(
+                options.inference_out, RecordedRuns(runs=finished), Redactor(secret_values(os.environ)),
+                OutputFiles(report=say_error)):
             message += f", written to {options.inference_out}"
         say(message, err=True)
         raise SystemExit(130) from None
@@ -69,10 +70,13 @@ def collect_runs(targets: list[EvalTarget], options: RunOptions,
     return grouped
 
 
-def write_records(path: Path, records: RecordedRuns, redactor: Redactor) -> None:
-    """What the agents did, in the replay format, secrets redacted (agent output is outside text)."""
+def write_records(path: Path, records: RecordedRuns, redactor: Redactor,
+                  files: OutputFiles | None = None) -> bool:
+    """What the agents did, in the replay format, secrets redacted (agent output is outside
+    text). Returns whether the file was written (a failure is reported by ``files``)."""
     records = redactor.model(records)
-    _write(path, records.model_dump_json(indent=2, exclude_none=True) + "\n")
+    return (files or OutputFiles()).write(path, records.model_dump_json(indent=2, exclude_none=True) + "\n",
+                                          "recorded runs (inference-out)")
 
 
 def build_context(options: RunOptions) -> ScoringContext:
@@ -85,17 +89,22 @@ def build_context(options: RunOptions) -> ScoringContext:
     return ScoringContext(services=services)
 
 
-def write_reports(results: Results, options: RunOptions) -> None:
+def write_reports(results: Results, options: RunOptions, files: OutputFiles | None = None) -> None:
+    """Every report file asked for; one that cannot be written does not stop the others.
+    Without ``files`` the failures raise InputError once all were tried."""
+    out = files if files is not None else OutputFiles()
     if options.results:
-        _write(options.results, results.model_dump_json(indent=2) + "\n")
+        out.write(options.results, results.model_dump_json(indent=2) + "\n", "results file")
     if options.markdown:
         from .report.markdown import render_markdown
 
-        _write(options.markdown, render_markdown(results, template=options.template))
+        out.write(options.markdown, render_markdown(results, template=options.template), "markdown report")
     if options.junit:
         from .report.junit import render_junit
 
-        _write(options.junit, render_junit(results))
+        out.write(options.junit, render_junit(results), "JUnit file")
+    if files is None:
+        out.check()
 
 
 def evalcheck_version() -> str | None:
@@ -130,8 +139,18 @@ def run_metadata(options: RunOptions, runs: dict[RunKey, list[RecordedRun]], sta
 
 def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
     """Run the whole job; returns whether the gate (``options.fail_on``) passed. Raises
-    InputError on bad input. ``secrets``: values to redact on top of the environment's
-    secret variables."""
+    InputError on bad input, and once everything else is done, if an output file could not
+    be written. ``secrets``: values to redact on top of the environment's secret variables."""
+    files = OutputFiles()
+    results = evaluate(options, secrets, files)
+    passed = report_gate(results, options.fail_on, with_baseline=options.baseline is not None)
+    files.check()
+    return passed
+
+
+def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) -> Results:
+    """Discover, run, score, write the files (failures reported by ``files``) and print the
+    failure lines; the results, redacted as written."""
     started, clock = datetime.now(timezone.utc), time.monotonic()
     check_runs("num-runs", options.num_runs)
     check_turn_timeout(options.turn_timeout)
@@ -188,7 +207,7 @@ def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
 
             records.metadata = {"shard": recorded_runs_shard(
                 shard, targets, [(r.eval_set_id, r.eval_id) for r in ordered])}
-        write_records(options.inference_out, records, redactor)
+        write_records(options.inference_out, records, redactor, files)
     from .judges.service import closing_judges
 
     results = asyncio.run(closing_judges(
@@ -214,14 +233,14 @@ def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
         results = compare(baseline, results, baseline_info=BaselineInfo(path=str(options.baseline)))
     redactor.add(*judge.credentials)
     results = redactor.model(results)
-    write_reports(results, options)
+    write_reports(results, options, files)
     for line in failure_lines(results):
         say(clean(line))
     if judge.stats.used():
         say(clean(judge.line()))
     if simulated.used():
         say(clean(simulated.line()))
-    return report_gate(results, options.fail_on, with_baseline=baseline is not None)
+    return results
 
 
 def report_gate(results: Results, fail_on: str, *, with_baseline: bool) -> bool:

@@ -89,11 +89,19 @@ class Inputs:
 
 def write_output(path: Path, name: str, value: str) -> None:
     """Append one output; multi-line values use a random delimiter (as @actions/core does)."""
-    delimiter = f"ghadelimiter_{uuid.uuid4()}"
-    if delimiter in name or delimiter in value:  # astronomically unlikely; never write a broken file
-        raise ValueError("output value contains its delimiter")
+    write_outputs(path, {name: value})
+
+
+def write_outputs(path: Path, outputs: Mapping[str, str]) -> None:
+    """Append several outputs in one write: a full disk does not leave some of them."""
+    blocks = []
+    for name, value in outputs.items():
+        delimiter = f"ghadelimiter_{uuid.uuid4()}"
+        if delimiter in name or delimiter in value:  # astronomically unlikely; never write a broken file
+            raise ValueError("output value contains its delimiter")
+        blocks.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
     with path.open("a", encoding="utf-8") as fh:
-        fh.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+        fh.write("".join(blocks))
 
 
 def write_summary(path: Path, markdown: str) -> None:

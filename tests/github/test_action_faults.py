@@ -116,3 +116,40 @@ def test_a_refused_annotation_batch_leaves_the_check_run_completed(tmp_path, fak
     assert "could not add annotations 51-122 of 122" in result.output and "HTTP 422" in result.output
     assert fake.comments[7] and fake.statuses[0]["state"] == "failure"
     assert (tmp_path / "out.txt").read_text().count("passed") == 1
+
+
+# --- a full disk (issue 11, item 6): /dev/full answers every write with ENOSPC -------------
+
+def test_a_job_summary_that_cannot_be_written_does_not_stop_the_comment(tmp_path, fake, capfd):
+    code, runner, log = run_action(tmp_path, fake, capfd, env_extra={"GITHUB_STEP_SUMMARY": "/dev/full"},
+                                   fail_on="never", **REPLAY)
+    assert code == 2  # the gate passed (fail-on: never), but an output is missing
+    assert log.count("could not write the job summary /dev/full: No space left on device") == 1
+    assert "Traceback" not in log
+    outputs = runner.outputs()
+    assert outputs["passed"] == "false" and outputs["comment-url"] == fake.comments[7][0]["html_url"]
+    assert list(fake.check_runs.values())[0]["conclusion"] == "neutral"
+
+
+def test_a_results_file_that_cannot_be_written_leaves_the_other_outputs(tmp_path, fake, capfd):
+    code, runner, log = run_action(tmp_path, fake, capfd, results="/dev/full", **REPLAY)
+    assert code == 1
+    assert "::error::evalcheck: could not write the results file /dev/full: No space left on device" in log
+    outputs = runner.outputs()
+    assert outputs["passed"] == "false"
+    assert "first divergence at call 2" in (runner.workspace / outputs["markdown-path"]).read_text()
+    assert fake.comments[7] and "Agent evaluation failed" in runner.summary()
+
+
+def test_the_cli_reports_each_unwritable_output_once_and_writes_the_rest(tmp_path):
+    from runner_env import EXAMPLE
+
+    report = tmp_path / "report.md"
+    result = CliRunner().invoke(main, ["run", str(EXAMPLE / "agent_evals"), "--replay",
+                                       str(EXAMPLE / "recorded_runs.json"), "--results", "/dev/full",
+                                       "--markdown", str(report), "--junit", str(tmp_path / "dir" / "x.xml")])
+    assert result.exit_code == 2, result.output
+    log = result.output  # stdout and stderr
+    assert log.count("could not write the results file /dev/full: No space left on device") == 1
+    assert "Traceback" not in log and "FAILED" in log  # the verdict line is still printed
+    assert report.read_text().startswith("#") and (tmp_path / "dir" / "x.xml").exists()

@@ -1,0 +1,55 @@
+"""SIGTERM handled as Ctrl-C.
+
+Docker (``docker stop``) and the Actions runner (a cancelled job) send SIGTERM, first and
+only to the container's PID 1. Python ignores SIGTERM there unless it has a handler, and
+elsewhere dies of it without cleaning up. Here SIGTERM becomes the SIGINT that Ctrl-C
+sends: the runs in flight are cancelled and kill their agents (and the agents' children),
+the runs that finished are written (``--inference-out``), and the exit status is 143
+(128 + SIGTERM) instead of Ctrl-C's 130.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+EXIT_SIGINT = 128 + signal.SIGINT    # 130
+EXIT_SIGTERM = 128 + signal.SIGTERM  # 143
+
+
+@dataclass
+class Interruption:
+    """Which signal stopped the command, if any."""
+
+    signal: int | None = None
+
+    @property
+    def status(self) -> int:
+        return EXIT_SIGTERM if self.signal == signal.SIGTERM else EXIT_SIGINT
+
+    def exit_status(self, code: object) -> object:
+        """``code`` of a SystemExit, with Ctrl-C's 130 told apart from SIGTERM's 143."""
+        return self.status if code == EXIT_SIGINT else code
+
+
+@contextlib.contextmanager
+def sigterm_as_ctrl_c() -> Iterator[Interruption]:
+    seen = Interruption()
+    if threading.current_thread() is not threading.main_thread():
+        yield seen
+        return
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        seen.signal = signal.SIGTERM
+        # Whatever handles SIGINT now - asyncio's (cancels the runs) or Python's default
+        # (KeyboardInterrupt) - handles this too.
+        signal.raise_signal(signal.SIGINT)
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,60 @@
+"""Writing a command's output files: a failed write (a full disk, a directory in the way)
+is one clear error naming the file and the reason, and the other outputs are still written
+- a job summary that cannot be written does not keep the PR comment from being posted.
+At the end ``check()`` turns the failures into one InputError (exit status 2)."""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Callable
+from pathlib import Path
+
+from .errors import InputError
+from .output import clean, say
+
+
+def say_error(message: str) -> None:
+    say(f"evalcheck: error: {clean(message)}", err=True)
+
+
+class OutputFiles:
+    """``report`` is told of each failure as it happens (the Action: an error annotation);
+    without it the failures are reported once, by ``check()``."""
+
+    def __init__(self, report: Callable[[str], None] | None = None):
+        self.report = report
+        self.failed: list[str] = []
+
+    def attempt(self, what: str, path: Path | str, write: Callable[[], object]) -> bool:
+        """Run ``write`` (which writes ``path``); an OSError is reported, not raised."""
+        try:
+            write()
+            return True
+        except OSError as exc:
+            reason = exc.strerror or errno.errorcode.get(exc.errno or 0) or str(exc)
+            message = f"could not write the {what} {path}: {reason}"
+            self.failed.append(message)
+            if self.report is not None:
+                self.report(message)
+            return False
+
+    def write(self, path: Path, text: str, what: str) -> bool:
+        """``text`` into ``path``. A file cut short by a full disk is removed, so that no
+        later step reads half a results file."""
+
+        def write() -> None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with path.open("w", encoding="utf-8") as fh:
+                    fh.write(text)
+            except OSError:
+                if path.is_file():
+                    path.unlink(missing_ok=True)
+                raise
+
+        return self.attempt(what, path, write)
+
+    def check(self) -> None:
+        if self.failed:
+            raise InputError("; ".join(self.failed),
+                             fix="free disk space or choose another path; the other outputs were written")

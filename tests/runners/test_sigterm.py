@@ -1,0 +1,95 @@
+"""SIGTERM (docker stop, a cancelled job) does what Ctrl-C does, through the real entry points:
+agents and their children killed, finished runs written, exit status 143."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .helpers import AGENTS, PY, assert_all_gone, case, cli_env, read_pids, write_eval_set
+
+ECHO = f"{shlex.quote(PY)} {shlex.quote(str(AGENTS / 'echo_agent.py'))}"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def slow_or_echo(pidfile: Path) -> str:
+    return (f'if [ "$EVALCHECK_EVAL_ID" = slow ]; then {shlex.quote(PY)} '
+            f'{shlex.quote(str(AGENTS / "misbehave.py"))} hang {pidfile}; else {ECHO}; fi')
+
+
+def wait_for_agents(proc: subprocess.Popen, pidfile: Path, log: Path) -> None:
+    deadline = time.monotonic() + 60
+    # The slow agent and its child run, and the fast case has answered.
+    while len(read_pids(pidfile)) < 2 or not log.exists():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    time.sleep(1.0)  # the fast run closes its agent and is recorded
+
+
+def test_sigterm_on_the_cli_is_ctrl_c_with_status_143(tmp_path):
+    pidfile, log, out = tmp_path / "pids", tmp_path / "turns.log", tmp_path / "inference.json"
+    path = write_eval_set(tmp_path / "evals", "set", [case("fast", turns=1), case("slow", turns=1)])
+    proc = subprocess.Popen(
+        [PY, "-c", "from checker.cli import main; main()", "run", str(path), "--agent-command",
+         slow_or_echo(pidfile), "--num-runs", "1", "--concurrency", "2", "--inference-out", str(out)],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=cli_env(ECHO_LOG=str(log)))
+    wait_for_agents(proc, pidfile, log)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 143, stderr
+    assert "Traceback" not in stderr
+    assert f"evalcheck: interrupted; 1 run(s) had finished, written to {out}" in stderr
+    assert [(r["evalId"], r["run"]) for r in json.loads(out.read_text())["runs"]] == [("fast", 1)]
+    assert_all_gone(read_pids(pidfile))
+
+
+def test_sigterm_to_the_action_entrypoint_as_pid_1_would_get_it(tmp_path):
+    """The container's entrypoint script, started the way the runner starts it (inputs as
+    INPUT_* variables); SIGTERM goes to it alone, as Docker sends it to PID 1 only."""
+    pidfile, log = tmp_path / "pids", tmp_path / "turns.log"
+    ws = tmp_path / "ws"
+    write_eval_set(ws / "evals", "set", [case("fast", turns=1), case("slow", turns=1)])
+    (ws / ".git").mkdir()
+    out = tmp_path / "github_output"
+    out.touch()
+    env = {**cli_env(ECHO_LOG=str(log)), "GITHUB_WORKSPACE": str(ws), "GITHUB_OUTPUT": str(out),
+           "INPUT_PATHS": "evals", "INPUT_AGENT-COMMAND": slow_or_echo(pidfile),
+           "INPUT_NUM-RUNS": "1", "INPUT_CONCURRENCY": "2", "INPUT_INFERENCE-OUT": "inference.json"}
+    proc = subprocess.Popen([PY, str(ROOT / "entrypoint")], cwd=ws, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    wait_for_agents(proc, pidfile, log)
+    os.kill(proc.pid, signal.SIGTERM)  # only the entrypoint: not its process group
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 143, stdout + stderr
+    assert "Traceback" not in stdout + stderr
+    assert [(r["evalId"], r["run"]) for r in json.loads((ws / "inference.json").read_text())["runs"]] == [("fast", 1)]
+    assert_all_gone(read_pids(pidfile))
+    assert "passed" not in out.read_text()  # no verdict from an interrupted job
+
+
+def test_sigterm_during_setup_command_stops_its_children(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    pidfile = tmp_path / "setup.pids"
+    env = {**cli_env(), "GITHUB_WORKSPACE": str(ws), "INPUT_REPLAY": "x.json",
+           "INPUT_SETUP-COMMAND": f"sleep 300 & echo $! > {pidfile}; echo $$ >> {pidfile}; wait"}
+    (ws / "x.json").write_text("{}")
+    proc = subprocess.Popen([PY, str(ROOT / "entrypoint")], cwd=ws, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while len(read_pids(pidfile)) < 2:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 143, stdout + stderr
+    assert_all_gone(read_pids(pidfile))
+    # Commands were resumed: the stop token's resume line follows the setup output.
+    assert stdout.count("::stop-commands::") == 1 and stdout.rstrip().splitlines()[-2].startswith("::evalcheck-")
