@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-# checker.compare.gate.FAIL_ON, kept here so that --help imports no pydantic (a test checks).
+# = checker.compare.gate.FAIL_ON, kept here so --help imports no pydantic (a test compares).
 FAIL_ON = ("failure", "regression", "error", "never")
 
 
