@@ -162,7 +162,8 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None,
             unknown = [i for i in ids if i not in all_ids]
             if unknown:
                 raise InputError(f"no eval case '{unknown[0]}' in this file", file=loaded.display_path,
-                                 path="$.eval_cases", fix="known cases: " + ", ".join(all_ids))
+                                 path="$.eval_cases", fix=("known cases: " + ", ".join(all_ids)) if all_ids
+                                 else "the eval set has no eval cases")
             chosen = [i for i in all_ids if i in ids]
         else:
             chosen = all_ids

@@ -201,3 +201,10 @@ def test_token_counts_written_as_numeric_strings_are_counted(repo):
     metrics = json.loads((repo / "r.json").read_text())["evalSets"][0]["cases"][0]["metrics"]
     tokens = next(m for m in metrics if m["name"] == "token_usage_v1")
     assert tokens["score"] == 15 and tokens["details"]["prompt_tokens"] == 12
+
+
+def test_a_case_filter_on_an_empty_eval_set_says_it_is_empty(repo):
+    write_json(repo / "evals/empty.evalset.json", {"eval_set_id": "empty", "eval_cases": []})
+    write_json(repo / "runs.json", replay())
+    assert_input_error(run_cli(["run", "evals/empty.evalset.json:c1", "--replay", "runs.json"], repo),
+                       "no eval case 'c1' in this file", "the eval set has no eval cases")
