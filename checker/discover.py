@@ -148,6 +148,9 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None,
         loaded = load_eval_file(path, display_path(path, root), initial_session, confine=confine)
         notes.extend(n for n in loaded.notes if n not in notes)
         legacy_files += loaded.legacy
+        if initial_session is not None and not loaded.legacy:
+            notes.append(f"{loaded.display_path}: --initial-session not used: an EvalSet file "
+                         "gives each case its initial session in session_input")
         if not loaded.eval_set.eval_cases and ids is None:
             empty.append(loaded.display_path)
             continue  # an empty eval set: noted, nothing to run

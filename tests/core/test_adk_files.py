@@ -208,3 +208,13 @@ def test_a_case_filter_on_an_empty_eval_set_says_it_is_empty(repo):
     write_json(repo / "runs.json", replay())
     assert_input_error(run_cli(["run", "evals/empty.evalset.json:c1", "--replay", "runs.json"], repo),
                        "no eval case 'c1' in this file", "the eval set has no eval cases")
+
+
+def test_initial_session_with_mixed_files_says_which_it_does_not_apply_to(repo):
+    trip_planner(repo, session=None)
+    write_json(repo / "trip_planner_agent/other.evalset.json", evalset("other", case("c1")))
+    notes: list[str] = []
+    discover([str(repo / "trip_planner_agent")], root=repo, notes=notes,
+             initial_session=write_json(repo / "s.json", {"state": {}, "app_name": "a", "user_id": "u"}))
+    assert notes == ["trip_planner_agent/other.evalset.json: --initial-session not used: an EvalSet "
+                     "file gives each case its initial session in session_input"]
