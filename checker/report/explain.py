@@ -121,7 +121,7 @@ def _count_of(inv: dict[str, Any], key: str, listed: list[Any], start: int) -> i
 
 
 def _f1(metric: MetricResult) -> tuple[list[Explanation], int]:
-    failing = [(n, i) for n, i in enumerate(_invocations(metric), 1)
+    failing = [(n, i) for n, i in failing_turns(_invocations(metric), metric.threshold)
                if i.get("missing") or i.get("unexpected")]
     out = []
     for turn, inv in failing[:MAX_INVOCATIONS]:

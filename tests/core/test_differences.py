@@ -91,3 +91,19 @@ def test_a_trajectory_row_differing_in_normalisation_shows_the_code_points(repo)
     assert "turn 1: " + note in out.stdout
     markdown = (repo / "r.md").read_text(encoding="utf-8")
     assert "Z\\\\u00fcrich" in markdown and "Zu\\\\u0308rich" in markdown
+
+
+def test_f1_lists_only_the_turns_below_the_threshold(repo):
+    from corehelpers import call
+
+    expected = [invocation("q1", "ok", tools=[call("a"), call("b"), call("c"), call("d")], invocation_id="i1"),
+                invocation("q2", "ok", tools=[call("a"), call("b")], invocation_id="i2")]
+    actual = [invocation("q1", "ok", tools=[call("a"), call("b"), call("c")], invocation_id="i1"),
+              invocation("q2", "ok", tools=[call("x")], invocation_id="i2")]
+    write_json(repo / "evals/s.evalset.json", evalset("s", case("c1", *expected)))
+    write_json(repo / "evals/test_config.json", {"criteria": {"tool_trajectory_f1": 0.8}})
+    write_json(repo / "runs.json", replay(("s", "c1", 1, actual)))
+    out = run_cli(["run", "evals", "--replay", "runs.json", "--markdown", "r.md"], repo)
+    assert out.code == 1, out.output  # turn 1: F1 0.86 passes the bar, turn 2: 0 fails it
+    why = (repo / "r.md").read_text(encoding="utf-8").split("### Why cases did not pass")[1]
+    assert "turn 2" in why and "turn 1" not in why
