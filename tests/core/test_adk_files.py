@@ -218,3 +218,79 @@ def test_initial_session_with_mixed_files_says_which_it_does_not_apply_to(repo):
              initial_session=write_json(repo / "s.json", {"state": {}, "app_name": "a", "user_id": "u"}))
     assert notes == ["trip_planner_agent/other.evalset.json: --initial-session not used: an EvalSet "
                      "file gives each case its initial session in session_input"]
+
+
+# ------------------------------------------------------------------ against ADK's own models
+
+EVAL_SET = {"eval_set_id": "s", "eval_cases": [{"eval_id": "c", "conversation": [
+    {"invocation_id": "i", "user_content": {"parts": [{"text": "hi"}]}}]}]}
+
+
+def _with(path: tuple, value) -> dict:
+    data = json.loads(json.dumps(EVAL_SET))
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return data
+
+
+EVAL_SET_FIELDS = [
+    (("creation_timestamp",), "12.5"), (("eval_cases", 0, "creation_timestamp"), "12"),
+    (("eval_cases", 0, "conversation", 0, "duration"), "1.5"),
+    (("eval_cases", 0, "conversation", 0, "creation_timestamp"), "7"),
+    (("eval_cases", 0, "conversation", 0, "user_content", "parts", 0, "thought"), "true"),
+    (("eval_cases", 0, "eval_id"), 5), (("eval_set_id",), 5),
+    (("eval_cases", 0, "conversation", 0, "invocation_id"), 5),
+    (("eval_cases", 0, "conversation", 0, "user_content", "parts", 0, "text"), 5),
+    (("eval_cases", 0, "conversation", 0, "duration"), "soon"),
+]
+
+
+@pytest.mark.parametrize(("path", "value"), EVAL_SET_FIELDS)
+def test_eval_set_fields_coerce_exactly_where_adk_coerces(path, value):
+    from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
+    from pydantic import ValidationError
+
+    from checker.models.evalset import EvalSet
+
+    data = _with(path, value)
+
+    def accepts(model) -> bool:
+        try:
+            model.model_validate(data)
+            return True
+        except ValidationError:
+            return False
+
+    assert accepts(EvalSet) == accepts(AdkEvalSet)
+
+
+@pytest.mark.parametrize("criterion", [
+    "1.0", "0.5", "8e-1", "abc",
+    {"threshold": "0.5"},
+    {"threshold": "1", "match_type": "IN_ORDER", "ignore_args": "true"},
+    {"threshold": "1", "match_type": "1"},
+    {"threshold": 1, "include_intermediate_responses_in_final": "yes"},
+])
+def test_criteria_coerce_exactly_where_adk_coerces(criterion):
+    from google.adk.evaluation.eval_config import EvalConfig as AdkEvalConfig
+    from google.adk.evaluation.eval_config import get_eval_metrics_from_config
+
+    from checker.config import build_config
+    from checker.errors import InputError
+
+    try:
+        metrics = get_eval_metrics_from_config(
+            AdkEvalConfig.model_validate({"criteria": {"tool_trajectory_avg_score": criterion}}))
+        from google.adk.evaluation.trajectory_evaluator import TrajectoryEvaluator
+
+        TrajectoryEvaluator(eval_metric=metrics[0])  # ADK re-validates the criterion here
+        adk = metrics[0].threshold
+    except Exception:
+        adk = None
+    try:
+        ours = build_config({"criteria": {"tool_trajectory_avg_score": criterion}}, None, "t").metrics[0].threshold
+    except InputError:
+        ours = None
+    assert ours == adk
