@@ -13,7 +13,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import IO, TYPE_CHECKING
 
 from ..errors import InputError
@@ -196,6 +196,12 @@ async def run_agent_jobs(targets: list[EvalTarget], options: RunOptions, *,
         return await _run_jobs(targets, options, runner, progress, simulator_stats, more)
 
 
+async def _drain(feed: Iterator[RunJob], one: Callable[[RunJob], Awaitable[None]]) -> None:
+    """One worker: runs the jobs it takes from ``feed`` (shared by all workers), one by one."""
+    for job in feed:
+        await one(job)
+
+
 async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: AgentRunner | None,
                     progress: Progress | None,
                     simulator_stats: SimulatorStats | None,
@@ -252,7 +258,10 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
         runs_of = {key: 0 for key in order}
         while round_jobs:
             done_before = len(finished)
-            tasks = [asyncio.ensure_future(one(job)) for job in round_jobs]
+            # A task per run in flight, not per run: memory does not grow with the runs.
+            feed = iter(round_jobs)
+            tasks = [asyncio.ensure_future(_drain(feed, one))
+                     for _ in range(min(options.concurrency, len(round_jobs)))]
             await asyncio.gather(*tasks)
             for job in round_jobs:
                 key = (job.eval_set_id, job.eval_id)
