@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from ..models.results import Results
 
 FAIL_ON = ("failure", "regression", "error", "never")
@@ -66,8 +68,9 @@ def gate_message(results: Results, fail_on: str) -> str:
         if not found:
             return ("gate passed (fail-on: regression): no case regressed, no new or changed "
                     "case fails, no run errored")
-        return (f"gate failed (fail-on: regression): {len(found)} case(s) regressed, new or "
-                "changed and failing, or errored")
+        counts = Counter(why for _, _, why in found)
+        return "gate failed (fail-on: regression): " + ", ".join(
+            f"{n} case(s) {why}" for why, n in sorted(counts.items()))
     if not failed:
         return f"gate passed (fail-on: {fail_on})"
     return f"evaluation {'errored' if fail_on == 'error' else 'failed'} (fail-on: {fail_on})"

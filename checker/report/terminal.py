@@ -46,11 +46,14 @@ def _where(eval_set: EvalSetResult, case: CaseResult) -> str:
             + (f" [{', '.join(labels)}]" if labels else ""))
 
 
-def _against_baseline(metric: MetricResult) -> str:
+def _against_baseline(metric: MetricResult, case: CaseResult) -> str:
     if metric.baseline_score is None:
         return ""
     p = f", p={metric.p_value:.3g}" if metric.p_value is not None else ""
-    return f" (baseline {fmt(metric.baseline_score)}{p})"
+    # A drop the exact test cannot tell from noise is said to be so, not hidden.
+    noise = (", within noise" if case.change == "unchanged" and metric.delta is not None
+             and metric.delta < 0 else "")
+    return f" (baseline {fmt(metric.baseline_score)}{p}{noise})"
 
 
 def difference_lines(metric: MetricResult) -> list[str]:
@@ -79,7 +82,7 @@ def failure_lines(results: Results) -> list[str]:
         for metric in case.metrics:
             if metric.status == "failed":
                 lines.append(f"{where}: {metric.name} {fmt(metric.score)} < {fmt(metric.threshold)}"
-                             + _against_baseline(metric))
+                             + _against_baseline(metric, case))
                 lines += judge_lines(metric) or difference_lines(metric)
             elif metric.status == "error":
                 # A metric or judge failure, never the agent's (that is the line above).
@@ -103,7 +106,7 @@ def comparison_lines(results: Results, limit: int = 20) -> list[str]:
         for case in eval_set.cases:
             if case.status != "passed" or not (case.change == "regressed" or case.flaky):
                 continue
-            moved = [f"{m.name} {fmt(m.score)}{_against_baseline(m)}" for m in case.metrics
+            moved = [f"{m.name} {fmt(m.score)}{_against_baseline(m, case)}" for m in case.metrics
                      if m.baseline_score is not None and m.status != "informational"]
             lines.append(f"{_where(eval_set, case)}: passed; " + ", ".join(moved))
     if len(lines) > limit:

@@ -41,7 +41,7 @@ def test_compare_cli_end_to_end(repo):
     assert out.code == 1, out.output
     assert "[regressed]" in out.stdout and "breaks" in out.stdout
     assert "compared with baseline base.json: 1 regressed, 0 improved, 2 unchanged" in out.stdout
-    assert "gate failed (fail-on: regression): 1 case(s)" in out.stdout
+    assert "gate failed (fail-on: regression): 1 case(s) regressed" in out.stdout
     data = json.loads((repo / "cmp.json").read_text())
     cases = {c["evalId"]: c for c in data["evalSets"][0]["cases"]}
     assert cases["breaks"]["change"] == "regressed" and cases["broken"]["change"] == "unchanged"
@@ -71,7 +71,8 @@ def test_flaky_case_is_labelled_not_regressed(repo):
     out = run(repo, "head", {**MAIN, "breaks": [True, False, True]}, "--baseline", "base.json",
               "--fail-on", "regression", "--verdict", "majority")
     assert out.code == 0, out.output
-    assert "breaks [flaky 2/3 runs passed, baseline 3/3]: passed" in out.stdout
+    assert ("breaks [flaky 2/3 runs passed, baseline 3/3]: passed; tool_trajectory_avg_score "
+            "0.67 (baseline 1.00, p=0.5, within noise)") in out.stdout
     data = json.loads((repo / "head.json").read_text())
     assert data["verdictRule"] == "majority"
     breaks = [c for c in data["evalSets"][0]["cases"] if c["evalId"] == "breaks"][0]

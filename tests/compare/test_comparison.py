@@ -164,3 +164,16 @@ def test_regression_gate_without_baseline_is_the_failure_gate():
     assert gate_failed(head, "regression")
     assert "no baseline" in gate_message(head, "regression")
     assert not gate_failed(results(case_result("c", metric([1.0, 1.0]))), "regression")
+
+
+def test_error_gate_sees_an_errored_run_behind_a_failed_metric():
+    from checker.models.results import RunResult
+
+    failed = case_result("c", metric([0.0, None]))
+    failed = failed.model_copy(update={"runs": [RunResult(run=1, status="failed"),
+                                                RunResult(run=2, status="error", error="boom")]})
+    assert failed.status == "failed"
+    head = results(failed)
+    assert gate_failed(head, "error") and gate_failed(head, "failure")
+    assert not gate_failed(results(case_result("c", metric([0.0, 0.0]))), "error")
+    assert not gate_failed(head, "never")
