@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from .base import OutputModel
 from .evalset import Invocation
@@ -19,6 +19,8 @@ class RecordedRun(OutputModel):
     # Extra, optional: the tail of the agent's stderr when the run errored.
     stderr_tail: str | None = None
     duration_seconds: float | None = None
+    # Not written: why the agent could not start at all (runners/failfast.py), when so.
+    _cannot_start: str | None = PrivateAttr(default=None)
 
 
 class RecordedRuns(OutputModel):

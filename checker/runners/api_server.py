@@ -97,6 +97,15 @@ class ApiServerRunner:
                     if isinstance(body, list):
                         self.apps = [str(a) for a in body]
                 return  # any HTTP answer means the server is up
+            except httpx.ConnectError as exc:
+                if self._server is None:
+                    # Nothing listens there (connection refused, unknown host): waiting
+                    # would not change that for a server we do not start.
+                    raise ServerStartError(f"cannot connect to {self.url}: {exc or type(exc).__name__}"
+                                           " (is the server running? or pass "
+                                           "--agent-server-command to have evalcheck start it)",
+                                           None) from None
+                last_problem = type(exc).__name__
             except (httpx.TransportError, ValueError) as exc:
                 last_problem = type(exc).__name__
             if self._server is not None and self._server.returncode is not None:

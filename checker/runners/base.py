@@ -61,3 +61,14 @@ def session_spec(job: RunJob) -> SessionSpec:
 
 class AgentFailure(Exception):
     """Ends one run as an error; the message is the short reason shown to the user."""
+
+
+def mark_cannot_start(run: RecordedRun, how: str) -> RecordedRun:
+    """Note on a failed run that the agent failed before answering anything, and ``how``
+    (runs that fail the same ``how`` at the start stop the whole run: runners/failfast.py)."""
+    run._cannot_start = how
+    return run
+
+
+def cannot_start(run: RecordedRun) -> str | None:
+    return run._cannot_start

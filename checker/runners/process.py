@@ -294,10 +294,23 @@ async def wait_exit(proc: asyncio.subprocess.Process) -> int:
     return proc.returncode
 
 
+def _exited(pid: int) -> bool:
+    """Whether our child ``pid`` has exited, without reaping it (the event loop's child
+    watcher does that)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+    except (OSError, AttributeError):  # no waitid here
+        return False
+
+
 async def reap(proc: asyncio.subprocess.Process, timeout: float = 5.0) -> None:
     """Make sure the direct child is reaped and its pipes are closed."""
     with contextlib.suppress(ProcessLookupError):
-        if proc.returncode is None:
+        # Not kill() on an exited child: Popen.send_signal() polls first, which reaps it
+        # behind the child watcher's back ("exit status already read" on stderr).
+        if proc.returncode is None and not _exited(proc.pid):
             proc.kill()
     with contextlib.suppress(asyncio.TimeoutError, ProcessLookupError):
         await asyncio.wait_for(wait_exit(proc), timeout)

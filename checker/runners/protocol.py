@@ -71,6 +71,11 @@ def start_message(*, eval_set_id: str, eval_id: str, run: int, app_name: str, us
             "session": {"appName": app_name, "userId": user_id, "state": state}}
 
 
+def end_message() -> dict[str, Any]:
+    """Closes a run in a warm worker (one that announced ``"sessions": "many"``)."""
+    return {"type": "end"}
+
+
 def user_message(invocation_id: str, content: Content) -> dict[str, Any]:
     return {"type": "user", "invocationId": invocation_id,
             "content": content.model_dump(mode="json", by_alias=True, exclude_none=True)}

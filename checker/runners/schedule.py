@@ -21,6 +21,7 @@ from ..models.evalset import EvalCase
 from ..models.records import RecordedRun
 from ..output import GuardedStream, clean, say
 from .base import AgentRunner, RunJob
+from .failfast import StartWatch, server_cannot_start
 
 if TYPE_CHECKING:
     from ..discover import EvalTarget
@@ -230,15 +231,20 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
         order.setdefault(key, len(order))
         template.setdefault(key, job)
 
+    watch = StartWatch(len(jobs), options.concurrency)
+
     async def one(job: RunJob) -> None:
         async with limit:
+            if watch.stopped:
+                return
             try:
                 run = await runner.run(job)
             except Exception as exc:  # a runner bug fails this run, not the others
                 run = RecordedRun(eval_set_id=job.eval_set_id, eval_id=job.eval_id,
                                   run=job.run, error=f"internal error: {type(exc).__name__}: {exc}")
         finished.append(run)
-        progress.run_done(job, run)
+        for done_job, done_run in watch.observe(job, run):
+            progress.run_done(done_job, done_run)
 
     tasks: list[asyncio.Task] = []
     try:
@@ -249,11 +255,7 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
             try:
                 await start()
             except ServerStartError as exc:
-                failed = [RecordedRun(eval_set_id=j.eval_set_id, eval_id=j.eval_id, run=j.run,
-                                      error=str(exc), stderr_tail=exc.tail) for j in jobs]
-                for job, run in zip(jobs, failed):
-                    progress.run_done(job, run)
-                return failed
+                raise server_cannot_start(exc) from None
         round_jobs = jobs
         runs_of = {key: 0 for key in order}
         while round_jobs:
@@ -263,6 +265,8 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
             tasks = [asyncio.ensure_future(_drain(feed, one))
                      for _ in range(min(options.concurrency, len(round_jobs)))]
             await asyncio.gather(*tasks)
+            if watch.verdict is not None:  # the agent cannot start: stop, one message
+                raise watch.verdict
             for job in round_jobs:
                 key = (job.eval_set_id, job.eval_id)
                 runs_of[key] = max(runs_of[key], job.run)

@@ -1,0 +1,82 @@
+"""Stop at once when the agent cannot start at all.
+
+A typo in ``--agent-command``, a missing dependency, nothing listening at ``--agent-url``:
+every run would fail the same way before the agent answers anything. When the first runs
+to finish (as many as run at once, at least two when there are two) all failed like that,
+in the same way, the whole run stops with one message (exit status 2, bad input) instead
+of reporting the failure once per case and run. Until that is decided those runs are held
+back from the progress lines.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import InputError
+from ..models.records import RecordedRun
+from ..report.text import log_safe, one_line
+from .base import RunJob, cannot_start
+
+if TYPE_CHECKING:
+    from .api_server import ServerStartError
+
+_HINTS = {
+    "exited with status 127": "the command was not found: check --agent-command "
+                              "(and that its program is installed and on PATH)",
+    "exited with status 126": "the command cannot be executed: check its permissions "
+                              "(chmod +x) and its #! line",
+}
+
+
+class AgentCannotStart(InputError):
+    """The agent failed the same way at the start of every one of the first runs."""
+
+
+class StartWatch:
+    """Watches the first runs to finish; ``observe`` says which runs to report now."""
+
+    def __init__(self, jobs: int, concurrency: int):
+        self.first = min(jobs, max(concurrency, 2))
+        self.held: list[tuple[RunJob, RecordedRun]] = []
+        self.decided = self.first == 0
+        self.verdict: AgentCannotStart | None = None
+
+    @property
+    def stopped(self) -> bool:
+        return self.verdict is not None
+
+    def observe(self, job: RunJob, run: RecordedRun) -> list[tuple[RunJob, RecordedRun]]:
+        if self.decided:
+            return [] if self.stopped else [(job, run)]
+        how = cannot_start(run)
+        if how is None or any(cannot_start(r) != how for _, r in self.held):
+            self.decided = True
+            held, self.held = self.held, []
+            return [*held, (job, run)]
+        self.held.append((job, run))
+        if len(self.held) >= self.first:
+            self.decided = True
+            self.verdict = self._verdict(how)
+        return []
+
+    def _verdict(self, how: str) -> AgentCannotStart:
+        runs = [r for _, r in self.held]
+        text = (f"the agent cannot start: the first {len(runs)} runs all failed the same way "
+                f"before it answered anything: {one_line(runs[0].error or how, 300)}")
+        hint = next((h for status, h in _HINTS.items() if status in how), None)
+        if hint:
+            text += f" ({hint})"
+        return _with_tail(text, next((r.stderr_tail for r in runs if r.stderr_tail), None))
+
+
+def server_cannot_start(exc: ServerStartError) -> AgentCannotStart:
+    """The agent server did not come up (or nothing listens at --agent-url)."""
+    return _with_tail(f"the agent server cannot be used: {one_line(str(exc), 300)}", exc.tail)
+
+
+def _with_tail(text: str, tail: str | None) -> AgentCannotStart:
+    if tail:  # the agent's own words, where its error usually is
+        lines = tail.splitlines()[-5:]
+        text += "\n  last agent output:" + "".join(f"\n  | {one_line(line, 200)}" for line in lines)
+    # Agent output reaches the log: no workflow commands, no terminal escapes.
+    return AgentCannotStart(log_safe(text))

@@ -1,0 +1,184 @@
+"""``evalcheck-adk AGENT_DIR``: an ADK agent folder as a stdio-protocol agent (a warm worker).
+
+The folder is loaded once, the way ``adk eval`` / ``adk web`` load it (``root_agent`` in
+``agent.py`` or ``__init__.py``, an ``App``, or ``root_agent.yaml``; ``.env`` applied), with
+the google-adk installed next to it, before the first run starts. The process then serves
+run after run (it answers ``start`` with ``{"type": "ready", "sessions": "many"}``): each
+run gets fresh in-memory session, artifact and memory services, its own session with the
+start message's state and its own ``Runner``, as ADK's own eval inference does; the
+agent's ``reset_data()``, when its module has one, is called before each run, as ADK does.
+Each user turn is one ``Runner.run_async`` and the turn's ADK events go back as they are.
+
+A top-level name of its own (not ``checker.*``): a ``checker/`` folder in the repository
+under test cannot shadow it. Standard library only, until google-adk is imported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import IO, Any
+
+USAGE = "usage: evalcheck-adk [--one-session] AGENT_DIR"
+ADK_MISSING = ("google-adk is not installed in the agent's Python ({python}); install it "
+               "there: pip install google-adk (in the GitHub Action: setup-command: "
+               "pip install google-adk, or your requirements file)")
+
+
+def _send(out: IO[str], message: dict[str, Any]) -> None:
+    out.write(json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n")
+    out.flush()
+
+
+def _fail(out: IO[str], message: str, invocation_id: str | None = None) -> int:
+    print(f"evalcheck ADK bridge: {message}", file=sys.stderr, flush=True)
+    error: dict[str, Any] = {"type": "error", "message": message}
+    if invocation_id:
+        error["invocationId"] = invocation_id
+    _send(out, error)
+    return 1
+
+
+def load_agent(agent_dir: Path) -> Any:
+    """The folder's root agent or App, exactly as ADK's own CLI loads it."""
+    from google.adk.cli.utils.agent_loader import AgentLoader
+
+    return AgentLoader(str(agent_dir.parent)).load_agent(agent_dir.name)
+
+
+def reset_function(agent_dir: Path) -> Callable[[], object] | None:
+    """The agent module's ``reset_data``, which ADK's eval calls before each inference."""
+    for name in (f"{agent_dir.name}.agent", agent_dir.name):
+        reset = getattr(sys.modules.get(name), "reset_data", None)
+        if callable(reset):
+            return reset
+    return None
+
+
+def _eval_plugins() -> list[Any]:
+    # ADK's inference adds model-call retries; do the same when this ADK has the plugin.
+    try:
+        from google.adk.evaluation._retry_options_utils import EnsureRetryOptionsPlugin
+    except ImportError:
+        return []
+    return [EnsureRetryOptionsPlugin(name="ensure_retry_options")]
+
+
+def make_runner(loaded: Any, app_name: str) -> Any:
+    """A Runner of its own for one run, with fresh in-memory services."""
+    from google.adk.agents.base_agent import BaseAgent
+    from google.adk.apps.app import App
+    from google.adk.artifacts.in_memory_artifact_service import InMemoryArtifactService
+    from google.adk.memory.in_memory_memory_service import InMemoryMemoryService
+    from google.adk.runners import Runner
+    from google.adk.sessions.in_memory_session_service import InMemorySessionService
+
+    services = {"session_service": InMemorySessionService(),
+                "artifact_service": InMemoryArtifactService(),
+                "memory_service": InMemoryMemoryService()}
+    if isinstance(loaded, App):
+        app = loaded.model_copy(update={"plugins": list(loaded.plugins) + _eval_plugins()})
+        return Runner(app=app, app_name=app_name, **services)
+    if isinstance(loaded, BaseAgent):
+        return Runner(app_name=app_name, agent=loaded, plugins=_eval_plugins(), **services)
+    return Runner(app_name=app_name, node=loaded, plugins=_eval_plugins(), **services)
+
+
+Reader = Callable[[], Awaitable["dict[str, Any] | None"]]
+
+
+def line_reader(stdin: IO[bytes]) -> Reader:
+    async def read() -> dict[str, Any] | None:
+        line = await asyncio.to_thread(stdin.readline)
+        if not line:
+            return None
+        message = json.loads(line)
+        if not isinstance(message, dict):
+            raise ValueError("a protocol message must be a JSON object")
+        return message
+    return read
+
+
+async def serve(agent_dir: Path, out: IO[str], stdin: IO[bytes], *, many: bool = True) -> int:
+    """Load the agent, then serve runs until stdin closes (one run unless ``many``)."""
+    try:
+        loaded = load_agent(agent_dir)
+    except Exception as exc:  # the user's agent failing to import: say why, in one line
+        return _fail(out, f"cannot load the ADK agent in {agent_dir}: {type(exc).__name__}: {exc}")
+    reset = reset_function(agent_dir)
+    read = line_reader(stdin)
+    while (start := await read()) is not None:
+        if start.get("type") != "start":
+            return _fail(out, f"expected a start message, got {str(start.get('type'))[:40]}")
+        if reset is not None:
+            reset()
+        code = await serve_run(loaded, start, read, out, many=many)
+        if code is not None or not many:
+            return code or 0
+    return 0
+
+
+async def serve_run(loaded: Any, start: dict[str, Any], read: Reader, out: IO[str], *,
+                    many: bool) -> int | None:
+    """One run, in a session of its own. None when the run ended with ``end`` (serve the
+    next one), else the exit status."""
+    from google.genai import types
+
+    session_in = start.get("session") or {}
+    app_name = session_in.get("appName") or "app"
+    user_id = session_in.get("userId") or "user"
+    runner = make_runner(loaded, app_name)
+    try:
+        session = await runner.session_service.create_session(
+            app_name=app_name, user_id=user_id, state=session_in.get("state") or {})
+        # Set up: the checker times the first turn from here, not from our start.
+        _send(out, {"type": "ready", "sessions": "many"} if many else {"type": "ready"})
+        while (message := await read()) is not None:
+            kind = message.get("type")
+            if kind == "end":
+                return None
+            if kind != "user":
+                continue  # later protocol versions may add messages; ignore what we don't know
+            invocation_id = message.get("invocationId")
+            content = types.Content.model_validate(message.get("content"))
+            events = []
+            try:
+                async for event in runner.run_async(user_id=user_id, session_id=session.id,
+                                                    new_message=content):
+                    events.append(event.model_dump(mode="json", by_alias=True, exclude_none=True))
+            except Exception as exc:
+                return _fail(out, f"the agent raised {type(exc).__name__}: {exc}", invocation_id)
+            _send(out, {"type": "response", "invocationId": invocation_id, "events": events})
+    finally:
+        await runner.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    # The protocol gets its own copy of stdout; fd 1 then points at stderr, so whatever the
+    # agent prints (print(), C extensions) lands in its log instead of corrupting the protocol.
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    many = "--one-session" not in args
+    args = [a for a in args if a != "--one-session"]
+    if len(args) != 1 or args[0] in ("-h", "--help") or args[0].startswith("-"):
+        print(USAGE, file=sys.stderr)
+        return 2
+    agent_dir = Path(args[0]).resolve()
+    if not agent_dir.is_dir():
+        return _fail(out, f"agent folder not found: {args[0]}")
+    try:
+        import google.adk  # noqa: F401
+    except ImportError:
+        return _fail(out, ADK_MISSING.format(python=sys.executable))
+    try:
+        return asyncio.run(serve(agent_dir, out, sys.stdin.buffer, many=many))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # bad input from the checker side, or an ADK failure: one line
+        return _fail(out, f"{type(exc).__name__}: {exc}")
