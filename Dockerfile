@@ -14,6 +14,7 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python3 -m venv /opt/evalcheck
 COPY pyproject.toml README.md /src/
 COPY checker /src/checker
+COPY evalcheck_adk_bridge /src/evalcheck_adk_bridge
 # Non-editable, runtime dependencies only; then compile bytecode once so that every job
 # starts fast, and drop what a runtime never reads.
 RUN /opt/evalcheck/bin/pip install --no-compile "/src[${EXTRAS}]" \
@@ -42,10 +43,13 @@ RUN groupadd --system --gid 48151 evalcheck-agent \
 RUN python3 -m venv /opt/agent && chown -R evalcheck-agent:evalcheck-agent /opt/agent
 ENV VIRTUAL_ENV=/opt/agent PATH=/opt/agent/bin:$PATH
 # The ADK bridge runs in the agent's environment, with the agent's own google-adk: make
-# `python -m checker.bridges.adk AGENT_DIR` importable there (it needs only the stdlib and
-# ADK), and nothing else of evalcheck.
+# `evalcheck-adk AGENT_DIR` (and its old name `python -m checker.bridges.adk`) work there
+# (it needs only the stdlib and ADK), and nothing else of evalcheck.
+COPY evalcheck_adk_bridge /opt/evalcheck-bridge/evalcheck_adk_bridge
 COPY checker/bridges /opt/evalcheck-bridge/checker/bridges
-RUN /opt/agent/bin/python -c "import sysconfig, pathlib; pathlib.Path(sysconfig.get_paths()['purelib'], 'evalcheck-bridge.pth').write_text('/opt/evalcheck-bridge\n')"
+RUN /opt/agent/bin/python -c "import sysconfig, pathlib; pathlib.Path(sysconfig.get_paths()['purelib'], 'evalcheck-bridge.pth').write_text('/opt/evalcheck-bridge\n')" \
+ && printf '#!/opt/agent/bin/python\nimport sys\nfrom evalcheck_adk_bridge import main\nsys.exit(main())\n' > /usr/local/bin/evalcheck-adk \
+ && chmod 755 /usr/local/bin/evalcheck-adk
 COPY --from=build /opt/evalcheck /opt/evalcheck
 COPY entrypoint /entrypoint
 ENTRYPOINT ["/entrypoint"]

@@ -43,6 +43,16 @@ class ServerStartError(AgentFailure):
         self.tail = tail
 
 
+def server_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a server evalcheck starts: ``adk api_server``'s sessions in
+    memory unless the user chose otherwise (an explicit ``--session_service_uri`` wins too).
+    Its default, a SQLite file under the agents folder, costs a database write per event
+    and keeps every run's session on disk; evalcheck deletes each run's session anyway."""
+    if "ADK_DISABLE_LOCAL_STORAGE" in env or "ADK_FORCE_LOCAL_STORAGE" in env:
+        return dict(env)
+    return {**env, "ADK_DISABLE_LOCAL_STORAGE": "1"}
+
+
 class ApiServerRunner:
     def __init__(self, url: str, *, server_command: str | None = None, cwd: Path | None = None,
                  env: Mapping[str, str] | None = None, concurrency: int = 4,
@@ -74,8 +84,9 @@ class ApiServerRunner:
             limits=httpx.Limits(max_connections=self.concurrency + 2))
         if self.server_command:
             try:
-                self._server = await spawn(self.server_command, cwd=self.cwd, env=self.env,
-                                           stdin=False, merge_stderr=True, sandbox=self.sandbox)
+                self._server = await spawn(self.server_command, cwd=self.cwd,
+                                           env=server_env(self.env), stdin=False,
+                                           merge_stderr=True, sandbox=self.sandbox)
             except OSError as exc:
                 raise ServerStartError(f"could not start the agent server command: "
                                        f"{exc.strerror or exc}", None) from None

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from ..models.records import RecordedRun
-from ..report.text import log_safe, one_line
+from ..report.text import one_line
 from .base import RunJob, cannot_start
 
 if TYPE_CHECKING:
@@ -75,8 +75,7 @@ def server_cannot_start(exc: ServerStartError) -> AgentCannotStart:
 
 
 def _with_tail(text: str, tail: str | None) -> AgentCannotStart:
-    if tail:  # the agent's own words, where its error usually is
-        lines = tail.splitlines()[-5:]
-        text += "\n  last agent output:" + "".join(f"\n  | {one_line(line, 200)}" for line in lines)
-    # Agent output reaches the log: no workflow commands, no terminal escapes.
-    return AgentCannotStart(log_safe(text))
+    if tail:  # the agent's own last words, where its error usually is
+        lines = [one_line(line, 200) for line in tail.splitlines()[-3:]]
+        text += "; its last output: " + " | ".join(line for line in lines if line)
+    return AgentCannotStart(text)  # one line; printed through the one sanitiser (cli.py)

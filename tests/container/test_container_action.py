@@ -208,17 +208,20 @@ def test_container_runs_a_live_agent(image, tmp_path):
 
 def test_container_runs_an_adk_agent_folder_through_the_bridge(image, tmp_path):
     """An ADK team's one line: setup-command installs google-adk into the agent's
-    environment, and `python -m checker.bridges.adk FOLDER` runs their agent folder as it
-    is - the real test agent (tools, a sub-agent, session state), offline model."""
+    environment, and `evalcheck-adk FOLDER` runs their agent folder as it is - the real
+    test agent (tools, a sub-agent, session state), offline model - even next to a
+    checker/ package of the team's own, which shadowed the bridge's first name."""
     with FakeGitHub() as fake:
         runner = Runner.create(tmp_path, event())
         shutil.copytree(ROOT / "tests" / "adk_agent" / "weather_app", runner.workspace / "weather_app",
                         ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(ROOT / "tests" / "adk_agent" / "evals", runner.workspace / "adk_evals")
+        (runner.workspace / "checker").mkdir()
+        (runner.workspace / "checker" / "__init__.py").write_text("")
         env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
                **input_env(fake.token, paths="adk_evals", num_runs="1",
                            setup_command="pip install --quiet google-adk==2.13.0",
-                           agent_command="python -m checker.bridges.adk weather_app")}
+                           agent_command="evalcheck-adk weather_app")}
         done = docker_run(image, runner, env)
         log = done.stdout + done.stderr
         assert done.returncode == 1, log[-5000:]  # one case expects a wrong trajectory, on purpose

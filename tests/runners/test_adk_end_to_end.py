@@ -49,7 +49,7 @@ def run_and_load(tmp: Path, *agent_args: str) -> tuple[dict, dict, subprocess.Co
 
 @pytest.fixture(scope="module")
 def via_bridge(tmp_path_factory):
-    command = f"{shlex.quote(PY)} -m checker.bridges.adk {shlex.quote(str(ADK_DIR / 'weather_app'))}"
+    command = f"{shlex.quote(str(Path(PY).parent / 'evalcheck-adk'))} {shlex.quote(str(ADK_DIR / 'weather_app'))}"
     return run_and_load(tmp_path_factory.mktemp("bridge"), "--agent-command", command)
 
 
@@ -60,10 +60,10 @@ def via_api_server(tmp_path_factory):
     agents = tmp / "agents"
     shutil.copytree(ADK_DIR, agents, ignore=shutil.ignore_patterns(".adk", "__pycache__", "evals"))
     port = free_port()
-    server = (f"{shlex.quote(str(ADK_BIN))} api_server --port {port} "
-              f"--session_service_uri memory:// {shlex.quote(str(agents))}")
-    return run_and_load(tmp, "--agent-url", f"http://127.0.0.1:{port}",
-                        "--agent-server-command", server)
+    # No --session_service_uri: evalcheck has the server it starts keep sessions in memory.
+    server = f"{shlex.quote(str(ADK_BIN))} api_server --port {port} {shlex.quote(str(agents))}"
+    return (*run_and_load(tmp, "--agent-url", f"http://127.0.0.1:{port}",
+                          "--agent-server-command", server), agents)
 
 
 def scores(results: dict, names=DETERMINISTIC) -> dict:
@@ -112,6 +112,11 @@ def test_bridge_and_api_server_agree(via_bridge, via_api_server):
     assert normalized(via_bridge[1]) == normalized(via_api_server[1])
     assert scores(via_bridge[0]) == scores(via_api_server[0])
     assert len(scores(via_bridge[0])) == 8
+
+
+def test_api_server_started_by_evalcheck_keeps_sessions_in_memory(via_api_server):
+    agents = via_api_server[3]
+    assert list(agents.rglob("*.db")) == []  # adk api_server's default: .adk/session.db
 
 
 def test_api_server_is_stopped(via_api_server):

@@ -1,7 +1,7 @@
 """An ADK agent folder, evaluated as it is through the bridge:
 
     evalcheck run examples/weather \\
-      --agent-command "python -m checker.bridges.adk examples/agents/adk_weather"
+      --agent-command "evalcheck-adk examples/agents/adk_weather"
 
 It needs google-adk (pip install 'evalcheck[adk]') and a Gemini key (GOOGLE_API_KEY),
 exactly as ``adk run`` / ``adk web`` would. Nothing in it is evalcheck-specific.

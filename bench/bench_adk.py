@@ -1,0 +1,190 @@
+"""Benchmark: a real ADK app evaluated by ADK itself and by evalcheck, side by side (prints
+figures; not a test).
+
+The test agent of tests/adk_agent (google-adk, tools, a sub-agent, session state; its model
+is scripted and offline), an eval set of ``--cases`` cases made from its four, ``--runs``
+runs each, ``--concurrency`` at once (ADK's own default parallelism is 4). Each way runs
+as its own process, imports included, as a user would start it:
+
+- adk: ADK's ``AgentEvaluator.evaluate_eval_set`` (what ``adk eval`` / pytest use), in process;
+- bridge: ``evalcheck run --agent-command "evalcheck-adk weather_app"`` (warm workers);
+- api: ``evalcheck run --agent-url ... --agent-server-command "adk api_server ..."``;
+- cold (``--cold``): the bridge with ``--one-session``, a process per run (the old way).
+
+Both score the eval set's criteria (tool_trajectory_avg_score, response_match_score). For
+each way: wall time, CPU time (the process and everything it started), CPU per run, and
+for evalcheck the mean turn duration it measured (invocation_duration_v1's input) and the
+median time per run outside the turns (session set-up and tear-down, protocol; the
+median leaves out the first runs, which start the workers).
+Targets (issue 10): bridge within 1.3x of ADK's wall time, api within 1.2x.
+``--repeat`` runs the ways in turn that many times; the median is reported (the machine
+may be shared: say so with the figures).
+
+    python bench/bench_adk.py [--cases 50] [--runs 3] [--concurrency 4] [--repeat 3] [--cold]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shlex
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ADK_AGENT = REPO / "tests" / "adk_agent"
+PY = sys.executable
+BIN = Path(PY).parent
+
+ADK_SCRIPT = """
+import asyncio, json, sys
+sys.path.insert(0, {agents!r})
+from google.adk.evaluation.agent_evaluator import AgentEvaluator
+from google.adk.evaluation.eval_config import EvalConfig
+from google.adk.evaluation.eval_set import EvalSet
+
+AgentEvaluator._print_details = staticmethod(lambda *a, **k: None)
+eval_set = EvalSet.model_validate_json(open({evalset!r}).read())
+config = EvalConfig.model_validate_json(open({config!r}).read())
+try:
+    asyncio.run(AgentEvaluator.evaluate_eval_set(agent_module="weather_app", eval_set=eval_set,
+                                                 eval_config=config, num_runs={runs}))
+except AssertionError:
+    pass  # a case fails its threshold on purpose (wrong_expectation)
+"""
+
+
+def make_eval_set(folder: Path, cases: int) -> Path:
+    """``cases`` cases cycling through the test agent's four, each with its own id."""
+    source = json.loads((ADK_AGENT / "evals" / "weather_app.evalset.json").read_text())
+    originals = source["eval_cases"]
+    made = []
+    for i in range(cases):
+        case = json.loads(json.dumps(originals[i % len(originals)]))
+        case["eval_id"] = f"{case['eval_id']}_{i:03d}"
+        made.append(case)
+    evals = folder / "evals"
+    evals.mkdir(parents=True)
+    shutil.copy(ADK_AGENT / "evals" / "test_config.json", evals / "test_config.json")
+    path = evals / "weather_app.evalset.json"
+    path.write_text(json.dumps({**source, "eval_cases": made}))
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def measured(argv: list[str], cwd: Path) -> tuple[float, float, subprocess.CompletedProcess]:
+    """Wall and CPU seconds (user + system, the process and all it waited for)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    began = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    wall = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done
+
+
+def run_adk(tmp: Path, evalset: Path, runs: int) -> tuple[float, float, dict]:
+    script = ADK_SCRIPT.format(agents=str(tmp / "agents"), evalset=str(evalset),
+                               config=str(evalset.parent / "test_config.json"), runs=runs)
+    wall, cpu, done = measured([PY, "-c", script], tmp)
+    if done.returncode != 0:
+        raise SystemExit(f"ADK's AgentEvaluator failed:\n{done.stderr[-3000:]}")
+    return wall, cpu, {}
+
+
+def run_evalcheck(tmp: Path, evalset: Path, args: argparse.Namespace,
+                  agent: list[str]) -> tuple[float, float, dict]:
+    inference = tmp / "inference.json"
+    inference.unlink(missing_ok=True)
+    argv = [str(BIN / "evalcheck"), "run", str(evalset.parent), *agent,
+            "--num-runs", str(args.runs), "--concurrency", str(args.concurrency),
+            "--inference-out", str(inference)]
+    wall, cpu, done = measured(argv, tmp)
+    if done.returncode not in (0, 1) or not inference.exists():
+        raise SystemExit(f"evalcheck failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    recorded = json.loads(inference.read_text())["runs"]
+    errors = [r["error"] for r in recorded if r.get("error")]
+    if errors:
+        raise SystemExit(f"{len(errors)} runs errored, e.g. {errors[0]}")
+    turns = [inv["duration"] for r in recorded for inv in r["invocations"]]
+    outside = [r["durationSeconds"] - sum(inv["duration"] for inv in r["invocations"])
+               for r in recorded]
+    return wall, cpu, {"turn_ms": statistics.mean(turns) * 1000,
+                       "first_turn_ms": statistics.mean(r["invocations"][0]["duration"]
+                                                        for r in recorded) * 1000,
+                       "outside_ms": statistics.median(outside) * 1000}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", type=int, default=50)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cold", action="store_true", help="also the bridge with a process per run")
+    args = parser.parse_args()
+    if args.concurrency != 4:
+        print("note: ADK's AgentEvaluator always runs 4 inferences at once")
+
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        evalset = make_eval_set(tmp, args.cases)
+        agents = tmp / "agents"  # adk api_server and AgentEvaluator load weather_app from here
+        shutil.copytree(ADK_AGENT / "weather_app", agents / "weather_app",
+                        ignore=shutil.ignore_patterns("__pycache__", ".adk"))
+        agent_dir = shlex.quote(str(agents / "weather_app"))
+        bridge = shlex.quote(str(BIN / "evalcheck-adk"))
+        ways = {
+            "adk": lambda: run_adk(tmp, evalset, args.runs),
+            "bridge": lambda: run_evalcheck(tmp, evalset, args, [
+                "--agent-command", f"{bridge} {agent_dir}"]),
+            "api": lambda: api_way(tmp, evalset, args, agents),
+        }
+        if args.cold:
+            ways["cold"] = lambda: run_evalcheck(tmp, evalset, args, [
+                "--agent-command", f"{bridge} --one-session {agent_dir}"])
+        figures: dict[str, list[tuple[float, float, dict]]] = {w: [] for w in ways}
+        for _ in range(args.repeat):
+            for way, run in ways.items():
+                figures[way].append(run())
+        total = args.cases * args.runs
+        print(f"the ADK test agent (offline scripted model), {args.cases} cases x {args.runs} runs "
+              f"= {total} runs, concurrency {args.concurrency}; median of {args.repeat}; "
+              f"{os.cpu_count()} CPU cores; load average {os.getloadavg()[0]:.1f}")
+        print(f"{'way':<8} {'wall s':>8} {'x ADK':>6} {'target':>7} {'CPU s':>7} "
+              f"{'CPU ms/run':>11} {'turn ms':>8} {'turn 1 ms':>10} {'outside turns ms/run':>21}  all walls")
+        adk_wall = statistics.median(w for w, _, _ in figures["adk"])
+        targets = {"bridge": 1.3, "api": 1.2}
+        for way, results in figures.items():
+            wall = statistics.median(w for w, _, _ in results)
+            cpu = statistics.median(c for _, c, _ in results)
+            extra = results[-1][2]
+            target = f"{targets[way]:.1f}x" if way in targets else ""
+            cells = [f"{extra[k]:.1f}" if k in extra else "-" for k in ("turn_ms", "first_turn_ms", "outside_ms")]
+            print(f"{way:<8} {wall:>8.2f} {wall / adk_wall:>6.2f} {target:>7} {cpu:>7.2f} "
+                  f"{cpu / total * 1000:>11.1f} {cells[0]:>8} {cells[1]:>10} {cells[2]:>21}  "
+                  + " ".join(f"{w:.1f}" for w, _, _ in results))
+
+
+def api_way(tmp: Path, evalset: Path, args: argparse.Namespace, agents: Path):
+    port = free_port()
+    server = f"{shlex.quote(str(BIN / 'adk'))} api_server --port {port} {shlex.quote(str(agents))}"
+    return run_evalcheck(tmp, evalset, args, ["--agent-url", f"http://127.0.0.1:{port}",
+                                              "--agent-server-command", server])
+
+
+if __name__ == "__main__":
+    main()
