@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .compare.gate import FAIL_ON, gate_failed, gate_message
 from .confine import unbend_output
@@ -27,6 +28,9 @@ from .output import clean, guarded, say
 from .redact import Redactor, secret_values
 from .sandbox import AgentSandbox, scrub_environ
 from .writes import OutputFiles
+
+if TYPE_CHECKING:
+    from .github.baseline import BaselineSearch
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 COMMENT_MODES = ("update", "new", "off")
@@ -41,6 +45,7 @@ INPUTS = (
     "template", "results", "markdown", "junit", "inference-out",
     "github-token", "setup-command", "working-directory", "comment", "comment-key",
     "check-run", "commit-status", "fail-on", "shard", "publish", "merge",
+    "baseline", "verdict", "max-runs",
 )
 
 
@@ -56,6 +61,7 @@ class ActionConfig:
     markdown_path: Path
     merge: str = ""  # glob of shards' results files to merge instead of evaluating
     publish_enabled: bool = True  # false: write files, post nothing (a shard's job)
+    auto_baseline: bool = True  # `baseline: auto`: the PR's merge base's results artifact
 
 
 def _path(inputs: Inputs, name: str, base: Path, *, must_exist: bool = False,
@@ -114,6 +120,14 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
         shard=inputs.text("shard") or None,
     )
     fail_on = inputs.choice("fail-on", FAIL_ON, "failure")
+    baseline = inputs.text("baseline") or "auto"
+    if baseline.lower() not in ("auto", "off"):  # a results file, e.g. restored from a cache
+        run.baseline = _path(inputs, "baseline", workdir, must_exist=True)
+    from .compare.verdict import parse_verdict_rule
+
+    run.verdict = str(parse_verdict_rule(inputs.text("verdict") or "mean", source="input 'verdict'"))
+    run.max_runs = inputs.integer("max-runs", 0) or None
+    run.fail_on = fail_on
     publish = PublishOptions(
         budget=publish_budget(env),
         comment=inputs.choice("comment", COMMENT_MODES, "update"),
@@ -125,7 +139,8 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
     return ActionConfig(run=run, publish=publish, fail_on=fail_on, token=inputs.text("github-token"),
                         setup_command=inputs.text("setup-command"), workdir=workdir,
                         results_path=results_path, markdown_path=markdown_path, merge=merge,
-                        publish_enabled=inputs.flag("publish", True))
+                        publish_enabled=inputs.flag("publish", True),
+                        auto_baseline=baseline.lower() == "auto")
 
 
 def publish_budget(env: Mapping[str, str]) -> float:
@@ -164,6 +179,40 @@ def forget_runner_environ(secrets: list[str]) -> None:
     this process's environment, so that no child can inherit them by mistake."""
     for name in set(os.environ) - set(scrub_environ(os.environ, secrets)):
         del os.environ[name]
+
+
+def find_auto_baseline(config: ActionConfig, ctx: RunContext) -> BaselineSearch | None:
+    """``baseline: auto`` on a pull request: the results artifact of its merge base (or up to
+    20 commits older) becomes ``config.run.baseline``. Never fails the job: what it could
+    not find becomes a note in the report (github/baseline.py)."""
+    if not config.auto_baseline or config.run.shard:
+        return None  # shards are compared once merged (docs/sharding.md)
+    from .github.baseline import auto_baseline, describe
+    from .main import evalcheck_version
+
+    search = auto_baseline(ctx, config.token, user_agent=f"evalcheck/{evalcheck_version() or 'dev'}",
+                           budget=config.publish.budget)
+    if search is None:
+        return None
+    say(clean(describe(search)))
+    if search.found is not None:
+        config.run.baseline = search.found.path
+    return search
+
+
+def record_baseline(results: Results, search: BaselineSearch, config: ActionConfig,
+                    files: OutputFiles) -> Results:
+    """Where the automatic baseline came from (or why there is none) goes into the results
+    file and so into every report; its temporary copy is removed."""
+    import shutil
+
+    from .github.baseline import record_search
+
+    results = record_search(results, search)
+    files.write(config.results_path, results.model_dump_json(indent=2) + "\n", "results file")
+    if search.found is not None:
+        shutil.rmtree(search.found.path.parent, ignore_errors=True)
+    return results
 
 
 def run_setup(command: str, workdir: Path, commands: Commands,
@@ -336,6 +385,7 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
             sandboxes.append(sandbox)
             sandbox.hand_over()
             config.run.sandbox = sandbox
+        search = find_auto_baseline(config, ctx)
         if config.setup_command:
             run_setup(config.setup_command, config.workdir, commands, sandbox)
         from .main import evaluate, report_gate, results_from_file
@@ -353,6 +403,8 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
                 report_gate(results, config.run.fail_on, with_baseline=config.run.baseline is not None)
         finally:
             commands.endgroup()
+        if search is not None:
+            results = record_baseline(results, search, config, files)
     except InputError as exc:
         return bad_input(commands, exc)
 

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import io
 import json
+import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..models.results import BaselineInfo, Results
 from ..report.text import one_line
 from .client import GitHubClient, GitHubError
+from .workflow import RunContext
 
 ARTIFACT_NAME = "evalcheck-results"   # what examples/workflows/push-main.yml uploads
 RESULTS_MEMBER = "results.json"
@@ -44,6 +47,7 @@ class FoundBaseline:
 class BaselineSearch:
     found: FoundBaseline | None = None
     notes: list[str] = field(default_factory=list)  # why none was found, or what was skipped
+    ref: str = ""  # the base branch
 
 
 def find_baseline(client: GitHubClient, owner: str, repo: str, *, base_ref: str, base_sha: str,
@@ -134,8 +138,6 @@ def _fetch(client: GitHubClient, owner: str, repo: str, artifact: dict[str, Any]
            search: BaselineSearch) -> bool:
     """Download the artifact and write its results.json to ``dest``; False (with a note) if
     it has none or it is not a results file."""
-    from ..models.results import Results
-
     try:
         data = client.download_artifact(owner, repo, artifact["id"], MAX_ZIP_BYTES)
         text = results_from_zip(data)
@@ -190,3 +192,49 @@ def _refused(exc: GitHubError) -> str:
                 f"HTTP {exc.status}{need}; grant `actions: read` in the workflow's `permissions:` "
                 f"(see {DOC})")
     return f"no baseline: HTTP {exc.status} {one_line(exc.message, 200)} ({exc.method} {exc.path})"
+
+
+# --- the Action's `baseline: auto` -----------------------------------------------------------
+
+def auto_baseline(ctx: RunContext, token: str, *, user_agent: str = "evalcheck",
+                  budget: float | None = None) -> BaselineSearch | None:
+    """The baseline of the pull request this job runs for, downloaded to a fresh private
+    directory (out of reach of the agent under test); None when the event is not a pull
+    request (a push to main is what later pull requests compare with)."""
+    base = ctx.pull_request.get("base")
+    if not isinstance(base, dict) or not isinstance(base.get("sha"), str) or not base["sha"]:
+        return None
+    ref = base.get("ref") if isinstance(base.get("ref"), str) and base.get("ref") else "the base branch"
+    owner, repo = ctx.owner_repo
+    if not token or not owner:
+        return BaselineSearch(notes=["no baseline: no github-token to read the base branch's artifacts with"])
+    dest = Path(tempfile.mkdtemp(prefix="evalcheck-baseline-")) / RESULTS_MEMBER
+    with GitHubClient(token, ctx.api_url, user_agent=user_agent, budget=budget) as client:
+        search = find_baseline(client, owner, repo, base_ref=ref, base_sha=base["sha"],
+                               head_sha=ctx.head_sha, dest=dest)
+    search.ref = ref
+    return search
+
+
+def describe(search: BaselineSearch) -> str:
+    """One log line: which baseline was found, or why none."""
+    found = search.found
+    if found is None:
+        return "evalcheck: " + ("; ".join(search.notes) or "no baseline")
+    where = "the merge base" if found.commits_behind == 0 else \
+        f"{found.commits_behind} commit{'s' if found.commits_behind != 1 else ''} behind the merge base"
+    return (f"evalcheck: baseline: results of {search.ref} at {found.commit[:7]} ({where}), "
+            f"artifact {found.artifact_id}")
+
+
+def record_search(results: Results, search: BaselineSearch) -> Results:
+    """``results`` saying where the automatic baseline came from (branch, commit, how far
+    behind; not the temporary file) and, in ``metadata.baselineNotes``, the search's notes."""
+    update: dict[str, Any] = {}
+    if search.notes:
+        update["metadata"] = {**results.metadata, "baselineNotes": list(search.notes)}
+    if results.comparison is not None and search.found is not None:
+        info = BaselineInfo(ref=search.ref or None, commit=search.found.commit,
+                            commits_behind=search.found.commits_behind)
+        update["comparison"] = results.comparison.model_copy(update={"baseline": info})
+    return results.model_copy(update=update) if update else results

@@ -144,16 +144,33 @@ def annotation_message(case: CaseResult) -> str:
     return clip(printable("\n".join(lines) or f"case {case.status}"), 8000)
 
 
+def regression_line(case: CaseResult) -> str:
+    """Plain text: what dropped against the baseline, e.g. ``regressed against the baseline:
+    tool_trajectory_avg_score 1.00 -> 0.00 (p = 0.05)``."""
+    drops = [f"{m.name} {m.baseline_score:.2f} -> {m.score:.2f}"
+             + (f" (p = {m.p_value:.2f})" if m.p_value is not None else "")
+             for m in case.metrics
+             if m.delta is not None and m.delta < 0 and m.baseline_score is not None and m.score is not None]
+    return "regressed against the baseline" + (": " + "; ".join(drops) if drops else "")
+
+
 def annotations(results: Results) -> list[dict[str, Any]]:
-    out = []
-    for eval_set, case in results.failing_cases():
-        out.append({
-            "path": eval_set.path, "start_line": case.line, "end_line": case.line,
-            "annotation_level": "warning" if case.status == "not_evaluated" else "failure",
-            "title": one_line(f"{case.eval_id}: {case.status.replace('_', ' ')}", 255),
-            "message": annotation_message(case),
-        })
-    return out
+    """One per failing or regressed case, regressions first (the caps keep the first ones)."""
+    regressions, others = [], []
+    for eval_set in results.eval_sets:
+        for case in eval_set.cases:
+            regressed = case.change == "regressed"
+            if case.status == "passed" and not regressed:
+                continue
+            status = case.status.replace("_", " ")
+            message = annotation_message(case) if case.status != "passed" else ""
+            (regressions if regressed else others).append({
+                "path": eval_set.path, "start_line": case.line, "end_line": case.line,
+                "annotation_level": "warning" if case.status in ("not_evaluated", "passed") else "failure",
+                "title": one_line(f"{case.eval_id}: {status}" + (", regressed" if regressed else ""), 255),
+                "message": clip("\n".join(filter(None, [regression_line(case) if regressed else "", message])), 8000),
+            })
+    return regressions + others
 
 
 # --- the three publications -----------------------------------------------------------------
@@ -330,6 +347,7 @@ def publish(client: GitHubClient, results: Results, target: Target, options: Pub
             outcome.warnings.append(_refused("set the commit status", exc))
     for warning in outcome.warnings:
         commands.warning(warning)
-    if not check_posted and not results.passed:
+    if not check_posted and (not results.passed or any(
+            c.change == "regressed" for s in results.eval_sets for c in s.cases)):
         outcome.annotations = workflow_annotations(results, commands)
     return outcome

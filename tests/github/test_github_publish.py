@@ -243,3 +243,22 @@ def test_github_enterprise_base_url_with_path(fake, results):
     with GitHubClient(fake.token, fake_prefix, sleep=Sleeps(), transport=Strip()) as client:
         publish(client, results, target(), PublishOptions(check_run=False), Commands(io.StringIO()))
     assert sent and all(u.startswith(fake_prefix + "/repos/octo/agents/") for u in sent)
+
+
+def test_check_run_annotations_mark_regressions_first(fake, compared):
+    data = compared.model_dump(mode="json", by_alias=True)
+    # a regression that still passes its threshold (5/5 -> 1/5 runs over 0.5, mean 0.55)
+    passing = data["evalSets"][2]["cases"][0]
+    passing.update(change="regressed")
+    passing["metrics"][0].update(runs=[0.55] * 5, score=0.55, baselineScore=0.9, delta=-0.35, pValue=0.02)
+    results = Results.model_validate(data)
+    run_publish(fake, results)
+    notes = next(iter(fake.annotations.values()))
+    assert [(n["title"], n["annotation_level"]) for n in notes] == [
+        ("weather_07: failed, regressed", "failure"),
+        ("concierge_00: passed, regressed", "warning"),
+        ("concierge_new_refund: failed", "failure")]
+    assert notes[0]["message"].splitlines()[0] == (
+        "regressed against the baseline: tool_trajectory_avg_score 1.00 -> 0.00 (p = 0.05)")
+    assert notes[1]["message"] == "regressed against the baseline: response_match_score 0.90 -> 0.55 (p = 0.02)"
+    assert notes[0]["start_line"] == 89 and notes[0]["path"] == "agents/weather/weather.evalset.json"

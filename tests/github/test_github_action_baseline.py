@@ -1,0 +1,119 @@
+"""The Action's `baseline` input end to end, in-process, against the fake GitHub: the merge
+base's results artifact found and compared with, how far behind it is, no baseline as a
+note, a fork's read-only token, `off` and a path."""
+
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+import zipfile
+from pathlib import Path
+
+from checker.models.results import Results
+from fake_github import FakeGitHub
+from github_data import pr_event
+from runner_env import EXAMPLE
+from test_github_action import HEAD, run_action
+
+BASE_SHA = "b" * 40
+MAIN = [f"{i:02d}" + "c" * 38 for i in range(30)]  # main, newest first; MAIN[3] the merge base
+MERGE_BASE = MAIN[3]
+
+
+def event(fork: bool = False) -> dict:
+    data = pr_event(head_sha=HEAD, fork=fork)
+    data["pull_request"]["base"].update(ref="main", sha=BASE_SHA)
+    return data
+
+
+def main_results_zip() -> bytes:
+    """What push-main.yml uploads: evalcheck-report/ with main's results.json at the top."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("results.json", (EXAMPLE / "baseline" / "results.json").read_text())
+        archive.writestr("report.md", "## main's report")
+    return buffer.getvalue()
+
+
+def on_main(fake: FakeGitHub) -> FakeGitHub:
+    fake.history, fake.merge_base = MAIN, MERGE_BASE
+    return fake
+
+
+def results_of(runner) -> dict:
+    return json.loads((runner.workspace / "evalcheck-report" / "results.json").read_text())
+
+
+def test_the_merge_base_results_are_the_baseline(tmp_path, fake, capfd):
+    on_main(fake).add_artifact(MERGE_BASE, main_results_zip())
+    before = set(Path(tempfile.gettempdir()).glob("evalcheck-baseline-*"))
+    code, runner, log = run_action(tmp_path, fake, capfd, event=event())
+    assert code == 1  # fail-on: failure still fails on compare_cities' miss
+    assert f"baseline: results of main at {MERGE_BASE[:7]} (the merge base)" in log
+    comparison = results_of(runner)["comparison"]
+    assert comparison["baseline"] == {"ref": "main", "commit": MERGE_BASE, "commitsBehind": 0}
+    assert comparison["summary"]["unchanged"] == 2
+    (comment,) = fake.comments[7]
+    body = comment["body"]
+    assert (f"1 flaky — compared with `main` at [{MERGE_BASE[:7]}](https://github.com/octo/agents/commit/"
+            f"{MERGE_BASE}) (merge base).") in body
+    assert "🎲 flaky 1/2 <sub>95% CI 0.09–0.91; baseline 2/2</sub>" in body
+    assert "within noise, p = 0.50" in body
+    (download,) = fake.downloads
+    assert "authorization" not in download.headers
+    # downloaded outside the workspace (out of the agent's reach), removed after the run
+    assert set(Path(tempfile.gettempdir()).glob("evalcheck-baseline-*")) <= before
+    assert not list(runner.workspace.glob("**/*.zip"))
+
+
+def test_walk_back_says_how_far_behind_and_regression_gate_passes(tmp_path, fake, capfd):
+    on_main(fake).add_artifact(MAIN[7], main_results_zip())
+    code, runner, log = run_action(tmp_path, fake, capfd, event=event(), fail_on="regression")
+    assert code == 0  # compare_cities got flaky, not worse beyond noise: no regression
+    assert "(4 commits behind the merge base)" in log
+    assert results_of(runner)["comparison"]["baseline"]["commitsBehind"] == 4
+    assert "(4 commits behind the merge base)." in fake.comments[7][0]["body"]
+    outputs = runner.outputs()
+    assert outputs["passed"] == "false"  # the suite did not pass; the gate did
+
+
+def test_no_baseline_is_a_note_not_an_error(tmp_path, fake, capfd):
+    on_main(fake)
+    code, runner, log = run_action(tmp_path, fake, capfd, event=event(), fail_on="regression")
+    assert code == 1  # without a baseline, regression gates like failure (and says so)
+    data = results_of(runner)
+    assert "comparison" not in data
+    (note,) = data["metadata"]["baselineNotes"]
+    assert "no unexpired artifact named 'evalcheck-results'" in note
+    body = fake.comments[7][0]["body"]
+    assert "not compared with a baseline (see the note below)" in body
+    assert "> - no baseline: no unexpired artifact named 'evalcheck-results'" in body
+    assert "::error" not in log.split("evalcheck: evaluation")[0]  # the search raised nothing
+
+
+def test_a_fork_prs_read_only_token_gets_the_baseline(tmp_path, capfd):
+    with FakeGitHub(read_only=True) as fork:
+        on_main(fork).add_artifact(MERGE_BASE, main_results_zip())
+        code, runner, _ = run_action(tmp_path, fork, capfd, event=event(fork=True))
+        assert results_of(runner)["comparison"]["baseline"]["commit"] == MERGE_BASE
+        assert fork.comments == {}  # the writes were refused, as for any fork PR
+        assert fork.violations == []
+
+
+def test_baseline_off_and_a_path(tmp_path, fake, capfd):
+    on_main(fake).add_artifact(MERGE_BASE, main_results_zip())
+    run_action(tmp_path / "off", fake, capfd, event=event(), baseline="off")
+    assert not any("artifacts" in r.path or "compare" in r.path for r in fake.requests)
+    code, runner, _ = run_action(tmp_path / "path", fake, capfd, event=event(),
+                                 baseline="baseline/results.json", verdict="all-runs")
+    data = results_of(runner)
+    assert data["comparison"]["baseline"]["path"].endswith("baseline/results.json")
+    assert data["verdictRule"] == "all-runs"
+    assert not any("artifacts" in r.path for r in fake.requests)
+    Results.model_validate(data)
+
+
+def test_a_bad_verdict_input_is_bad_input(tmp_path, fake, capfd):
+    code, _, log = run_action(tmp_path, fake, capfd, event=event(), verdict="most")
+    assert code == 2 and "input 'verdict'" in log and "k-of-n:2" in log
