@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -14,7 +16,7 @@ from checker.compare.verdict import parse_verdict_rule
 from corehelpers import call, case, evalset, invocation, replay, run_cli, write_json
 
 AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).parent / 'agents' / 'coin_agent.py'))}"
-EXPECTED = invocation("Weather in Paris?", "done", [call("get_weather", city="Paris")])
+EXPECTED = invocation("Weather in Paris?", "The weather in Paris is sunny.", [call("get_weather", city="Paris")])
 CASES = ["steady_a", "steady_b", "broken_a", "flipflop", "coin_a", "coin_b", "coin_c", "coin_d",
          "coin_e", "coin_f"]
 
@@ -74,3 +76,36 @@ def test_max_runs_below_num_runs_is_a_usage_error(repo):
     setup(repo)
     out = run_cli(["run", "evals", "--agent-command", AGENT, "--num-runs", "3", "--max-runs", "2"], repo)
     assert out.code == 2 and "--max-runs 2 is below --num-runs 3" in out.output
+
+
+def test_adaptive_runs_with_a_judge_metric(repo, tmp_path):
+    """Scoring between rounds asks the judge in the agents' event loop; the final results
+    reuse those scores (the fake Gemini server answers like the real API)."""
+    sys.path.insert(0, str(Path(__file__).parent.parent / "judges"))
+    from fake_gemini import FakeGemini, verdict
+
+    write_json(repo / "evals" / "w.evalset.json",
+               evalset("w", *[case(c, EXPECTED) for c in ("steady_a", "flipflop", "coin_a", "coin_b")]))
+    write_json(repo / "evals" / "test_config.json", {"criteria": {"final_response_match_v2": {
+        "threshold": 0.5, "judge_model_options": {"num_samples": 1}}}})
+    with FakeGemini() as fake:
+        fake.on(lambda p: "You grade answers" in p and "Lyon" in p, verdict(False))
+        fake.on(lambda p: "You grade answers" in p, verdict(True))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "GEMINI_", "EVALCHECK_"))}
+        env.update({"GOOGLE_API_KEY": "test-key", "EVALCHECK_GEMINI_BASE_URL": fake.url,
+                    "COIN_SEED": "7"})
+        done = subprocess.run([sys.executable, "-m", "checker.cli", "run", "evals", "--agent-command",
+                               AGENT, "--num-runs", "2", "--max-runs", "4", "--verdict", "majority",
+                               "--results", "r.json"], cwd=repo, env=env, capture_output=True,
+                              text=True, timeout=300)
+        requests = len(fake.requests)
+    assert done.returncode in (0, 1), done.stderr
+    data = json.loads((repo / "r.json").read_text())
+    cases = {c["evalId"]: c for c in data["evalSets"][0]["cases"]}
+    assert all(c["status"] in ("passed", "failed") for c in cases.values()), done.stdout
+    assert len(cases["steady_a"]["runs"]) == 2 and len(cases["flipflop"]["runs"]) == 4
+    assert cases["flipflop"]["metrics"][0]["runs"] == [1.0, 0.0, 1.0, 0.0]
+    # Two different questions in all (a right and a wrong answer to the same prompt): each
+    # round re-scores earlier runs, but the judge is asked each question once.
+    assert requests == 2, (requests, data["metadata"]["judge"])
+    assert data["metadata"]["adaptiveExtraRuns"] == sum(len(c["runs"]) - 2 for c in cases.values())

@@ -31,6 +31,7 @@ for line in sys.stdin:
             f.write(f"{eval_id} {run}\n")
     city = "Paris" if right else "Lyon"
     sys.stdout.write(json.dumps({
-        "type": "response", "invocationId": msg["invocationId"], "finalResponse": "done",
+        "type": "response", "invocationId": msg["invocationId"],
+        "finalResponse": f"The weather in {city} is sunny.",
         "toolUses": [{"name": "get_weather", "args": {"city": city}}]}) + "\n")
     sys.stdout.flush()
