@@ -20,6 +20,7 @@ from typing import Any
 from ..models.results import (BaselineInfo, CaseRef, CaseResult, ChangeSummary, Comparison,
                               EvalSetResult, MetricResult, Results)
 from .stats import BOOTSTRAP_SEED, fisher_better, fisher_worse, paired_bootstrap, wilson
+from .verdict import case_flaky
 
 DEFAULT_ALPHA = 0.05
 # A "deterministic" drop needs this many identical runs a side: one run shows no spread.
@@ -73,18 +74,29 @@ def _criteria(case: CaseResult) -> dict[str, float | None]:
     return {m.name: m.threshold for m in case.metrics if m.status != "informational"}
 
 
+_AGAINST_BASELINE = ("baseline_score", "delta", "p_value", "baseline_runs")
+
+
+def _uncompared(metric: MetricResult) -> MetricResult:
+    """The metric without figures of an earlier comparison (HEAD may be a compared file)."""
+    if all(getattr(metric, key) is None for key in _AGAINST_BASELINE):
+        return metric
+    return metric.model_copy(update=dict.fromkeys(_AGAINST_BASELINE))
+
+
 def _label_case(base: CaseResult | None, head: CaseResult, alpha: float) -> CaseResult:
-    if base is None:
-        return head.model_copy(update={"change": "new"})
-    if (base.fingerprint and head.fingerprint and base.fingerprint != head.fingerprint) \
+    # Flakiness is recomputed: a results file older than the label has none.
+    flaky = case_flaky(head.metrics)
+    if base is None or (base.fingerprint and head.fingerprint and base.fingerprint != head.fingerprint) \
             or _criteria(base) != _criteria(head):
-        return head.model_copy(update={"change": "changed"})
+        return head.model_copy(update={"change": "new" if base is None else "changed", "flaky": flaky,
+                                       "metrics": [_uncompared(m) for m in head.metrics]})
     base_metrics = {m.name: m for m in base.metrics}
     metrics, directions = [], set()
     for metric in head.metrics:
         other = base_metrics.get(metric.name)
         if other is None:
-            metrics.append(metric)
+            metrics.append(_uncompared(metric))
             continue
         found = compare_metric(other, metric, alpha)
         if found.direction:
@@ -94,7 +106,7 @@ def _label_case(base: CaseResult | None, head: CaseResult, alpha: float) -> Case
                                                  "baseline_runs": other.runs}))
     change = ("regressed" if "regressed" in directions else
               "improved" if "improved" in directions else "unchanged")
-    return head.model_copy(update={"metrics": metrics, "change": change})
+    return head.model_copy(update={"metrics": metrics, "change": change, "flaky": flaky})
 
 
 def _rate(passed: int, cases: int) -> dict[str, Any]:

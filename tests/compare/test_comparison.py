@@ -32,7 +32,7 @@ def test_significant_drop_of_noisy_runs_is_regressed():
 def test_three_of_three_to_two_of_three_is_flaky_not_regressed():
     base = results(case_result("c", metric([1.0, 1.0, 1.0])))
     head = results(case_result("c", metric([1.0, 0.0, 1.0]), fingerprint="sha256:same"))
-    head.eval_sets[0].cases[0].flaky = True  # as scoring sets it (tests/compare/test_verdict.py)
+    assert not head.eval_sets[0].cases[0].flaky  # as in a results file older than the label
     case, compared = label(base, head, "c")
     assert case.change == "unchanged" and case.flaky
     assert case.metrics[0].p_value == pytest.approx(0.5)  # within noise, said with its p
@@ -177,3 +177,16 @@ def test_error_gate_sees_an_errored_run_behind_a_failed_metric():
     assert gate_failed(head, "error") and gate_failed(head, "failure")
     assert not gate_failed(results(case_result("c", metric([0.0, 0.0]))), "error")
     assert not gate_failed(head, "never")
+
+
+def test_comparing_a_compared_file_again_leaves_no_stale_figures():
+    base = results(case_result("c", metric([1.0] * 3)))
+    head = results(case_result("c", metric([0.0] * 3)))
+    once = compare(base, head)
+    assert once.eval_sets[0].cases[0].metrics[0].baseline_score == 1.0
+    other = results(case_result("d", metric([1.0] * 3)))  # "c" is new against this one
+    again = compare(other, once)
+    case = again.eval_sets[0].cases[0]
+    assert case.change == "new"
+    dumped = case.metrics[0].model_dump(mode="json")
+    assert not {"baselineScore", "delta", "pValue", "baselineRuns"} & set(dumped)
