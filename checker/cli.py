@@ -89,7 +89,6 @@ def run(paths: tuple[str, ...], **options) -> None:
     A PATH may select cases: path/to/x.evalset.json:case_a,case_b.
     Exit status: 0 the gate passed (per --fail-on), 1 it failed, 2 bad input.
     """
-    from .compare.verdict import parse_verdict_rule, runs_needed
     from .errors import InputError
     from .main import RunOptions, execute
 
@@ -98,16 +97,6 @@ def run(paths: tuple[str, ...], **options) -> None:
         raise click.UsageError("give exactly one of --agent-command, --agent-url, --replay")
     if options.get("agent_server_command") and not options.get("agent_url"):
         raise click.UsageError("--agent-server-command goes with --agent-url")
-    try:
-        rule = parse_verdict_rule(options["verdict"])
-    except InputError as exc:
-        raise _fail_input(exc) from None
-    max_runs = options.get("max_runs")
-    if max_runs is not None and max_runs < options["num_runs"]:
-        raise click.UsageError(f"--max-runs {max_runs} is below --num-runs {options['num_runs']}")
-    if not options.get("replay") and runs_needed(rule) > max(options["num_runs"], max_runs or 0):
-        raise click.UsageError(f"--verdict {rule} needs at least {runs_needed(rule)} runs: "
-                               f"raise --num-runs (or --max-runs)")
     try:
         passed = execute(RunOptions(paths=list(paths), **options))
     except InputError as exc:

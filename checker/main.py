@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .compare.verdict import VerdictRule, parse_verdict_rule, runs_needed
 from .discover import EvalTarget, discover, find_repo_root
 from .confine import confined
 from .errors import InputError
@@ -156,9 +157,9 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
     check_turn_timeout(options.turn_timeout)
     if options.max_runs is not None:
         check_runs("max-runs", options.max_runs)
-    from .compare.verdict import parse_verdict_rule
 
     rule = parse_verdict_rule(options.verdict)
+    check_run_counts(options, rule)
     baseline = read_baseline(options)  # bad input is found before any agent runs
     root = find_repo_root(Path.cwd())
     if options.config_file is not None and not options.config_file.is_file():
@@ -253,6 +254,17 @@ def report_gate(results: Results, fail_on: str, *, with_baseline: bool) -> bool:
     if fail_on != "failure" or with_baseline:
         say(gate_message(results, fail_on))
     return not gate_failed(results, fail_on)
+
+
+def check_run_counts(options: RunOptions, rule: VerdictRule) -> None:
+    """--max-runs not below --num-runs; enough runs for a k-of-n:K rule to pass at all."""
+    if options.max_runs is not None and options.max_runs < options.num_runs:
+        raise InputError(f"--max-runs {options.max_runs} is below --num-runs {options.num_runs}",
+                         fix="--max-runs counts all runs of a case, the first --num-runs included")
+    most = max(options.num_runs, options.max_runs or 0)
+    if options.replay is None and runs_needed(rule) > most:
+        raise InputError(f"--verdict {rule} needs at least {runs_needed(rule)} runs, but a case "
+                         f"gets at most {most}", fix="raise --num-runs (or --max-runs)")
 
 
 def read_baseline(options: RunOptions) -> Results | None:

@@ -18,9 +18,6 @@ from ..errors import InputError
 from ..models.results import CaseResult, MetricResult
 from .stats import wilson
 
-RULES = ("mean", "all-runs", "majority", "k-of-n:K")
-
-
 @dataclass(frozen=True)
 class VerdictRule:
     kind: str  # "mean", "all-runs", "majority" or "k-of-n"
