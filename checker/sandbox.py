@@ -155,19 +155,15 @@ def _walk(top: Path, skip) -> Iterable[str]:
 
 def _user_processes(uid: int) -> list[tuple[int, bool]]:
     """(pid, is_zombie) of every process whose real uid is ``uid``."""
+    from .runners.process import proc_files
+
     found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/status", "rb") as f:
-                status = f.read().decode("ascii", "replace")
-        except OSError:
-            continue
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    for pid, status in proc_files("status"):
+        fields = dict(line.split(":", 1) for line in status.decode("ascii", "replace").splitlines()
+                      if ":" in line)
         uids = fields.get("Uid", "").split()
         if uids and int(uids[0]) == uid:
-            found.append((int(entry.name), fields.get("State", "").strip().startswith("Z")))
+            found.append((pid, fields.get("State", "").strip().startswith("Z")))
     return found
 
 
@@ -178,6 +174,13 @@ def kill_user_processes(uid: int, as_user: dict, timeout: float = 5.0) -> None:
         return
     deadline = time.monotonic() + timeout
     while True:
+        # kill -9 -1 as the agent's user: every process it may signal, i.e. its own. At
+        # least once: a process may hide from /proc scans, not from kill(-1).
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(["/bin/sh", "-c", "kill -9 -1"], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5,
+                           check=False, **as_user)
+        time.sleep(0.05)
         left = _user_processes(uid)
         for pid, zombie in left:
             if zombie:
@@ -185,9 +188,3 @@ def kill_user_processes(uid: int, as_user: dict, timeout: float = 5.0) -> None:
                     os.waitpid(pid, os.WNOHANG)
         if not [pid for pid, zombie in left if not zombie] or time.monotonic() > deadline:
             return
-        # kill -9 -1 as the agent's user: every process it may signal, i.e. its own.
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            subprocess.run(["/bin/sh", "-c", "kill -9 -1"], stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5,
-                           check=False, **as_user)
-        time.sleep(0.05)

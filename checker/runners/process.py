@@ -124,21 +124,26 @@ async def spawn(command: str, *, cwd: Path | None, env: Mapping[str, str],
         limit=READ_CHUNK * 4, **extra)
 
 
-def _group_processes(pgid: int) -> list[tuple[int, bytes, int]]:
-    """(pid, state, ppid) of every process of group ``pgid``, read from /proc."""
-    members = []
+def proc_files(name: str) -> Iterator[tuple[int, bytes]]:
+    """(pid, content of /proc/<pid>/``name``) of every process still there to be read."""
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                stat = f.read()
+            with open(f"/proc/{entry.name}/{name}", "rb") as f:
+                yield int(entry.name), f.read()
         except OSError:
             continue
+
+
+def _group_processes(pgid: int) -> list[tuple[int, bytes, int]]:
+    """(pid, state, ppid) of every process of group ``pgid``, read from /proc."""
+    members = []
+    for pid, stat in proc_files("stat"):
         # Fields after the parenthesised command: state ppid pgrp ...
         fields = stat[stat.rfind(b")") + 2:].split()
         if len(fields) > 2 and int(fields[2]) == pgid:
-            members.append((int(entry.name), fields[0], int(fields[1])))
+            members.append((pid, fields[0], int(fields[1])))
     return members
 
 

@@ -311,3 +311,32 @@ def test_container_agent_cannot_forge_the_verdict(image, tmp_path):
         assert strays == [], strays
         assert (runner.workspace / "attacks.json").stat().st_uid == runner_uid
         assert log.count(fake.token) == 1 and actions_token not in log
+
+
+def test_container_agent_server_runs_unprivileged(image, tmp_path):
+    """agent-server-command runs as the agent's user too, with the scrubbed environment;
+    its runs complete over HTTP and the workspace is given back."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with FakeGitHub() as fake:
+        runner = Runner.create(tmp_path, event())
+        shutil.copy(ROOT / "tests" / "runners" / "agents" / "tiny_api_server.py", runner.workspace)
+        _hand_to_runner_user(runner)
+        server = f"id -u > server-uid.txt && env > server-env.txt && exec python tiny_api_server.py {port} server.pid"
+        env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
+               **input_env(fake.token, agent_url=f"http://127.0.0.1:{port}", agent_server_command=server,
+                           app_name="tiny", paths="agent_evals", num_runs="1")}
+        done = docker_run(image, runner, env)
+        log = done.stdout + done.stderr
+        assert done.returncode == 1, log[-5000:]  # the tiny server's answers miss the thresholds
+        results = json.loads((runner.workspace / runner.outputs()["results-path"]).read_text())
+        runs = [r for c in results["evalSets"][0]["cases"] for r in c["runs"]]
+        assert runs and all(r.get("error") is None for r in runs), runs
+        assert (runner.workspace / "server-uid.txt").read_text().strip() == "48151"
+        server_env = (runner.workspace / "server-env.txt").read_text()
+        assert fake.token not in server_env and "INPUT_" not in server_env
+        assert "GITHUB_OUTPUT" not in server_env and "GITHUB_STEP_SUMMARY" not in server_env
+        assert (runner.workspace / "server-uid.txt").stat().st_uid == 1001

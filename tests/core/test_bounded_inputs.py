@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -147,12 +149,9 @@ def test_run_on_the_file_system_root_is_refused(evals):
                           "refusing to search the whole file system")
 
 
-def _without_root_reads(args: list[str], cwd: Path) -> "subprocess.CompletedProcess[str]":
+def _without_root_reads(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     """The installed console script; as root, without the capabilities that let root read
     every folder (setpriv, util-linux), so that a chmod 000 folder is really unreadable."""
-    import shutil
-    import subprocess
-
     script = shutil.which("evalcheck", path=str(Path(sys.executable).parent))
     prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
     return subprocess.run([*prefix, script, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
@@ -199,8 +198,6 @@ def test_concurrency_is_lowered_to_what_ulimit_allows(evals):
     """Under `ulimit -n 128` (soft and hard), --concurrency 64 would need about 576 open
     files: evalcheck runs fewer at once, says so, and every run passes."""
     import resource
-    import shutil
-    import subprocess
 
     from checker.limits import FD_RESERVE, FDS_PER_RUN
 

@@ -110,3 +110,17 @@ class Runner:
 
     def summary(self) -> str:
         return (self.file_commands / self.summary_name).read_text(encoding="utf-8")
+
+
+def run_in_workspace(runner: Runner, env: dict[str, str]) -> int:
+    """The action's entrypoint in-process, in the workspace (the runner's --workdir)."""
+    import os
+
+    from checker import action
+
+    cwd = os.getcwd()
+    os.chdir(runner.workspace)
+    try:
+        return action.main(env)
+    finally:
+        os.chdir(cwd)

@@ -1,16 +1,15 @@
-"""In the Action, symlinks under the workspace that lead out of it are not followed
-(checker/confine.py): through the action's entrypoint, on the runner's layout."""
+"""Through the action's entrypoint, on the runner's layout: symlinks under the workspace
+that lead out of it are not followed (checker/confine.py), and the caps of checker/limits.py
+hold for the inputs too."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-from checker import action
 from fake_github import FakeGitHub
 from github_data import pr_event
-from runner_env import Runner, input_env
+from runner_env import Runner, input_env, run_in_workspace
 
 HEAD = "a" * 40
 SECRET = "outside-secret-8d1f"
@@ -23,12 +22,7 @@ def run_action(tmp_path: Path, fake: FakeGitHub, capfd, prepare, **inputs: str):
     prepare(runner.workspace, outside)
     env = {**runner.github_env(fake.base_url, in_container=False, head_sha=HEAD),
            **input_env(fake.token, **{"replay": "recorded_runs.json", "paths": "agent_evals", **inputs})}
-    cwd = os.getcwd()
-    os.chdir(runner.workspace)
-    try:
-        code = action.main(env)
-    finally:
-        os.chdir(cwd)
+    code = run_in_workspace(runner, env)
     out = capfd.readouterr()
     return code, runner, outside, out.out + out.err
 
@@ -80,3 +74,13 @@ def test_a_results_file_linking_out_is_replaced_not_followed(tmp_path, fake, cap
     results = runner.workspace / "evalcheck-report" / "results.json"
     assert not results.is_symlink() and json.loads(results.read_text())["passed"] is False
     assert runner.outputs()["passed"] == "false"
+
+
+def test_num_runs_above_the_cap_is_bad_input_in_the_action(tmp_path, fake, capfd):
+    from checker.limits import MAX_RUNS
+
+    code, runner, _, log = run_action(tmp_path, fake, capfd, lambda ws, out: None,
+                                      num_runs=str(MAX_RUNS + 1), turn_timeout="inf")
+    assert code == 2, log
+    assert "Traceback" not in log and fake.requests == []
+    assert "passed" not in runner.outputs()

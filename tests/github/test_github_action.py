@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import pytest
 from checker import action
 from github_data import pr_event
 from fake_github import FakeGitHub
-from runner_env import ROOT, Runner, action_inputs, input_env
+from runner_env import ROOT, Runner, action_inputs, input_env, run_in_workspace
 
 HEAD = "a" * 40
 
@@ -27,12 +26,7 @@ def run_action(tmp_path: Path, fake: FakeGitHub, capfd, event=None, files=None, 
         (runner.workspace / name).write_text(text, encoding="utf-8")
     env = {**runner.github_env(fake.base_url, in_container=False, head_sha=HEAD),
            **input_env(fake.token, **{"replay": "recorded_runs.json", "paths": "agent_evals", **inputs})}
-    cwd = os.getcwd()
-    os.chdir(runner.workspace)  # the runner's --workdir
-    try:
-        code = action.main(env)
-    finally:
-        os.chdir(cwd)
+    code = run_in_workspace(runner, env)
     out = capfd.readouterr()
     return code, runner, out.out + out.err
 

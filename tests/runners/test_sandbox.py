@@ -1,0 +1,98 @@
+"""The Action's agent sandbox (checker/sandbox.py) on this machine, as root, with a uid no
+one else uses: hand-over and give-back of the working directory, processes that detach
+killed, the judge cache guarded, the environment scrubbed. The container test
+(tests/container/test_container_action.py) runs the same through the real image."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from checker.errors import InputError
+from checker.sandbox import AgentSandbox, _user_processes, scrub_environ
+
+AGENT_UID = 48159  # no account needed: root may run a process as any uid
+OWNER_UID = 48158
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                                reason="needs root (the Action's checker runs as root)")
+
+
+@pytest.fixture
+def workspace():
+    root = Path(tempfile.mkdtemp(prefix="evalcheck-sandbox-"))
+    root.chmod(0o755)
+    ws = root / "workspace"
+    (ws / ".git").mkdir(parents=True)
+    (ws / ".git" / "config").write_text("[core]\n")
+    (ws / "cache" / "ab").mkdir(parents=True)
+    (ws / "cache" / "ab" / "entry.json").write_text("{}")
+    (ws / "agent.py").write_text("print('hi')\n")
+    for path in [ws, *ws.rglob("*")]:
+        os.lchown(path, OWNER_UID, OWNER_UID)
+    yield ws
+    shutil.rmtree(root)
+
+
+def make(ws: Path) -> AgentSandbox:
+    return AgentSandbox(uid=AGENT_UID, gid=AGENT_UID, home="/tmp", workdir=ws, boundary=ws,
+                        owner=(OWNER_UID, OWNER_UID), secrets=("tok-123",),
+                        outputs=(ws / "evalcheck-report" / "results.json",), protected=(ws / "cache",))
+
+
+def as_agent(sandbox: AgentSandbox, ws: Path, script: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["/bin/sh", "-c", script], cwd=ws, capture_output=True, text=True,
+                          env=sandbox.environ({"PATH": os.environ["PATH"]}), timeout=30,
+                          **sandbox.popen_kwargs())
+
+
+def test_hand_over_and_give_back(workspace):
+    sandbox = make(workspace)
+    sandbox.hand_over()
+    assert (workspace / "agent.py").stat().st_uid == AGENT_UID
+    assert (workspace / ".git" / "config").stat().st_uid == OWNER_UID
+    assert (workspace / "cache" / "ab" / "entry.json").stat().st_uid == OWNER_UID
+    done = as_agent(sandbox, workspace, "echo made > made.txt && echo more >> agent.py && "
+                    "(echo x >> .git/config || echo git-refused) && "
+                    "(echo x > cache/ab/entry.json || echo cache-refused) && "
+                    "setsid sleep 300 > /dev/null 2>&1 < /dev/null &")
+    assert "git-refused" in done.stdout and "cache-refused" in done.stdout, done
+    time.sleep(0.2)
+    assert [pid for pid, zombie in _user_processes(AGENT_UID) if not zombie], "the detached sleep runs"
+    sandbox.end()
+    assert [pid for pid, zombie in _user_processes(AGENT_UID) if not zombie] == []
+    strays = [p for p in [workspace, *workspace.rglob("*")] if p.lstat().st_uid != OWNER_UID]
+    assert strays == []
+    assert (workspace / "made.txt").read_text() == "made\n"
+
+
+def test_a_replaced_judge_cache_is_bad_input(workspace):
+    sandbox = make(workspace)
+    sandbox.hand_over()
+    done = as_agent(sandbox, workspace, "mv cache cache-old && mkdir -p cache/ab && echo forged > cache/ab/entry.json")
+    assert done.returncode == 0, done
+    with pytest.raises(InputError, match="was replaced while the agent ran"):
+        sandbox.end()
+    assert (workspace / "cache-old").stat().st_uid == OWNER_UID  # given back all the same
+
+
+def test_output_symlinks_made_by_the_agent_are_not_followed(workspace, tmp_path):
+    sandbox = make(workspace)
+    sandbox.hand_over()
+    as_agent(sandbox, workspace, "mkdir evalcheck-report && ln -s /etc/passwd evalcheck-report/results.json")
+    sandbox.end()
+    assert not (workspace / "evalcheck-report" / "results.json").exists()
+
+
+def test_environment_scrubbed():
+    env = {"PATH": "/bin", "GITHUB_OUTPUT": "/o", "GITHUB_ENV": "/e", "GITHUB_PATH": "/p",
+           "GITHUB_STATE": "/s", "GITHUB_STEP_SUMMARY": "/x", "GITHUB_TOKEN": "t", "GH_TOKEN": "t",
+           "INPUT_GITHUB-TOKEN": "tok-123", "ACTIONS_RUNTIME_TOKEN": "r", "ACTIONS_ID_TOKEN_REQUEST_URL": "u",
+           "MY_COPY": "tok-123", "GOOGLE_API_KEY": "k", "GITHUB_SHA": "abc"}
+    assert scrub_environ(env, ["tok-123"]) == {"PATH": "/bin", "GOOGLE_API_KEY": "k", "GITHUB_SHA": "abc"}
