@@ -111,9 +111,7 @@ class AgentSandbox:
         reads after the agents), so that setup-command and the agent can write there."""
         make_undumpable()
         for p in self.protected:
-            with contextlib.suppress(OSError):
-                st = p.lstat()
-                self._identity[p] = (st.st_dev, st.st_ino)
+            self._identity[p] = _identity(p)
         for path in _walk(self.workdir, self._skipped):
             with contextlib.suppress(OSError):
                 os.chown(path, self.uid, self.gid, follow_symlinks=False)
@@ -130,16 +128,19 @@ class AgentSandbox:
                 if os.lstat(path).st_uid == self.uid:
                     os.chown(path, *self.owner, follow_symlinks=False)
         for p, identity in self._identity.items():
-            try:
-                st = p.lstat()
-                now = (st.st_dev, st.st_ino)
-            except OSError:
-                now = None
-            if now != identity:
+            if _identity(p) != identity:  # replaced, removed, or made by the agent
                 raise InputError("was replaced while the agent ran (the agent under test may not "
                                  "write it)", file=str(p), fix="the agent must leave this path alone")
         for out in self.outputs:
             unbend_output(out, self.boundary)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.lstat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _walk(top: Path, skip) -> Iterable[str]:

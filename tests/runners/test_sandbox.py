@@ -96,3 +96,12 @@ def test_environment_scrubbed():
            "INPUT_GITHUB-TOKEN": "tok-123", "ACTIONS_RUNTIME_TOKEN": "r", "ACTIONS_ID_TOKEN_REQUEST_URL": "u",
            "MY_COPY": "tok-123", "GOOGLE_API_KEY": "k", "GITHUB_SHA": "abc"}
     assert scrub_environ(env, ["tok-123"]) == {"PATH": "/bin", "GOOGLE_API_KEY": "k", "GITHUB_SHA": "abc"}
+
+
+def test_a_judge_cache_made_by_the_agent_is_bad_input(workspace):
+    shutil.rmtree(workspace / "cache")
+    sandbox = make(workspace)
+    sandbox.hand_over()
+    as_agent(sandbox, workspace, "mkdir -p cache/ab && echo forged > cache/ab/entry.json")
+    with pytest.raises(InputError, match="was replaced while the agent ran"):
+        sandbox.end()
