@@ -7,7 +7,7 @@ import json
 import os
 import platform
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +21,7 @@ from .metrics.base import ScoringContext
 from .models.records import RecordedRun, RecordedRuns
 from .models.results import Results
 from .options import RunOptions
-from .pipeline import RunKey, group_replay, load_replay, score_all
+from .pipeline import RunKey, run_counts, score_all
 from .output import clean, say
 from .redact import Redactor, secret_values
 from .report.terminal import comparison_lines, failure_lines, summary_line
@@ -39,9 +39,11 @@ def _write(path: Path, text: str) -> None:
 
 def collect_runs(targets: list[EvalTarget], options: RunOptions,
                  simulator_stats: SimulatorStats | None = None,
-                 adaptive: AdaptiveRuns | None = None) -> dict[RunKey, list[RecordedRun]]:
+                 adaptive: AdaptiveRuns | None = None) -> Mapping[RunKey, list[RecordedRun]]:
     if options.replay is not None:
-        return group_replay(targets, load_replay(options.replay), str(options.replay))
+        from .replay import index_replay
+
+        return index_replay(options.replay, targets)
     from .runners.schedule import RunInterrupted, run_agent_jobs
 
     try:
@@ -122,7 +124,7 @@ def _utc(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def run_metadata(options: RunOptions, runs: dict[RunKey, list[RecordedRun]], started: datetime,
+def run_metadata(options: RunOptions, runs: Mapping[RunKey, list[RecordedRun]], started: datetime,
                  finished: datetime, seconds: float) -> dict[str, Any]:
     """``Results.metadata`` of this run (extra information, CONTRACT section 4).
 
@@ -130,7 +132,7 @@ def run_metadata(options: RunOptions, runs: dict[RunKey, list[RecordedRun]], sta
     ``concurrency`` is null (nothing ran concurrently).
     """
     mode = "replay" if options.replay is not None else "api" if options.agent_url else "stdio"
-    replayed = max((len(r) for r in runs.values()), default=0)
+    replayed = max(run_counts(runs), default=0)
     return {"evalcheckVersion": evalcheck_version(), "mode": mode,
             "numRuns": replayed if mode == "replay" else options.num_runs,
             "concurrency": None if mode == "replay" else options.concurrency,
@@ -212,7 +214,8 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
     from .judges.service import closing_judges
 
     results = asyncio.run(closing_judges(
-        score_all(targets, runs, context, rule, known=adaptive.scored if adaptive else None),
+        score_all(targets, runs, context, rule, known=adaptive.scored if adaptive else None,
+                  release_cases=True),  # targets are not used after scoring
         context))
     results.shard = shard
     judge = context.services["judge"]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from .compare.verdict import MEAN, VerdictRule
 from .discover import EvalTarget
 from .errors import InputError
 from .metrics.base import ScoringContext
+from .models.evalset import EvalCase
 from .models.records import RecordedRun, RecordedRuns
 from .models.results import CaseResult, EvalSetResult, Results, Summary
 from .scoring import score_case
@@ -63,23 +65,46 @@ async def _ready(case: CaseResult) -> CaseResult:
     return case
 
 
-async def score_all(targets: list[EvalTarget], runs: dict[RunKey, list[RecordedRun]],
+def run_counts(runs: Mapping[RunKey, list[RecordedRun]]) -> Iterable[int]:
+    """Runs per case, without decoding lazily read runs (checker/replay.py)."""
+    counts = getattr(runs, "run_counts", None)
+    return counts() if counts is not None else (len(r) for r in runs.values())
+
+
+# Cases scored at once. Their runs are fetched when a case starts and dropped when it is
+# scored, so memory follows this window, not the suite (judge calls have their own limit).
+CASES_IN_FLIGHT = 64
+
+
+async def score_all(targets: list[EvalTarget], runs: Mapping[RunKey, list[RecordedRun]],
                     context: ScoringContext | None = None, rule: VerdictRule = MEAN,
-                    known: dict[RunKey, CaseResult] | None = None) -> Results:
+                    known: dict[RunKey, CaseResult] | None = None, release_cases: bool = False) -> Results:
     """Score every selected case; ``known`` holds cases already scored on exactly these
-    runs (adaptive runs score as they go), which are taken as they are."""
+    runs (adaptive runs score as they go), which are taken as they are.
+
+    ``release_cases``: the targets are not used after this, so every eval case is let go
+    once scored (the eval sets are emptied): a large suite's memory then holds its
+    results, not its eval data as well."""
     context = context or ScoringContext()
     known = known or {}
+    window = asyncio.Semaphore(CASES_IN_FLIGHT)
+
+    async def scored(target: EvalTarget, case: EvalCase, key: RunKey) -> CaseResult:
+        async with window:
+            return await score_case(case, target.config, runs.get(key, []),
+                                    target.loaded.case_lines.get(case.eval_id, 1), context, rule)
+
     jobs = []
     for target in targets:
         cases = {c.eval_id: c for c in target.loaded.eval_set.eval_cases}
+        if release_cases:
+            target.loaded.eval_set.eval_cases.clear()
         for case_id in target.case_ids:
             if (target.eval_set_id, case_id) in known:
                 jobs.append(_ready(known[(target.eval_set_id, case_id)]))
                 continue
-            jobs.append(score_case(cases[case_id], target.config,
-                                   runs.get((target.eval_set_id, case_id), []),
-                                   target.loaded.case_lines.get(case_id, 1), context, rule))
+            # popped: the coroutine holds the case until it is scored, nothing else does
+            jobs.append(scored(target, cases.pop(case_id), (target.eval_set_id, case_id)))
     # gather keeps input order whatever order the scoring finishes in.
     case_results = iter(await asyncio.gather(*jobs))
     sets = []

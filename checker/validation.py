@@ -10,7 +10,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
 from .errors import InputError, did_you_mean, json_path
-from .limits import JsonTooDeep, loads_bounded
+from .limits import MAX_JSON_DEPTH, JsonTooDeep, loads_bounded, too_deep
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -45,13 +45,13 @@ def read_json(path: Path, display: str | None = None) -> Any:
     return parse_json_text(text, display)
 
 
-def parse_json_text(text: str, display: str) -> Any:
-    if not text.strip():
-        raise InputError("file is empty", file=display, fix="write a JSON document into it")
-    repeated = False
+class _DuplicateCheck:
+    """An ``object_pairs_hook`` that marks objects with a repeated key (json keeps the last)."""
 
-    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        nonlocal repeated
+    def __init__(self) -> None:
+        self.repeated = False
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         out = dict(pairs)
         if len(out) == len(pairs):
             return out
@@ -62,24 +62,57 @@ def parse_json_text(text: str, display: str) -> Any:
                 marked.duplicate = key
                 break
             seen.add(key)
-        repeated = True
+        self.repeated = True
         return marked
 
+    def raise_found(self, data: Any, display: str, prefix: tuple[Any, ...] = ()) -> None:
+        if self.repeated:
+            found = _find_duplicate(data)
+            assert found is not None
+            loc, key = found
+            raise InputError(f"duplicate key '{key}'", file=display, path=json_path((*prefix, *loc)),
+                             fix="keep only one of them")
+
+
+def parse_json_text(text: str, display: str) -> Any:
+    if not text.strip():
+        raise InputError("file is empty", file=display, fix="write a JSON document into it")
+    check = _DuplicateCheck()
     try:
-        data = loads_bounded(text, object_pairs_hook=pairs_hook)
+        data = loads_bounded(text, object_pairs_hook=check)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=display,
                          line=exc.lineno) from None
     except JsonTooDeep as exc:
-        raise InputError(str(exc), file=display, path=json_path(exc.loc) if exc.loc else None,
-                         fix="flatten it: ADK's own files nest fewer than 20 levels") from None
-    if repeated:
-        found = _find_duplicate(data)
-        assert found is not None
-        loc, key = found
-        raise InputError(f"duplicate key '{key}'", file=display, path=json_path(loc),
-                         fix="keep only one of them")
+        raise _too_deep(exc, display) from None
+    check.raise_found(data, display)
     return data
+
+
+def decode_at(text: str, start: int, display: str, prefix: tuple[Any, ...] = ()) -> tuple[Any, int]:
+    """The JSON value starting at ``text[start]`` and where it ends, with parse_json_text's
+    checks (JSON paths under ``prefix``): for reading a large file one piece at a time."""
+    check = _DuplicateCheck()
+    try:
+        try:
+            data, end = json.JSONDecoder(object_pairs_hook=check).raw_decode(text, start)
+        except RecursionError:
+            raise JsonTooDeep() from None
+        loc = too_deep(data, MAX_JSON_DEPTH - len(prefix))
+        if loc is not None:
+            raise JsonTooDeep((*prefix, *loc))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=display,
+                         line=exc.lineno) from None
+    except JsonTooDeep as exc:
+        raise _too_deep(exc, display) from None
+    check.raise_found(data, display, prefix)
+    return data, end
+
+
+def _too_deep(exc: JsonTooDeep, display: str) -> InputError:
+    return InputError(str(exc), file=display, path=json_path(exc.loc) if exc.loc else None,
+                      fix="flatten it: ADK's own files nest fewer than 20 levels")
 
 
 def _known_keys(model: type[BaseModel], seen: set[type] | None = None) -> set[str]:
