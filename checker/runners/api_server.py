@@ -72,6 +72,7 @@ class ApiServerRunner:
         self._server: asyncio.subprocess.Process | None = None
         self._server_tail = OutputTail(max_lines=30, max_bytes=4096)
         self._server_reader: asyncio.Future | None = None
+        self._deleting: set[asyncio.Future] = set()  # session deletions in flight
 
     # ------------------------------------------------------------ server lifecycle
 
@@ -130,6 +131,10 @@ class ApiServerRunner:
             await asyncio.sleep(0.2)
 
     async def aclose(self) -> None:
+        if self._deleting:
+            await asyncio.wait(set(self._deleting), timeout=10.0)
+            for task in list(self._deleting):
+                task.cancel()
         if self._client is not None:
             with contextlib.suppress(Exception):
                 await self._client.aclose()
@@ -217,6 +222,12 @@ class ApiServerRunner:
                     raise AgentFailure(f"turn {turn}: invalid events from the agent server at "
                                        f"{exc}") from None
         finally:
-            # Sessions of finished runs are of no further use; free the server's memory.
-            with contextlib.suppress(Exception):
-                await self._client.delete(f"{base}/{quote(session_id, safe='')}", timeout=5.0)
+            # Sessions of finished runs are of no further use; free the server's memory,
+            # off the run's clock (a round trip per run; aclose waits for them).
+            deleting = asyncio.ensure_future(self._delete(f"{base}/{quote(session_id, safe='')}"))
+            self._deleting.add(deleting)
+            deleting.add_done_callback(self._deleting.discard)
+
+    async def _delete(self, path: str) -> None:
+        with contextlib.suppress(Exception):
+            await self._client.delete(path, timeout=5.0)

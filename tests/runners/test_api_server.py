@@ -70,6 +70,11 @@ def test_fresh_session_per_run_with_the_case_state(tmp_path):
         events = first.intermediate_data.invocation_events
         assert events[0].content.parts[0].function_call.name == "lookup"
         assert events[0].usage_metadata == {"promptTokenCount": 7}
+    # Each run's session is deleted (off the run's clock, but before the server is stopped).
+    log = runner.server_tail().splitlines()
+    created = [line.split()[1] for line in log if line.startswith("session ")]
+    assert len(created) == 2 and sorted(f"deleted {sid}" for sid in created) == \
+        sorted(line for line in log if line.startswith("deleted "))
     assert_all_gone(read_pids(pidfile))
 
 

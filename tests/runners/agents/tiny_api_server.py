@@ -2,7 +2,8 @@
 
 It speaks the subset of the ADK API that evalcheck uses. The user's text steers it:
 "SLOW" sleeps 5 s, "FAIL" answers HTTP 500, anything else answers with one tool call and
-a final text naming the session's state. Every created session is logged to stderr.
+a final text naming the session's state. Every created and deleted session is logged to
+stderr.
 """
 
 import json
@@ -39,7 +40,9 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(404, {"detail": "Not Found"})
 
     def do_DELETE(self):
-        sessions.pop(self.path.rsplit("/", 1)[-1], None)
+        sid = self.path.rsplit("/", 1)[-1]
+        if sessions.pop(sid, None) is not None:
+            print(f"deleted {sid}", file=sys.stderr, flush=True)
         self.reply(200, {})
 
     def do_POST(self):
