@@ -53,6 +53,7 @@ class AdaptiveRuns:
         self.scored: dict[RunKey, CaseResult] = {}
         self.rounds = 0
         self.extra_runs = 0
+        self.extended: set[RunKey] = set()  # cases that got an extra run
 
     async def more(self, finished: list[RecordedRun]) -> list[RunKey]:
         touched = list(dict.fromkeys((r.eval_set_id, r.eval_id) for r in finished))
@@ -65,6 +66,7 @@ class AdaptiveRuns:
         if wanted:
             self.rounds += 1
             self.extra_runs += len(wanted)
+            self.extended.update(wanted)
             say(f"evalcheck: adaptive runs: round {self.rounds}: {len(wanted)} case(s) with an "
                 "uncertain verdict get one more run", err=True)
         return wanted
@@ -72,6 +74,17 @@ class AdaptiveRuns:
     async def _score(self, key: RunKey) -> CaseResult:
         case, config, line = self.cases[key]
         return await score_case(case, config, self.runs[key], line, self.context, self.rule)
+
+    def line(self) -> str:
+        """The terminal line: how many extra runs went to how many cases."""
+        if not self.extra_runs:
+            return f"adaptive runs: every verdict settled, no extra run (--max-runs {self.max_runs})"
+        extra = {key: len(self.runs[key]) for key in self.extended}
+        most = sorted(extra.items(), key=lambda item: (-item[1], item[0]))[:5]
+        return (f"adaptive runs: {self.extra_runs} extra run(s) in {self.rounds} round(s) to "
+                f"{len(extra)} case(s), up to {self.max_runs} runs a case: "
+                + ", ".join(f"{set_id}/{case_id} {n} runs" for (set_id, case_id), n in most)
+                + (", ..." if len(extra) > len(most) else ""))
 
     def metadata(self) -> dict[str, int]:
         return {"maxRuns": self.max_runs, "adaptiveRounds": self.rounds,

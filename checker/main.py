@@ -244,6 +244,8 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
         say(clean(judge.line()))
     if simulated.used():
         say(clean(simulated.line()))
+    if adaptive is not None:
+        say(clean(adaptive.line()))
     return results
 
 

@@ -35,13 +35,22 @@ class MetricComparison:
     p_value: float | None
 
 
-def _scored(metric: MetricResult) -> list[float]:
-    return [s for s in metric.runs if s is not None]
-
-
 def _deterministic(base: list[float], head: list[float]) -> bool:
     return (len(base) >= MIN_DETERMINISTIC_RUNS and len(head) >= MIN_DETERMINISTIC_RUNS
             and min(base) == max(base) and min(head) == max(head))
+
+
+def deterministic_change(metric: MetricResult) -> bool:
+    """A compared metric whose runs scored the same on each side (at least two runs a side)
+    and moved: the evidence is the determinism, not the p-value (reports say which)."""
+    if metric.baseline_runs is None:
+        return False
+    base, head = _scored_runs(metric.baseline_runs), _scored_runs(metric.runs)
+    return _deterministic(base, head) and base[0] != head[0]
+
+
+def _scored_runs(runs: list[float | None]) -> list[float]:
+    return [s for s in runs if s is not None]
 
 
 def compare_metric(base: MetricResult, head: MetricResult, alpha: float = DEFAULT_ALPHA) -> MetricComparison:
@@ -51,7 +60,7 @@ def compare_metric(base: MetricResult, head: MetricResult, alpha: float = DEFAUL
     threshold = head.threshold
     gating = head.status != "informational" and threshold is not None and \
         base.threshold == threshold
-    base_runs, head_runs = _scored(base), _scored(head)
+    base_runs, head_runs = _scored_runs(base.runs), _scored_runs(head.runs)
     if not gating or not base_runs or not head_runs:
         return MetricComparison(None, base.score, delta, None)
     k_base = len([s for s in base_runs if s >= threshold])

@@ -4,6 +4,7 @@ diverged), then a summary. Passing cases print nothing here."""
 
 from __future__ import annotations
 
+from ..compare.comparison import deterministic_change
 from ..compare.verdict import baseline_pass_counts, case_pass_counts
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
 from .differences import MAX_TERMINAL_LINES, terminal_notes
@@ -53,6 +54,8 @@ def _against_baseline(metric: MetricResult, case: CaseResult) -> str:
     # A drop the exact test cannot tell from noise is said to be so, not hidden.
     noise = (", within noise" if case.change == "unchanged" and metric.delta is not None
              and metric.delta < 0 else "")
+    if deterministic_change(metric):
+        noise = ", every run the same on each side"
     return f" (baseline {fmt(metric.baseline_score)}{p}{noise})"
 
 

@@ -57,6 +57,7 @@ def test_extra_runs_go_only_to_uncertain_cases_and_stop_at_max_runs(repo, monkey
     assert extra > 0 and data["metadata"]["adaptiveExtraRuns"] == extra
     assert data["metadata"]["maxRuns"] == 5 and data["metadata"]["numRuns"] == 2
     assert "adaptive runs: round 1:" in out.stderr
+    assert f"adaptive runs: {extra} extra run(s) in " in out.stdout
 
 
 def test_replay_ignores_max_runs(repo):

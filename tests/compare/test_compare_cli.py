@@ -39,7 +39,8 @@ def test_compare_cli_end_to_end(repo):
     out = run_cli(["compare", "base.json", "head.json", "--results", "cmp.json",
                    "--junit", "cmp.xml", "--markdown", "cmp.md", "--fail-on", "regression"], repo)
     assert out.code == 1, out.output
-    assert "[regressed]" in out.stdout and "breaks" in out.stdout
+    assert ("breaks [regressed]: tool_trajectory_avg_score 0.00 < 1.00 (baseline 1.00, p=0.05, "
+            "every run the same on each side)") in out.stdout
     assert "compared with baseline base.json: 1 regressed, 0 improved, 2 unchanged" in out.stdout
     assert "gate failed (fail-on: regression): 1 case(s) regressed" in out.stdout
     data = json.loads((repo / "cmp.json").read_text())

@@ -190,3 +190,17 @@ def test_comparing_a_compared_file_again_leaves_no_stale_figures():
     assert case.change == "new"
     dumped = case.metrics[0].model_dump(mode="json")
     assert not {"baselineScore", "delta", "pValue", "baselineRuns"} & set(dumped)
+
+
+def test_deterministic_change_tells_which_evidence():
+    from checker.compare.comparison import deterministic_change
+
+    fixed, _ = label(results(case_result("c", metric([1.0] * 3))),
+                     results(case_result("c", metric([0.5] * 3))), "c")
+    noisy, _ = label(results(case_result("c", metric([1.0] * 5, threshold=0.8))),
+                     results(case_result("c", metric([0.2, 0.0, 0.5, 0.1, 0.3], threshold=0.8))), "c")
+    same, _ = label(results(case_result("c", metric([0.0] * 3))),
+                    results(case_result("c", metric([0.0] * 3))), "c")
+    assert deterministic_change(fixed.metrics[0])
+    assert not deterministic_change(noisy.metrics[0]) and noisy.change == "regressed"
+    assert not deterministic_change(same.metrics[0])
