@@ -164,14 +164,20 @@ def test_equals_the_reference_on_generated_cases(generated):
 # ------------------------------------------------------------------ through the command line
 
 
-def test_cli_gates_on_the_threshold_and_explains_the_argument(repo):
+def run_hotel_search(repo, threshold: float):
+    """Expected search(city="Rome", rooms=1); the agent asked for 2 rooms: scores 0.5."""
     expected = invocation("hotel?", "ok", tools=[call("search", city="Rome", rooms=1)])
     write_json(repo / "evals/s.evalset.json", evalset("s", case("c1", expected)))
-    write_json(repo / "evals/test_config.json", {"criteria": {"tool_parameter_match": 0.75}})
+    write_json(repo / "evals/test_config.json", {"criteria": {"tool_parameter_match": threshold}})
     actual = invocation("hotel?", "ok", tools=[call("search", city="Rome", rooms=2)])
     write_json(repo / "runs.json", replay(("s", "c1", 1, [actual])))
-    out = run_cli(["run", "evals", "--replay", "runs.json", "--results", "r.json",
-                   "--markdown", "r.md"], repo)
+    return run_cli(["run", "evals", "--replay", "runs.json", "--results", "r.json",
+                    "--markdown", "r.md"], repo)
+
+
+def test_cli_gates_on_the_threshold_and_explains_the_argument(repo):
+    assert run_hotel_search(repo, 0.5).code == 0
+    out = run_hotel_search(repo, 0.75)
     assert out.code == 1, out.output
     assert "tool_parameter_match 0.50 < 0.75" in out.stdout
     metric = json.loads((repo / "r.json").read_text())["evalSets"][0]["cases"][0]["metrics"][0]
@@ -184,12 +190,7 @@ def test_check_run_annotation_names_the_argument(repo):
     from checker.github.publish import annotation_message
     from checker.models.results import Results
 
-    expected = invocation("hotel?", "ok", tools=[call("search", city="Rome", rooms=1)])
-    write_json(repo / "evals/s.evalset.json", evalset("s", case("c1", expected)))
-    write_json(repo / "evals/test_config.json", {"criteria": {"tool_parameter_match": 1.0}})
-    actual = invocation("hotel?", "ok", tools=[call("search", city="Rome", rooms=2)])
-    write_json(repo / "runs.json", replay(("s", "c1", 1, [actual])))
-    assert run_cli(["run", "evals", "--replay", "runs.json", "--results", "r.json"], repo).code == 1
+    assert run_hotel_search(repo, 1.0).code == 1
     results = Results.model_validate_json((repo / "r.json").read_text())
     message = annotation_message(results.eval_sets[0].cases[0])
     assert message == ('tool_parameter_match 0.50 < 1.00 (run 1, turn 1): expected call 1 '
