@@ -15,19 +15,33 @@ RUN python3 -m venv /opt/evalcheck
 COPY pyproject.toml README.md /src/
 COPY checker /src/checker
 COPY evalcheck_adk_bridge /src/evalcheck_adk_bridge
-# Non-editable, runtime dependencies only; then compile bytecode once so that every job
-# starts fast, and drop what a runtime never reads.
-RUN /opt/evalcheck/bin/pip install --no-compile "/src[${EXTRAS}]" \
- && /opt/evalcheck/bin/python -m compileall -q -j 0 /opt/evalcheck/lib \
- && /opt/evalcheck/bin/pip uninstall -y pip \
- && find /opt/evalcheck -type d -name tests -path '*/site-packages/*/tests' -prune -exec rm -rf {} +
+# Non-editable, runtime dependencies only (EXTRAS= installs none); then drop what a runtime
+# never reads (pip, setuptools, test suites, type stubs) and compile bytecode once, so that
+# every job starts fast. Third-party code keeps only its bytecode (sourceless .pyc beside
+# where the .py was: -130 MB); evalcheck keeps its source for readable tracebacks, and
+# anyio too, which reads its own source at import (anyio/_lazyimport.py).
+WORKDIR /opt/evalcheck
+# site-packages is python3.X/ (the base image's version): a shell glob, not a WORKDIR.
+# hadolint ignore=DL3003
+RUN bin/pip install --no-compile "/src${EXTRAS:+[${EXTRAS}]}" \
+ && bin/pip uninstall -y -q pip setuptools \
+ && cd lib/python3*/site-packages \
+ && find . -type d -name tests -path './*/tests' -prune -exec rm -rf {} + \
+ && find . -name '*.pyi' -delete \
+ && /opt/evalcheck/bin/python -m compileall -q -j 0 checker anyio \
+ && /opt/evalcheck/bin/python -m compileall -q -b -j 0 -x '^\./(checker|anyio)/' . \
+ && find . -name '*.py' -not -path './checker/*' -not -path './anyio/*' -delete
 
 FROM ${BASE_IMAGE}
 ENV PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 # git: setup-commands and agents often need it; the workspace belongs to another uid, so
 # mark every directory safe (actions/runner-images#6775).
+# Without manuals, documentation and translations (dpkg skips them; licences kept).
 # hadolint ignore=DL3008
-RUN apt-get update \
+RUN printf '%s\n' 'path-exclude=/usr/share/doc/*' 'path-include=/usr/share/doc/*/copyright' \
+      'path-exclude=/usr/share/man/*' 'path-exclude=/usr/share/locale/*' \
+      > /etc/dpkg/dpkg.cfg.d/01-evalcheck-nodoc \
+ && apt-get update \
  && apt-get install -y --no-install-recommends git \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/* \
