@@ -61,8 +61,10 @@ class StartWatch:
 
     def _verdict(self, how: str) -> AgentCannotStart:
         runs = [r for _, r in self.held]
-        text = (f"the agent cannot start: the first {len(runs)} runs all failed the same way "
-                f"before it answered anything: {one_line(runs[0].error or how, 300)}")
+        which = (f"the first {len(runs)} runs all failed the same way" if len(runs) > 1
+                 else "its only run failed")
+        text = (f"the agent cannot start: {which} before it answered anything: "
+                f"{one_line(runs[0].error or how, 300)}")
         hint = next((h for status, h in _HINTS.items() if status in how), None)
         if hint:
             text += f" ({hint})"

@@ -92,21 +92,23 @@ class StdioRunner:
                     error = f"could not start the agent command: {exc.strerror or exc}"
                     return mark_cannot_start(record([], error), error)
                 agent = AgentProcess(proc, self.max_line_bytes)
-            invocations, error, cannot_start, exited_unheard = await self._serve(agent, job, turns)
-            if reused and exited_unheard:
-                continue  # a warm worker that exited between runs: the run goes to a new one
+            invocations, error, cannot_start, unheard = await self._serve(agent, job, turns)
+            if reused and unheard:
+                # A warm worker that exited, spoke or stalled between runs (before this
+                # run's ready): it is replaced, and the run goes to a new process.
+                continue
             run = record(invocations, error, agent.tail.text())
             return mark_cannot_start(run, cannot_start) if cannot_start else run
 
     async def _serve(self, agent: AgentProcess, job: RunJob,
                      turns: UserTurns) -> tuple[list, str | None, str | None, bool]:
         """One run in ``agent``: (invocations, error, why it could not start, whether it
-        exited without a word in this run)."""
+        failed before a word of this run)."""
         agent.begin_run()
         invocations: list = []
         error: str | None = None
         cannot_start: str | None = None
-        exited_unheard = False
+        unheard = False
         keep = False
         try:
             invocations = await agent.converse(job, turns)
@@ -117,13 +119,12 @@ class StdioRunner:
                 await agent.finish(min(self.exit_grace, job.turn_timeout))
         except AgentFailure as exc:
             error = str(exc)
-            # Before the kill, which would make a hang look like an exit.
-            cannot_start = agent.cannot_start()
-            exited_unheard = not agent.heard and agent.status() is not None
+            cannot_start = agent.cannot_start()  # before the kill: a hang is not this
+            unheard = not agent.heard
         finally:
             if keep:
                 self._idle.append(agent)
             else:
                 # Also on cancellation (Ctrl-C): nothing of this run may outlive it.
                 await agent.close(self.kill_grace)
-        return invocations or agent.invocations, error, cannot_start, exited_unheard
+        return invocations or agent.invocations, error, cannot_start, unheard

@@ -118,3 +118,16 @@ def test_a_worker_that_dies_between_runs_is_replaced(tmp_path, monkeypatch):
     runs = run_jobs(tmp_path, states(3), WARM + " --exit-after-end", num_runs=1, concurrency=1)
     assert [r.error for r in runs] == [None] * 3
     assert len({pid for pid, _, _ in starts(log)}) == 3
+
+
+def test_a_worker_that_speaks_between_runs_is_replaced(tmp_path, monkeypatch):
+    """A message with no run in progress never lands in the next run: that worker goes."""
+    log = tmp_path / "warm.log"
+    monkeypatch.setenv("WARM_LOG", str(log))
+    runs = run_jobs(tmp_path, states(3), WARM + " --stray-after-end", num_runs=2, concurrency=1)
+    assert [r.error for r in runs] == [None] * 6
+    texts = [inv.final_response.parts[0].text for r in runs for inv in r.invocations]
+    assert "late" not in texts
+    pids = [pid for pid, _, _ in starts(log)]
+    assert len(set(pids)) == 6  # every worker served one run only
+    assert_all_gone(pids)

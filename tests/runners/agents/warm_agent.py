@@ -2,7 +2,7 @@
 
 Answers ``start`` with ``{"type": "ready", "sessions": "many"}`` (``--one``: a plain
 ``ready``, so the checker starts it once per run; ``--exit-after-end``: it exits after
-each run), then each turn with "echo: <text>",
+each run; ``--stray-after-end``: it answers ``end`` with a stray response), then each turn with "echo: <text>",
 the number of turns its session has seen and the session's state, and counts the runs it
 served. Appends "<pid> <eval id> <run>" to $WARM_LOG at each start. A user text containing
 CRASH exits, HANG starts a child and sleeps, GARBAGE answers an invalid message.
@@ -16,6 +16,7 @@ import time
 
 many = "--one" not in sys.argv
 exit_after_end = "--exit-after-end" in sys.argv  # a worker that quits between runs
+stray_after_end = "--stray-after-end" in sys.argv  # one that speaks with no run
 log = os.environ.get("WARM_LOG")
 runs_served = 0
 session = None
@@ -39,6 +40,8 @@ for line in sys.stdin:
     if msg["type"] == "end":
         if exit_after_end:
             break
+        if stray_after_end:
+            send({"type": "response", "invocationId": "inv-1", "finalResponse": "late"})
         continue
     text = " ".join(p.get("text", "") for p in msg["content"]["parts"])
     if "CRASH" in text:
