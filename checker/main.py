@@ -85,10 +85,14 @@ def write_records(path: Path, records: RecordedRuns, redactor: Redactor,
 def build_context(options: RunOptions) -> ScoringContext:
     from .judges.service import JudgeService  # no SDK import: the client is built on first use
 
-    services = {"judge_concurrency": options.judge_concurrency, "judge_cache": options.judge_cache}
+    from .judges.limits import JudgeLimits
+
+    limits = JudgeLimits.from_env(os.environ)  # bad values are bad input, found before any run
+    services = {"judge_concurrency": options.judge_concurrency, "judge_cache": options.judge_cache,
+                "judge_limits": limits}
     # One judge service per run; its limit ("judge_semaphore") is shared with Vertex AI metrics.
     services["judge"] = JudgeService(concurrency=options.judge_concurrency,
-                                     cache_dir=options.judge_cache, shared=services)
+                                     cache_dir=options.judge_cache, shared=services, limits=limits)
     return ScoringContext(services=services)
 
 

@@ -30,7 +30,19 @@ async def score_run(configured: ConfiguredMetric, run: RunInput, context: Scorin
         else:
             result = configured.metric().score(configured.criterion, run, context)
         if inspect.isawaitable(result):
-            result = await result
+            limits = context.services.get("judge_limits")
+            deadline = getattr(limits, "metric_deadline", None)
+            window = asyncio.timeout(deadline)  # the metric's judge calls, retries included
+            try:
+                async with window:
+                    result = await result
+            except TimeoutError:
+                if not window.expired():
+                    raise
+                from .judges.limits import METRIC_DEADLINE
+
+                return RunScore(error=f"no result within {deadline:g} s: the deadline of a metric "
+                                      f"on one run ({METRIC_DEADLINE})")
         if not isinstance(result, RunScore):
             raise TypeError(f"metric returned {type(result).__name__}, not a RunScore")
         return result

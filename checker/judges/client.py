@@ -24,7 +24,10 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .limits import JudgeGuard
 
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
 CREDENTIALS_HELP = ("set GOOGLE_API_KEY (or GEMINI_API_KEY) for the Gemini API, or "
@@ -237,8 +240,10 @@ class GeminiClient:
                                         http_options=http_options)
 
     async def generate(self, model: str, prompt: str, config: dict[str, Any], policy: RetryPolicy,
-                       stats: CallStats, limiter: asyncio.Semaphore) -> JudgeReply:
-        """One judge answer. Raises JudgeError once the retries are spent."""
+                       stats: CallStats, limiter: asyncio.Semaphore,
+                       guard: JudgeGuard | None = None) -> JudgeReply:
+        """One judge answer. Raises JudgeError once the retries are spent, or at once when
+        ``guard`` says the run's judging is over (budget spent, circuit open)."""
         from google.genai import errors, types
 
         config = dict(config)
@@ -247,19 +252,26 @@ class GeminiClient:
         request_config = types.GenerateContentConfig.model_validate(config)
         contents = [types.Content(role="user", parts=[types.Part(text=prompt)])]
         last = "no attempt made"
+        timeout = policy.timeout
         for attempt in range(policy.attempts):
             try:
                 async with limiter:
+                    # Within the run's budget, checked once a slot is free (judges.limits).
+                    timeout = policy.timeout if guard is None else min(policy.timeout, guard.left())
                     stats.calls += 1
                     response = await asyncio.wait_for(
                         self._client.aio.models.generate_content(
                             model=model, contents=contents, config=request_config),
-                        timeout=policy.timeout)
+                        timeout=timeout)
+                if guard is not None:
+                    guard.answered()
                 reply = _reply_from_response(response)
                 stats.prompt_tokens += reply.prompt_tokens
                 stats.output_tokens += reply.output_tokens
                 stats.total_tokens += reply.total_tokens
                 return reply
+            except JudgeError:  # the run's judging is over (judges.limits): no retry
+                raise
             except errors.APIError as exc:
                 stats.failed_requests += 1
                 message = f"HTTP {exc.code} {exc.status or ''}: {exc.message or ''}".strip()
@@ -268,7 +280,9 @@ class GeminiClient:
                 last, server_delay = message, _retry_after(exc)
             except asyncio.TimeoutError:
                 stats.failed_requests += 1
-                last, server_delay = f"no answer within {policy.timeout:g} s", None
+                last, server_delay = f"no answer within {timeout:g} s", None
+                if guard is not None:
+                    guard.timed_out(timeout)
             except (OSError, ConnectionError) as exc:
                 stats.failed_requests += 1
                 last, server_delay = f"connection failed ({type(exc).__name__}: {exc})", None
@@ -286,6 +300,9 @@ class GeminiClient:
                     raise JudgeError(f"judge asked to retry after {server_delay:g} s, more than "
                                      f"the {policy.max_delay:g} s limit (last error: {last})")
                 delay = max(delay, server_delay)
+            if guard is not None and delay >= guard.left():
+                raise JudgeError(f"judge call failed; no retry: the run's judge budget ends within "
+                                 f"the {delay:g} s wait (last error: {last})")
             stats.retries += 1
             stats.retry_delays.append(delay)
             await self._sleep(delay)

@@ -23,6 +23,7 @@ from ..redact import Redactor
 from .cache import JudgeCache, cache_key
 from .client import Backend, CallStats, GeminiClient, JudgeConfigError, JudgeError, JudgeReply
 from .client import RetryPolicy, backend_from_env
+from .limits import JudgeGuard, JudgeLimits
 
 T = TypeVar("T")
 
@@ -77,13 +78,14 @@ class JudgeService:
     def __init__(self, concurrency: int = 8, cache_dir: Path | None = None, *,
                  env: Mapping[str, str] | None = None, retry: RetryPolicy | None = None,
                  sleep: Callable[[float], Any] = asyncio.sleep,
-                 shared: dict[str, Any] | None = None):
+                 shared: dict[str, Any] | None = None, limits: JudgeLimits | None = None):
         if concurrency < 1:
             raise ValueError("judge concurrency must be at least 1")
         self.concurrency = concurrency
         self.cache = JudgeCache(cache_dir) if cache_dir is not None else None
         self.retry = retry or RetryPolicy()
         self.stats = JudgeStats()
+        self.guard = JudgeGuard(limits or JudgeLimits())
         self._env = env
         self._sleep = sleep
         # ScoringContext.services of the run: its "judge_semaphore" is the one limit on judge
@@ -153,7 +155,7 @@ class JudgeService:
             config.pop("http_options", None)
         client = self._client(http.get("base_url"))
         return await client.generate(request.model, request.prompt, config, policy, stats,
-                                     self._limiter())
+                                     self._limiter(), self.guard)
 
     # ------------------------------------------------------------------ API
 
@@ -207,6 +209,8 @@ class JudgeService:
         text = self.stats.line()
         if self.cache is not None and self.cache.write_error:
             text += f" (judge cache not written: {self.cache.write_error})"
+        if self.guard.stopped:
+            text += f" ({self.guard.stopped})"
         return text
 
     def metadata(self) -> dict[str, Any]:
@@ -216,6 +220,8 @@ class JudgeService:
             data["cacheDir"] = str(self.cache.directory)
             if self.cache.write_error:
                 data["cacheWriteError"] = self.cache.write_error
+        if self.guard.stopped:
+            data["stopped"] = self.guard.stopped
         return data
 
 
@@ -243,7 +249,8 @@ def judge_service(context: Any) -> JudgeService:
     service = services.get("judge")
     if service is None:
         service = JudgeService(concurrency=int(services.get("judge_concurrency") or 8),
-                               cache_dir=services.get("judge_cache"), shared=services)
+                               cache_dir=services.get("judge_cache"), shared=services,
+                               limits=services.get("judge_limits"))
         services["judge"] = service
     return service
 

@@ -219,7 +219,10 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
         from ..judges.service import JudgeService
         from ..simulation.model import JudgeServiceModel
 
-        simulation = JudgeService(concurrency=options.judge_concurrency, shared={})
+        from ..judges.limits import JudgeLimits
+
+        simulation = JudgeService(concurrency=options.judge_concurrency, shared={},
+                                  limits=JudgeLimits.from_env(os.environ))
         model = JudgeServiceModel(simulation, simulator_stats)
         jobs = [replace(job, user_model=model) if job.case.conversation_scenario is not None
                 else job for job in jobs]
