@@ -78,3 +78,14 @@ def test_the_readme_is_a_short_front_door():
     toc = readme.split("\n## ", 1)[0]
     sections = {slug(h) for level, h in HEADING.findall(FENCE.sub("", readme)) if level == "##"}
     assert sections and all(f"(#{s})" in toc for s in sections), sections
+
+
+def test_every_run_option_is_in_the_command_line_docs():
+    """docs/command-line.md's option table lists exactly the options of `evalcheck run`."""
+    from checker.cli import main
+
+    options = {name for param in main.commands["run"].params for name in param.opts
+               if name.startswith("--")}
+    text = (ROOT / "docs" / "command-line.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| `(--[a-z-]+)", text, re.M))
+    assert options - {"--help"} == documented
