@@ -14,7 +14,10 @@ wrong). Then, each in a fresh process, timed with its peak RSS (wait4):
 Targets (issue 14): time linear in N; peak memory at 10,000 cases at most ADK's. The
 machine may be shared: figures are noisy; run it alone for clean ones.
 
-    python bench/bench_replay.py [--sizes 1000,10000,50000]
+Also shard 1 of --shards (8) of the same suite: a shard's memory holds its own runs and
+results; only the eval files are read whole.
+
+    python bench/bench_replay.py [--sizes 1000,10000,50000] [--shards 8] [--no-adk]
 """
 
 from __future__ import annotations
@@ -105,6 +108,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000,50000")
     parser.add_argument("--no-adk", action="store_true", help="measure evalcheck only")
+    parser.add_argument("--shards", type=int, default=8, help="also run shard 1 of this many (1: skip)")
     parser.add_argument("--adk-worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--generate", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -132,6 +136,11 @@ def main() -> None:
                 adk = measure([sys.executable, __file__, "--adk-worker", str(folder)], folder)
                 line += f" {adk[0]:>7.1f} {adk[2]:>6.1f} {adk[1]:>6.0f} {adk[2] / size * 1e6:>11.0f}"
             print(line, flush=True)
+            if args.shards > 1:  # one machine of a job array: its share, not the suite
+                shard = measure([sys.executable, "-m", "checker.cli", "run", "evals", "--replay", "runs.json",
+                                 "--shard", f"1/{args.shards}", "--results", "shard.json"], folder)
+                print(f"{'':>7} {'':>9} | shard 1/{args.shards}: {shard[0]:.1f} s, cpu {shard[2]:.1f} s, "
+                      f"{shard[1]:.0f} MiB", flush=True)
 
 
 if __name__ == "__main__":

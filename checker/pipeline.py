@@ -28,28 +28,39 @@ def load_replay(path: Path) -> RecordedRuns:
     return validate(RecordedRuns, data, display)
 
 
-def group_replay(targets: list[EvalTarget], records: RecordedRuns, display: str) -> dict[RunKey, list[RecordedRun]]:
-    """Match recorded runs to the selected cases; a missing or unknown case is an InputError."""
+def match_recorded(targets: list[EvalTarget], runs: Iterable[tuple[str, str, int]],
+                   display: str) -> dict[RunKey, list[int]]:
+    """Recorded runs, as (eval set id, eval id, run number) in file order, matched to the
+    cases: where in ``$.runs`` each case's runs are. A run of an unknown case, a run
+    recorded twice, or a selected case without a run is an InputError."""
     existing = {(t.eval_set_id, c.eval_id) for t in targets for c in t.loaded.eval_set.eval_cases}
-    grouped: dict[RunKey, list[RecordedRun]] = {}
-    for i, run in enumerate(records.runs):
-        key = (run.eval_set_id, run.eval_id)
+    found: dict[RunKey, list[int]] = {}
+    numbers: dict[RunKey, set[int]] = {}
+    for i, (set_id, eval_id, number) in enumerate(runs):
+        key = (set_id, eval_id)
         if key not in existing:
-            raise InputError(f"run for eval case '{run.eval_id}' of eval set '{run.eval_set_id}', "
+            raise InputError(f"run for eval case '{eval_id}' of eval set '{set_id}', "
                              "which is not in the evaluated eval files", file=display,
                              path=f"$.runs[{i}]", fix="check the ids or the PATH arguments")
-        if any(r.run == run.run for r in grouped.get(key, [])):
-            raise InputError(f"run {run.run} of '{run.eval_id}' is recorded twice", file=display,
+        if number in numbers.setdefault(key, set()):
+            raise InputError(f"run {number} of '{eval_id}' is recorded twice", file=display,
                              path=f"$.runs[{i}].run")
-        grouped.setdefault(key, []).append(run)
+        numbers[key].add(number)
+        found.setdefault(key, []).append(i)
     for target in targets:
         for case_id in target.case_ids:
-            if (target.eval_set_id, case_id) not in grouped:
+            if (target.eval_set_id, case_id) not in found:
                 raise InputError(f"no recorded run for eval case '{case_id}' of eval set "
                                  f"'{target.eval_set_id}' ({target.loaded.display_path})",
                                  file=display, path="$.runs",
                                  fix="record the case, or select fewer cases with PATH:case_id")
-    return grouped
+    return found
+
+
+def group_replay(targets: list[EvalTarget], records: RecordedRuns, display: str) -> dict[RunKey, list[RecordedRun]]:
+    """Match recorded runs to the selected cases; a missing or unknown case is an InputError."""
+    found = match_recorded(targets, ((r.eval_set_id, r.eval_id, r.run) for r in records.runs), display)
+    return {key: [records.runs[i] for i in indexes] for key, indexes in found.items()}
 
 
 def summarize(sets: list[EvalSetResult]) -> Summary:
@@ -96,7 +107,8 @@ async def score_all(targets: list[EvalTarget], runs: Mapping[RunKey, list[Record
 
     jobs = []
     for target in targets:
-        cases = {c.eval_id: c for c in target.loaded.eval_set.eval_cases}
+        wanted = set(target.case_ids)
+        cases = {c.eval_id: c for c in target.loaded.eval_set.eval_cases if c.eval_id in wanted}
         if release_cases:
             target.loaded.eval_set.eval_cases.clear()
         for case_id in target.case_ids:

@@ -3,10 +3,10 @@ whole file (issue 14, "one machine first").
 
 A first pass over the file finds where each run is and checks what ``group_replay``
 checks (every run belongs to a selected eval file, no run recorded twice, every selected
-case has a run), holding only the file's text and, per case, the offsets of its runs. A
-case's runs are decoded and validated (same messages and JSON paths as reading the whole
-file) when the case is scored, and dropped with it. Runs of cases outside the selection
-(another shard's) are never decoded.
+case has a run), then keeps only the JSON text of the selected cases' runs (a shard keeps
+its own share of the file, not the file). A case's runs are decoded and validated (same
+messages and JSON paths as reading the whole file) when the case is scored, and dropped
+with it. Runs of cases outside the selection (another shard's) are never decoded.
 """
 
 from __future__ import annotations
@@ -20,25 +20,24 @@ from typing import Any
 from .discover import EvalTarget
 from .errors import InputError
 from .models.records import RecordedRun, RecordedRuns
-from .pipeline import RunKey, group_replay, load_replay
+from .pipeline import RunKey, group_replay, load_replay, match_recorded
 from .validation import decode_at, validate
 
 _FAST = json.JSONDecoder()
-Span = tuple[int, int]  # (index in $.runs, offset of the run's JSON object)
+Span = tuple[int, str]  # (index in $.runs, the run's JSON text)
 
 
 class ReplayRuns(Mapping[RunKey, list[RecordedRun]]):
     """(eval set id, eval id) -> its recorded runs, decoded on access."""
 
-    def __init__(self, text: str, display: str, spans: dict[RunKey, list[Span]]):
-        self._text = text
+    def __init__(self, display: str, spans: dict[RunKey, list[Span]]):
         self._display = display
         self._spans = spans
 
     def __getitem__(self, key: RunKey) -> list[RecordedRun]:
         runs = []
-        for index, start in self._spans[key]:
-            data, _ = decode_at(self._text, start, self._display, ("runs", index))
+        for index, text in self._spans[key]:
+            data, _ = decode_at(text, 0, self._display, ("runs", index))
             runs.append(validate(RecordedRun, data, self._display, ("runs", index)))
         return runs
 
@@ -79,10 +78,10 @@ def _key_of(data: Any) -> tuple[str, str, int] | None:
     return None
 
 
-def _scan(text: str, display: str) -> tuple[dict[str, Any], list[tuple[tuple[str, str, int], int]]]:
-    """Top-level keys other than ``runs``, and every run's (key, offset)."""
+def _scan(text: str, display: str) -> tuple[dict[str, Any], list[tuple[tuple[str, str, int], slice]]]:
+    """Top-level keys other than ``runs``, and every run's (key, where it is in ``text``)."""
     others: dict[str, Any] = {}
-    runs: list[tuple[tuple[str, str, int], int]] = []
+    runs: list[tuple[tuple[str, str, int], slice]] = []
     i = _expect(text, _skip(text, 0), "{")
     seen: set[str] = set()
     i = _skip(text, i)
@@ -107,7 +106,7 @@ def _scan(text: str, display: str) -> tuple[dict[str, Any], list[tuple[tuple[str
                     if found is None:  # the model says what is wrong with this run
                         validate(RecordedRun, data, display, ("runs", len(runs)))
                         raise _Irregular
-                    runs.append((found, start))
+                    runs.append((found, slice(start, i)))
                     i = _skip(text, i)
                     if text[i:i + 1] == "]":
                         i += 1
@@ -148,30 +147,10 @@ def index_replay(path: Path, targets: list[EvalTarget]) -> Mapping[RunKey, list[
     return group_replay(targets, load_replay(path), display)
 
 
-def _group(targets: list[EvalTarget], runs: list[tuple[tuple[str, str, int], int]], text: str,
+def _group(targets: list[EvalTarget], runs: list[tuple[tuple[str, str, int], slice]], text: str,
            display: str) -> ReplayRuns:
-    """group_replay's checks on the index; only selected cases are kept."""
-    existing = {(t.eval_set_id, c.eval_id) for t in targets for c in t.loaded.eval_set.eval_cases}
+    """group_replay's checks on the index; only the selected cases' runs are kept."""
+    found = match_recorded(targets, (key for key, _ in runs), display)
     selected = {(t.eval_set_id, c) for t in targets for c in t.case_ids}
-    numbers: dict[RunKey, set[int]] = {}
-    spans: dict[RunKey, list[Span]] = {}
-    for index, ((set_id, eval_id, number), start) in enumerate(runs):
-        key = (set_id, eval_id)
-        if key not in existing:
-            raise InputError(f"run for eval case '{eval_id}' of eval set '{set_id}', "
-                             "which is not in the evaluated eval files", file=display,
-                             path=f"$.runs[{index}]", fix="check the ids or the PATH arguments")
-        if number in numbers.setdefault(key, set()):
-            raise InputError(f"run {number} of '{eval_id}' is recorded twice", file=display,
-                             path=f"$.runs[{index}].run")
-        numbers[key].add(number)
-        if key in selected:
-            spans.setdefault(key, []).append((index, start))
-    for target in targets:
-        for case_id in target.case_ids:
-            if (target.eval_set_id, case_id) not in spans:
-                raise InputError(f"no recorded run for eval case '{case_id}' of eval set "
-                                 f"'{target.eval_set_id}' ({target.loaded.display_path})",
-                                 file=display, path="$.runs",
-                                 fix="record the case, or select fewer cases with PATH:case_id")
-    return ReplayRuns(text, display, spans)
+    return ReplayRuns(display, {key: [(i, text[runs[i][1]]) for i in indexes]
+                                for key, indexes in found.items() if key in selected})
