@@ -252,3 +252,54 @@ def test_running_out_of_descriptors_fails_only_the_runs_it_hits(tmp_path):
     starved, fine = asyncio.run(scenario())
     assert starved.error and "Too many open files" in starved.error, starved
     assert fine.error is None and len(fine.invocations) == 1, fine
+
+
+def test_deep_api_server_answer_fails_only_its_run(repo):
+    """--agent-url: an answer nested too deeply fails that run with the reason; the other
+    case's run goes on and passes."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def reply(self, body: bytes) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):
+            self.reply(b'["app"]')
+
+        def do_DELETE(self):
+            self.reply(b"{}")
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if self.path.endswith("/sessions"):
+                return self.reply(b'{"id": "s1"}')
+            text = body["newMessage"]["parts"][0]["text"]
+            final = {"invocationId": "e1", "author": "app",
+                     "content": {"role": "model", "parts": [{"text": "ok"}]}}
+            if text == "deep":
+                self.reply(("[" + nested(50_000) + "]").encode())
+            else:
+                self.reply(json.dumps([final]).encode())
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        write_json(repo / "evals" / "s.evalset.json",
+                   evalset("s", case("deep", invocation("deep")), case("fine", invocation("fine"))))
+        outcome = run_cli(["run", "evals", "--agent-url", f"http://127.0.0.1:{server.server_port}",
+                           "--app-name", "app", "--num-runs", "1", "--results", "results.json"], repo)
+    finally:
+        server.shutdown()
+    assert outcome.code == 1, outcome.output
+    assert "Traceback" not in outcome.output
+    runs = {c["evalId"]: c["runs"][0] for c in json.loads((repo / "results.json").read_text())["evalSets"][0]["cases"]}
+    assert "nested more than 200 levels deep" in runs["deep"]["error"], runs["deep"]
+    assert runs["fine"]["status"] == "passed", runs["fine"]
