@@ -396,6 +396,8 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
             if config.merge:
                 from .merge import merge_in_action
 
+                if sandbox is not None:  # no agent runs: setup-command's leftovers end here
+                    sandbox.end()
                 merge_in_action(config.merge, config.run, config.fail_on)
                 results = results_from_file(config.results_path)
             else:
