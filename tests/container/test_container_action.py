@@ -9,6 +9,7 @@ host). In CI (CI=true) a missing docker is a failure, not a skip.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -29,7 +30,9 @@ from fake_gemini import FakeGemini, verdict  # noqa: E402
 from runner_env import ROOT, Runner, input_env  # noqa: E402
 
 BASE_IMAGE = os.environ.get("EVALCHECK_BASE_IMAGE", "evalcheck-base:bookworm")
-IMAGE = "evalcheck-action:pytest"
+# One tag per checkout: several checkouts testing on one machine must not run each
+# other's image (a tag is rebuilt by whoever builds last).
+IMAGE = "evalcheck-action:pytest-" + hashlib.sha1(str(ROOT).encode()).hexdigest()[:10]
 HEAD = "d" * 40
 
 
