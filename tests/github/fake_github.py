@@ -281,8 +281,8 @@ class FakeGitHub:
                 "message": "Resource not accessible by integration",
                 "documentation_url": "https://docs.github.com/rest", "status": "403"}
         status, out_headers, out = self._route(method, path, query, body)
-        if status < 300:  # GitHub's description documents few of its error answers
-            self._validate_response(method, path, query, raw, status, out)
+        if status < 400:  # GitHub's description documents few of its error answers
+            self._validate_response(method, path, query, raw, status, out, out_headers)
         return status, out_headers, out
 
     def _validate_request(self, method: str, path: str, query: dict[str, list[str]],
@@ -303,11 +303,14 @@ class FakeGitHub:
         return None
 
     def _validate_response(self, method: str, path: str, query: dict[str, list[str]], raw: bytes,
-                           status: int, body: Any) -> None:
+                           status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         request = MockRequest(SPEC_SERVER, method.lower(), path,
                               args={k: v[0] for k, v in query.items()}, data=raw or None,
                               headers={"Content-Type": "application/json"} if raw else {})
-        response = MockResponse(json.dumps(body).encode(), status_code=status)
+        if body is None:  # a redirect: no body, the documented status and headers
+            response = MockResponse(b"", status_code=status, headers=headers or {}, content_type=None)
+        else:
+            response = MockResponse(json.dumps(body).encode(), status_code=status)
         try:
             self.openapi.validate_response(request, response)
         except Exception as exc:
