@@ -10,6 +10,7 @@ author's choice and is used as given; a path inside the workspace that resolves 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from .errors import InputError
@@ -35,11 +36,19 @@ def confined(path: Path, root: Path | None, what: str = "this path") -> Path:
 
 
 def unbend_output(path: Path, root: Path) -> None:
-    """Before evalcheck writes an output under ``root``: a symlink in its place is removed
-    (a fresh file is written), and a folder on its way that leads outside is an error."""
+    """Before evalcheck writes an output under ``root``: whatever is in its place that a
+    write would go through or hang on - a symlink, a hard link to another file, a FIFO or
+    socket - is removed (a fresh file is written), and a folder on its way that leads
+    outside is an error."""
     if not _inside(os.path.abspath(path), os.path.abspath(root)):
         return
-    if path.is_symlink():
+    try:
+        st = path.lstat()
+    except OSError:
+        st = None
+    if st is not None and (stat.S_ISLNK(st.st_mode) or stat.S_ISFIFO(st.st_mode)
+                           or stat.S_ISSOCK(st.st_mode)
+                           or (stat.S_ISREG(st.st_mode) and st.st_nlink > 1)):
         path.unlink()
     parent = path.parent
     while not parent.exists() and parent != parent.parent:

@@ -105,3 +105,20 @@ def test_a_judge_cache_made_by_the_agent_is_bad_input(workspace):
     as_agent(sandbox, workspace, "mkdir -p cache/ab && echo forged > cache/ab/entry.json")
     with pytest.raises(InputError, match="was replaced while the agent ran"):
         sandbox.end()
+
+
+def test_outputs_the_agent_made_into_a_fifo_or_a_hard_link_are_replaced(workspace, tmp_path):
+    """A write to a FIFO would hang the checker; one through a hard link would change
+    another file: both are removed before evalcheck writes its outputs."""
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep")
+    sandbox = AgentSandbox(uid=AGENT_UID, gid=AGENT_UID, home="/tmp", workdir=workspace,
+                           boundary=workspace, owner=(OWNER_UID, OWNER_UID),
+                           outputs=(workspace / "out" / "results.json", workspace / "out" / "report.md"))
+    sandbox.hand_over()
+    as_agent(sandbox, workspace, "mkdir out && mkfifo out/results.json")
+    os.link(precious, workspace / "out" / "report.md")  # as if the agent could
+    sandbox.end()
+    assert not (workspace / "out" / "results.json").exists()
+    assert not (workspace / "out" / "report.md").exists()
+    assert precious.read_text() == "keep"
