@@ -13,7 +13,6 @@ token works too.
 from __future__ import annotations
 
 import io
-import json
 import tempfile
 import zipfile
 from dataclasses import dataclass, field
@@ -137,11 +136,22 @@ def _artifacts_by_commit(client: GitHubClient, owner: str, repo: str, name: str,
 def _fetch(client: GitHubClient, owner: str, repo: str, artifact: dict[str, Any], dest: Path,
            search: BaselineSearch) -> bool:
     """Download the artifact and write its results.json to ``dest``; False (with a note) if
-    it has none or it is not a results file."""
+    it has none or it is not a results file that ``--baseline`` would accept (so that a bad
+    artifact is skipped here, never bad input for the run)."""
+    from ..compare.results_file import load_results_file
+    from ..errors import InputError
+
     try:
         data = client.download_artifact(owner, repo, artifact["id"], MAX_ZIP_BYTES)
         text = results_from_zip(data)
-        Results.model_validate(json.loads(text))
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(text, encoding="utf-8")
+        load_results_file(dest, "baseline")
+    except InputError as exc:
+        dest.unlink(missing_ok=True)
+        why = str(exc).replace(str(dest), RESULTS_MEMBER)  # the temporary path says nothing
+        search.notes.append(f"artifact {artifact['id']} skipped: {one_line(why, 240)}")
+        return False
     except GitHubError as exc:
         if exc.status in (401, 403):
             raise
@@ -151,8 +161,6 @@ def _fetch(client: GitHubClient, owner: str, repo: str, artifact: dict[str, Any]
     except (ValueError, RecursionError, zipfile.BadZipFile) as exc:
         search.notes.append(f"artifact {artifact['id']} skipped: {one_line(str(exc), 200)}")
         return False
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text(text, encoding="utf-8")
     return True
 
 

@@ -117,3 +117,16 @@ def test_baseline_off_and_a_path(tmp_path, fake, capfd):
 def test_a_bad_verdict_input_is_bad_input(tmp_path, fake, capfd):
     code, _, log = run_action(tmp_path, fake, capfd, event=event(), verdict="most")
     assert code == 2 and "input 'verdict'" in log and "k-of-n:2" in log
+
+
+def test_an_artifact_the_loader_refuses_is_a_note_not_bad_input(tmp_path, fake, capfd):
+    future = json.loads((EXAMPLE / "baseline" / "results.json").read_text())
+    future["version"] = 2  # written by a newer evalcheck
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("results.json", json.dumps(future))
+    on_main(fake).add_artifact(MERGE_BASE, buffer.getvalue())
+    code, runner, _ = run_action(tmp_path, fake, capfd, event=event())
+    assert code == 1  # the evaluation's verdict, not 2 (bad input)
+    notes = results_of(runner)["metadata"]["baselineNotes"]
+    assert any("skipped: results.json at $.version" in n for n in notes)
