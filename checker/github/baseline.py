@@ -13,6 +13,7 @@ token works too.
 from __future__ import annotations
 
 import io
+import shutil
 import tempfile
 import zipfile
 from dataclasses import dataclass, field
@@ -220,6 +221,8 @@ def auto_baseline(ctx: RunContext, token: str, *, user_agent: str = "evalcheck",
     with GitHubClient(token, ctx.api_url, user_agent=user_agent, budget=budget) as client:
         search = find_baseline(client, owner, repo, base_ref=ref, base_sha=base["sha"],
                                head_sha=ctx.head_sha, dest=dest)
+    if search.found is None:
+        shutil.rmtree(dest.parent, ignore_errors=True)
     search.ref = ref
     return search
 
