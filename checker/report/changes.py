@@ -130,7 +130,7 @@ def build_changes(results: Results, commit_url: Any = None) -> ChangeView:
               (f"{s.removed} removed", False)]
     shown = [c for c in counts if not c[0].startswith("0 ")]
     if not s.regressed:
-        shown.insert(0, ("no regressions", False))
+        shown.insert(0, ("No regressions", False))
     info = comparison.baseline
     baseline = BaselineView(ref=info.ref or "", behind=info.commits_behind, path=info.path or "")
     if info.commit and _SHA.match(info.commit):

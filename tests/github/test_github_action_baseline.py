@@ -56,7 +56,7 @@ def test_the_merge_base_results_are_the_baseline(tmp_path, fake, capfd):
     assert comparison["summary"]["unchanged"] == 2
     (comment,) = fake.comments[7]
     body = comment["body"]
-    assert (f"1 flaky — compared with `main` at [{MERGE_BASE[:7]}](https://github.com/octo/agents/commit/"
+    assert (f"No regressions, 1 flaky — compared with `main` at [{MERGE_BASE[:7]}](https://github.com/octo/agents/commit/"
             f"{MERGE_BASE}) (merge base).") in body
     assert "🎲 flaky 1/2 <sub>95% CI 0.09–0.91; baseline 2/2</sub>" in body
     assert "within noise, p = 0.50" in body
