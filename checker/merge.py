@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic_core import to_json
+
 from .compare.results_file import load_results_file
 from .errors import InputError
 from .models.results import CaseResult, EvalSetResult, Results, ShardInfo
@@ -270,7 +272,8 @@ def merge_files(request: MergeRequest) -> Results:
             raise InputError("--inference-out needs the shards' recorded-runs files",
                              fix="pass the files the shards wrote with --inference-out too")
         runs = merge_recorded_runs([p for p, _ in inputs.recorded], [d for _, d in inputs.recorded])
-        write_text(request.inference_out, json.dumps(runs, indent=2, ensure_ascii=False) + "\n")
+        # pydantic-core's serializer: json.dumps with an indent is the pure-Python encoder
+        write_text(request.inference_out, to_json(runs, indent=2).decode("utf-8") + "\n")
     elif inputs.recorded:
         raise InputError("recorded-runs files given but no --inference-out to merge them into",
                          file=", ".join(str(p) for p, _ in inputs.recorded))
