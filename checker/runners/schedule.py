@@ -148,7 +148,7 @@ class Progress:
                 self._write(line + "\n")
 
     def _case_line(self, key: tuple[str, str], errored: list[RecordedRun], runs: int) -> str:
-        prefix = f"evalcheck: [{self.cases_done}/{self.total_cases}] {key[0]}/{key[1]}:"
+        prefix = f"evalcheck: [{self.cases_done}/{self.total_cases}] {clean(key[0])}/{clean(key[1])}:"
         if not errored:
             return f"{prefix} {runs} run{'s' if runs != 1 else ''} done"
         parts = [f"run {r.run}: {clean(r.error or '', 300)}" for r in errored]

@@ -153,3 +153,22 @@ def test_cli_lines_cannot_forge_commands_or_show_secrets(tmp_path, monkeypatch):
     assert "x\\n: :set-output" in log and "\\r# #[stop-commands]" in log
     assert commands_in(log) == []
     assert secret not in log and "***" in log
+
+
+def test_progress_lines_show_an_eval_ids_newline_as_an_escape():
+    from checker.models.evalset import EvalCase
+    from checker.models.records import RecordedRun
+    from checker.runners.base import RunJob
+    from checker.runners.schedule import Progress
+
+    forged = "x\n::set-output name=passed::true"
+    case = EvalCase.model_validate({"eval_id": forged, "conversation": [
+        {"invocation_id": "i", "user_content": {"role": "user", "parts": [{"text": "hi"}]}}]})
+    raw = io.StringIO()
+    progress = Progress([RunJob("s", case, 1)], stream=GuardedStream(raw, Redactor()), interactive=False)
+    progress.run_done(RunJob("s", case, 1), RecordedRun(eval_set_id="s", eval_id=forged, run=1,
+                                                        error="boom\n##[stop-commands]t"))
+    progress.close()
+    (line,) = raw.getvalue().splitlines()
+    assert "s/x\\n: :set-output" in line and "boom\\n# #[stop-commands]t" in line
+    assert commands_in(raw.getvalue()) == []
