@@ -215,6 +215,15 @@ def merge_recorded_runs(paths: Sequence[Path], documents: Sequence[Any]) -> dict
     return {"version": 1, "runs": [r for _, _, r in ordered]}
 
 
+def _shard_results(path: Path, results: Results) -> Results:
+    if results.comparison is not None:
+        # A shard compared on its own would label removed cases wrongly: the merge
+        # compares the whole suite (--baseline), never shard by shard.
+        raise InputError("this shard holds a comparison with a baseline", file=str(path),
+                         path="$.comparison", fix="give --baseline to merge, not to the shards")
+    return results
+
+
 @dataclass
 class MergeInputs:
     results: list[tuple[Path, Results]]
@@ -227,16 +236,18 @@ def read_merge_inputs(paths: Sequence[Path]) -> MergeInputs:
         raise InputError("no files to merge", fix="pass the shards' results files (a shell glob works)")
     inputs = MergeInputs([], [])
     for path in paths:
+        try:  # a results file: parsed and validated in one step by pydantic-core
+            raw = path.read_bytes()
+            if b'"evalSets"' in raw:  # (a failed attempt on a large other file is slow)
+                inputs.results.append((path, _shard_results(path, Results.model_validate_json(raw))))
+                continue
+        except (OSError, ValueError):
+            pass  # read again below, to classify the file and to say what is wrong
         data = _load_json(path)
         if is_recorded_runs(data):
             inputs.recorded.append((path, data))
         elif isinstance(data, dict) and "evalSets" in data:
-            inputs.results.append((path, validate(Results, data, str(path))))
-            if inputs.results[-1][1].comparison is not None:
-                # A shard compared on its own would label removed cases wrongly: the merge
-                # compares the whole suite (--baseline), never shard by shard.
-                raise InputError("this shard holds a comparison with a baseline", file=str(path),
-                                 path="$.comparison", fix="give --baseline to merge, not to the shards")
+            inputs.results.append((path, _shard_results(path, validate(Results, data, str(path)))))
         else:
             raise InputError("neither a results file nor a recorded-runs file", file=str(path),
                              fix="pass the files of `evalcheck run --shard I/N --results/--inference-out`")

@@ -318,3 +318,11 @@ def test_merge_refuses_recorded_runs_of_a_missing_shard(shard_files):
     assert out.code == 2 and "shard 2/3 missing" in out.stderr and "runs1.json" in out.stderr
     out = run_cli(["merge", "s1.json", "s2.json", "s3.json", "runs1.json"], shard_files)
     assert out.code == 2 and "no --inference-out" in out.stderr
+
+
+def test_merge_refuses_a_shard_compared_on_its_own(shard_files):
+    one = json.loads((shard_files / "s1.json").read_text())
+    one["comparison"] = {"summary": {"regressed": 1}}
+    write_json(shard_files / "s1.json", one)
+    _refused(shard_files, "s1.json", "s2.json", "s3.json", needle="this shard holds a comparison",
+             named="s1.json")
