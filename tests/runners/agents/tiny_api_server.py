@@ -19,6 +19,12 @@ with open(pidfile, "a") as f:
 sessions = {}
 
 
+def log(line: str) -> None:
+    # One write per line: print() writes the text and the newline separately, so two
+    # handler threads logging at once could splice their lines together.
+    os.write(2, (line + "\n").encode())
+
+
 class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
@@ -42,7 +48,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_DELETE(self):
         sid = self.path.rsplit("/", 1)[-1]
         if sessions.pop(sid, None) is not None:
-            print(f"deleted {sid}", file=sys.stderr, flush=True)
+            log(f"deleted {sid}")
         self.reply(200, {})
 
     def do_POST(self):
@@ -50,7 +56,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.path.endswith("/sessions"):
             sid = str(uuid.uuid4())
             sessions[sid] = body.get("state", {})
-            print(f"session {sid} {json.dumps(sessions[sid])}", file=sys.stderr, flush=True)
+            log(f"session {sid} {json.dumps(sessions[sid])}")
             return self.reply(200, {"id": sid, "state": sessions[sid]})
         if self.path == "/run":
             text = body["newMessage"]["parts"][0]["text"]
