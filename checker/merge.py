@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
+from .bulk import paused_gc
 from .compare.results_file import load_results_file
 from .errors import InputError
 from .models.results import CaseResult, EvalSetResult, Results, ShardInfo
@@ -269,6 +270,7 @@ class MergeRequest:
     fail_on: str = "failure"
 
 
+@paused_gc()  # bulk JSON in, bulk JSON out (bulk.py)
 def merge_files(request: MergeRequest) -> Results:
     """Read, check and merge (and compare with ``request.baseline``: the comparison and its
     intervals use the pooled runs of all shards); write the merged files. Raises InputError."""

@@ -11,12 +11,10 @@ See docs/comparing.md.
 
 from __future__ import annotations
 
-import contextlib
-import gc
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..bulk import paused_gc
 from ..models.results import (BaselineInfo, CaseRef, CaseResult, ChangeSummary, Comparison,
                               EvalSetResult, MetricResult, Results)
 from .stats import BOOTSTRAP_SEED, fisher_better, fisher_worse, paired_bootstrap, wilson
@@ -151,22 +149,6 @@ def suite_metrics(pairs: list[tuple[CaseResult, CaseResult]], *,
                     "baselinePassRate": _rate(sum(base_passed), len(deltas)),
                     "passRate": _rate(sum(head_passed), len(deltas))})
     return out
-
-
-@contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
-    """No cyclic garbage collection while bulk data is built. With two large results files
-    alive (millions of objects), the collector's full passes, set off by the allocations
-    themselves, took more than half of a 10,000-case comparison (bench/bench_compare.py:
-    2.7 s -> 1.0 s). What is built here holds no reference cycles; collection resumes after.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def compare(baseline: Results, head: Results, *, alpha: float = DEFAULT_ALPHA,

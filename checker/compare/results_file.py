@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from ..errors import InputError
 from ..models.results import Results
 from ..validation import read_json, validate
-from .comparison import paused_gc
+from ..bulk import paused_gc
 
 
 def load_results_file(path: Path, what: str = "results file") -> Results:
