@@ -232,9 +232,21 @@ class GeminiClient:
         http_options = types.HttpOptions(
             retry_options=types.HttpRetryOptions(attempts=1),  # we retry, so calls count exactly
             base_url=backend.base_url or None)
+        self.google_credentials: Any = None  # ADC of the Vertex AI backend (judges/adc.py)
         if backend.vertexai:
-            self._client = genai.Client(vertexai=True, project=backend.project,
-                                        location=backend.location, http_options=http_options)
+            from .adc import NoApplicationCredentials, application_default_credentials
+
+            try:
+                self.google_credentials = application_default_credentials()
+            except NoApplicationCredentials as exc:
+                raise JudgeConfigError(
+                    f"no judge credentials: GOOGLE_GENAI_USE_VERTEXAI is set but there are no "
+                    f"application default credentials ({exc}); run `gcloud auth "
+                    "application-default login` or set GOOGLE_APPLICATION_CREDENTIALS, or unset "
+                    "GOOGLE_GENAI_USE_VERTEXAI and set GOOGLE_API_KEY") from None
+            self._client = genai.Client(vertexai=True, credentials=self.google_credentials,
+                                        project=backend.project, location=backend.location,
+                                        http_options=http_options)
         else:
             self._client = genai.Client(api_key=backend.api_key or "no-key-behind-proxy",
                                         http_options=http_options)

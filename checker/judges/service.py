@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from ..redact import Redactor
 from .cache import JudgeCache, cache_key
+from .adc import access_tokens
 from .client import Backend, CallStats, GeminiClient, JudgeConfigError, JudgeError, JudgeReply
 from .client import RetryPolicy, backend_from_env
 from .limits import JudgeGuard, JudgeLimits
@@ -94,7 +95,8 @@ class JudgeService:
         self._clients: dict[str | None, GeminiClient | JudgeConfigError] = {}
         self._limiters: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._memo: dict[str, asyncio.Future[tuple[JudgeReply, bool]]] = {}
-        # Every credential a client was given: redacted from results and logs (redact.py).
+        # Every credential a client was given or sent (API keys, header credentials, ADC
+        # access tokens): redacted from results and logs (redact.py).
         self.credentials: set[str] = set()
 
     # ------------------------------------------------------------------ plumbing
@@ -154,8 +156,11 @@ class JudgeService:
         else:
             config.pop("http_options", None)
         client = self._client(http.get("base_url"))
-        return await client.generate(request.model, request.prompt, config, policy, stats,
-                                     self._limiter(), self.guard)
+        try:
+            return await client.generate(request.model, request.prompt, config, policy, stats,
+                                         self._limiter(), self.guard)
+        finally:  # the access token this call sent (a refresh may have replaced the last one)
+            self.credentials.update(access_tokens([client.google_credentials]))
 
     # ------------------------------------------------------------------ API
 

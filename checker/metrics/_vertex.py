@@ -142,7 +142,8 @@ def retry_after_seconds(headers: Any, now: float | None = None) -> float | None:
 # ---------------------------------------------------------------- the client
 
 
-def _make_client(settings: Settings) -> Any:
+def _make_client(settings: Settings) -> tuple[Any, Any]:
+    """The client and, without an express-mode key, the credentials it sends."""
     # litellm (imported by the evals module) fetches a price list from the internet on
     # import unless told not to; CI has no network and we never want that call.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -159,9 +160,24 @@ def _make_client(settings: Settings) -> Any:
     if settings.base_url:
         http_options["base_url"] = settings.base_url
     if settings.api_key:
-        return agentplatform.Client(api_key=settings.api_key, http_options=http_options or None)
-    return agentplatform.Client(project=settings.project, location=settings.location,
-                                http_options=http_options or None)
+        return agentplatform.Client(api_key=settings.api_key, http_options=http_options or None), None
+    credentials = _credentials(settings)
+    return agentplatform.Client(credentials=credentials, project=settings.project,
+                                location=settings.location,
+                                http_options=http_options or None), credentials
+
+
+def _credentials(settings: Settings) -> Any:
+    # Ours, not the client's own lookup: their access token is then known and redacted from
+    # results and logs (judges/adc.py, vertex_access_tokens).
+    from ..judges.adc import NoApplicationCredentials, application_default_credentials
+
+    try:
+        credentials = application_default_credentials()
+    except NoApplicationCredentials as exc:
+        raise VertexError(f"no application default credentials for project {settings.project} "
+                          f"({_scrub(str(exc), settings)}); {CREDENTIALS_HELP}", access=True) from None
+    return credentials
 
 
 async def _client(context: ScoringContext, settings: Settings) -> Any:
@@ -171,7 +187,17 @@ async def _client(context: ScoringContext, settings: Settings) -> Any:
     task = clients.get(settings)
     if task is None:
         task = clients[settings] = asyncio.ensure_future(asyncio.to_thread(_make_client, settings))
-    return await task
+    client, _ = await task
+    return client
+
+
+def vertex_access_tokens(services: dict[str, Any]) -> list[str]:
+    """The access tokens of the scoring job's Vertex AI clients (for the caller to redact)."""
+    from ..judges.adc import access_tokens
+
+    made = [t.result() for t in services.get("vertex_clients", {}).values()
+            if t.done() and not t.cancelled() and t.exception() is None]
+    return access_tokens(credentials for _, credentials in made)
 
 
 # ---------------------------------------------------------------- requests
@@ -293,10 +319,6 @@ async def evaluate(context: ScoringContext, spec: MetricSpec,
                 hinted = retry_after_seconds(getattr(exc.response, "headers", None))
                 if hinted is not None:
                     delay = min(hinted, policy.max_retry_after)
-            except auth_errors.DefaultCredentialsError as exc:
-                raise VertexError(f"no application default credentials for project "
-                                  f"{settings.project} ({_scrub(str(exc), settings)}); "
-                                  f"{CREDENTIALS_HELP}", access=True) from None
             except auth_errors.RefreshError as exc:
                 raise VertexError(f"the application default credentials could not be "
                                   f"refreshed ({_scrub(str(exc), settings)}); "

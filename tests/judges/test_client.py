@@ -367,6 +367,8 @@ def test_the_judge_over_vertex_ai_with_application_default_credentials(fake, tmp
     assert {r.model for r in fake.requests} == {"gemini-2.5-flash"}
     assert fake.requests[1].generation_config["responseMimeType"] == "application/json"
     assert service.stats.calls == 2 and service.stats.retries == 1
+    # The token it sent is a credential to redact (judges/adc.py), though no variable holds it.
+    assert VERTEX_TOKEN in service.credentials
 
 
 

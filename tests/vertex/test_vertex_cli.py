@@ -51,3 +51,27 @@ def test_replay_scores_and_gates_on_vertex_metrics(express: FakeVertex, tmp_path
     assert bad_metrics["multi_turn_task_success_v1"]["score"] == 0.5
     # 2 invocations x 2 single-turn metrics + 1 conversation request, per case run.
     assert len(express.requests) == 2 * (2 * 2 + 1)
+
+
+def test_an_access_token_echoed_by_vertex_reaches_no_file_and_no_log(
+        project: FakeVertex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Application default credentials: the bearer token evalcheck's client sent is redacted
+    like an API key when the service echoes it in an error body (it is in no variable)."""
+    (tmp_path / ".git").mkdir()
+    conversation = [invocation(1, "Weather in Paris?", "Sunny.")]
+    (tmp_path / "w.evalset.json").write_text(json.dumps({"eval_set_id": "w", "eval_cases": [
+        {"eval_id": "good", "conversation": conversation}]}))
+    (tmp_path / "test_config.json").write_text(json.dumps({"criteria": {"safety_v1": 1.0}}))
+    (tmp_path / "runs.json").write_text(json.dumps({"version": 1, "runs": [
+        {"evalSetId": "w", "evalId": "good", "run": 1, "invocations": conversation}]}))
+    project.fail(400, message=f"cannot use Authorization: Bearer {project.token} here")
+    monkeypatch.chdir(tmp_path)
+
+    outcome = CliRunner().invoke(main, ["run", "--replay", "runs.json", "--results", "out.json",
+                                        "--markdown", "report.md", "--junit", "junit.xml", "."])
+
+    assert outcome.exit_code == 1, outcome.output
+    written = {name: (tmp_path / name).read_text() for name in ("out.json", "report.md", "junit.xml")}
+    assert "cannot use Authorization: Bearer ***" in written["out.json"]  # the error is kept
+    for text in (*written.values(), outcome.output):
+        assert project.token not in text
