@@ -1,7 +1,8 @@
 """Benchmark: memory of scheduling many runs (prints figures; not a test).
 
 ``run_agent_jobs`` keeps one task per run in flight (``--concurrency`` workers pulling from
-the planned runs), where it used to create one task per run up front. Both schedule the
+the planned runs, each run's job made when taken), where it used to create one task and one
+job per run up front. Both schedule the
 same planned runs on an agent that answers at once, side by side; the figure is the peak
 of Python allocations (tracemalloc) over the whole scheduling, results included (those are
 the output and grow with the runs either way). A shared machine makes times noisy.
@@ -47,9 +48,10 @@ def target(cases: int) -> EvalTarget:
 
 
 async def previous_way(targets, options):
-    """One task per run, all created up front (the scheduling before issue 11)."""
+    """One task per run and every run's job, all created up front (the scheduling before
+    issue 11)."""
     runner, limit = Instant(), asyncio.Semaphore(options.concurrency)
-    jobs = plan_jobs(targets, options)
+    jobs = list(plan_jobs(targets, options))
     results = [None] * len(jobs)
 
     async def one(i, job):

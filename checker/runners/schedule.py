@@ -56,21 +56,41 @@ def _check_persona_template(target: EvalTarget, case: EvalCase) -> None:
                          fix=TEMPLATE_FIX) from None
 
 
-def plan_jobs(targets: list[EvalTarget], options: RunOptions) -> list[RunJob]:
+class RunPlan:
+    """Every (case, run) to run, made on demand: one template job per case is kept, each
+    run's job is made when a worker takes it, so memory does not grow with the runs
+    (``--num-runs`` x cases). Iterates in input order: eval set, case, run."""
+
+    def __init__(self, templates: list[RunJob], num_runs: int):
+        self.templates = templates  # run 1 of each case
+        self.num_runs = num_runs
+
+    def __len__(self) -> int:
+        return len(self.templates) * self.num_runs
+
+    def __iter__(self) -> Iterator[RunJob]:
+        for template in self.templates:
+            for run in range(1, self.num_runs + 1):
+                yield template if run == 1 else replace(template, run=run)
+
+    def runs_per_case(self) -> dict[tuple[str, str], int]:
+        return {(t.eval_set_id, t.eval_id): self.num_runs for t in self.templates}
+
+
+def plan_jobs(targets: list[EvalTarget], options: RunOptions) -> RunPlan:
     """Every (case, run) to run. Raises InputError for a scenario the simulator cannot play."""
-    jobs = []
+    templates = []
     for target in targets:
         cases = {c.eval_id: c for c in target.loaded.eval_set.eval_cases}
         for case_id in target.case_ids:
             case = cases[case_id]
             _check_persona_template(target, case)
             simulator = target.config.user_simulator if case.conversation_scenario else None
-            for run in range(1, options.num_runs + 1):
-                jobs.append(RunJob(eval_set_id=target.eval_set_id, case=case, run=run,
-                                   turn_timeout=options.turn_timeout,
-                                   app_name=options.app_name if options.agent_url else None,
-                                   user_simulator=simulator))
-    return jobs
+            templates.append(RunJob(eval_set_id=target.eval_set_id, case=case, run=1,
+                                    turn_timeout=options.turn_timeout,
+                                    app_name=options.app_name if options.agent_url else None,
+                                    user_simulator=simulator))
+    return RunPlan(templates, options.num_runs)
 
 
 def make_runner(options: RunOptions) -> AgentRunner:
@@ -91,7 +111,7 @@ class Progress:
     """Cases done / total on stderr: one \\r-updated line on a terminal, and in CI logs
     (not a TTY, or CI=true) one line per finished case instead."""
 
-    def __init__(self, jobs: list[RunJob], stream: IO[str] | None = None,
+    def __init__(self, jobs: RunPlan | list[RunJob], stream: IO[str] | None = None,
                  interactive: bool | None = None):
         self.stream = stream if stream is not None else sys.stderr
         if interactive is None:
@@ -100,9 +120,12 @@ class Progress:
         self.interactive = interactive
         self.remaining: dict[tuple[str, str], int] = {}
         self.errors: dict[tuple[str, str], list[RecordedRun]] = {}
-        for job in jobs:
-            key = (job.eval_set_id, job.eval_id)
-            self.remaining[key] = self.remaining.get(key, 0) + 1
+        if isinstance(jobs, RunPlan):
+            self.remaining = jobs.runs_per_case()
+        else:
+            for job in jobs:
+                key = (job.eval_set_id, job.eval_id)
+                self.remaining[key] = self.remaining.get(key, 0) + 1
         self.runs_per_case = dict(self.remaining)
         self.total_cases = len(self.remaining)
         self.cases_done = 0
@@ -213,7 +236,7 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
     finished: list[RecordedRun] = []
     limit = asyncio.Semaphore(options.concurrency)
     simulation = None
-    if any(job.case.conversation_scenario is not None for job in jobs):
+    if any(job.case.conversation_scenario is not None for job in jobs.templates):
         # Simulated users call Gemini like judges do, under the same --judge-concurrency
         # limit, uncached. A service of this event loop (scoring runs in another one).
         from ..judges.service import JudgeService
@@ -224,12 +247,12 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
         simulation = JudgeService(concurrency=options.judge_concurrency, shared={},
                                   limits=JudgeLimits.from_env(os.environ))
         model = JudgeServiceModel(simulation, simulator_stats)
-        jobs = [replace(job, user_model=model) if job.case.conversation_scenario is not None
-                else job for job in jobs]
+        jobs.templates = [replace(job, user_model=model) if job.case.conversation_scenario
+                          is not None else job for job in jobs.templates]
     # Input order of the cases, and each case's job to copy for an extra run.
     order = {}
     template: dict[tuple[str, str], RunJob] = {}
-    for job in jobs:
+    for job in jobs.templates:
         key = (job.eval_set_id, job.eval_id)
         order.setdefault(key, len(order))
         template.setdefault(key, job)
@@ -259,9 +282,9 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
                 await start()
             except ServerStartError as exc:
                 raise server_cannot_start(exc) from None
-        round_jobs = jobs
+        round_jobs: RunPlan | list[RunJob] = jobs
         runs_of = {key: 0 for key in order}
-        while round_jobs:
+        while len(round_jobs):
             done_before = len(finished)
             # A task per run in flight, not per run: memory does not grow with the runs.
             feed = iter(round_jobs)
@@ -270,9 +293,12 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
             await asyncio.gather(*tasks)
             if watch.verdict is not None:  # the agent cannot start: stop, one message
                 raise watch.verdict
-            for job in round_jobs:
-                key = (job.eval_set_id, job.eval_id)
-                runs_of[key] = max(runs_of[key], job.run)
+            if isinstance(round_jobs, RunPlan):
+                runs_of = round_jobs.runs_per_case()
+            else:
+                for job in round_jobs:
+                    key = (job.eval_set_id, job.eval_id)
+                    runs_of[key] = max(runs_of[key], job.run)
             if more is None:
                 break
             wanted = await more(finished[done_before:])

@@ -205,3 +205,17 @@ def test_zombie_check_helper_sees_a_zombie():
         assert_all_gone([child.pid])
     child.wait()
     assert_all_gone([child.pid])
+
+
+def test_the_plan_keeps_one_job_per_case_and_makes_each_run_when_taken(tmp_path):
+    """--num-runs x cases jobs are not held: a job per case, each run's made on demand."""
+    from checker.runners.schedule import plan_jobs
+
+    path = write_eval_set(tmp_path / "evals", "set", [case(f"c{i}", turns=1) for i in range(3)])
+    targets = discover([str(path)], root=tmp_path)
+    plan = plan_jobs(targets, RunOptions(paths=[str(path)], agent_command=ECHO, num_runs=100))
+    assert len(plan) == 300 and len(plan.templates) == 3
+    jobs = iter(plan)
+    assert [(j.eval_id, j.run) for j in (next(jobs), next(jobs))] == [("c0", 1), ("c0", 2)]
+    assert [(j.eval_id, j.run) for j in plan][99:101] == [("c0", 100), ("c1", 1)]
+    assert plan.runs_per_case() == {("set", f"c{i}"): 100 for i in range(3)}
