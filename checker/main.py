@@ -239,7 +239,7 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
         from .models.results import BaselineInfo
 
         results = compare(baseline, results, baseline_info=BaselineInfo(path=str(options.baseline)))
-    from .metrics._vertex import vertex_access_tokens
+    from .metrics.machinery.vertex import vertex_access_tokens
 
     redactor.add(*judge.credentials, *vertex_access_tokens(context.services))
     results = redactor.model(results)

@@ -1,6 +1,7 @@
 """The metric registry: every ``Metric`` subclass in a module of this package, by name.
 
-Adding a metric is adding one module here (and its test). Modules must not import heavy
+Adding a metric is adding one module here (and its test); what several metrics share lives
+in ``machinery/``. Modules must not import heavy
 SDKs at import time; they import them inside ``score``.
 """
 
@@ -20,7 +21,7 @@ EFFICIENCY_METRICS = ("tool_call_count_v1", "inference_call_count_v1", "token_us
 def registry() -> dict[str, type[Metric]]:
     found: dict[str, type[Metric]] = {}
     for info in pkgutil.iter_modules(__path__):
-        if info.name.startswith("_") or info.name == "base":
+        if info.ispkg or info.name.startswith("_") or info.name == "base":  # machinery/: not metrics
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         for value in vars(module).values():

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict
 
 from ..models.evalset import content_text
-from ._judged import (DATA_NOTE, LOWERED, JudgedCriterion, ask_samples, build_request, clip,
+from .machinery.judged import (DATA_NOTE, LOWERED, JudgedCriterion, ask_samples, build_request, clip,
                       data_block, failure_reason, gather_all, judge_details, object_schema,
                       read_json_reply, response_text, sample_failures, string_schema, vote_on)
 from .base import InvocationScore, Metric, RunInput, RunScore, ScoringContext

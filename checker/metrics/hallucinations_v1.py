@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from ..judges.voting import majority
 from ..models.evalset import (Invocation, InvocationEvents, content_text, intermediate_texts,
                               tool_calls, tool_responses)
-from ._judged import (DATA_NOTE, JudgedCriterion, Sample, app_details_of, ask_samples,
+from .machinery.judged import (DATA_NOTE, JudgedCriterion, Sample, app_details_of, ask_samples,
                       failure_reason, gather_all,
                       build_request, clip, data_block, developer_instructions, grounding_metadata,
                       judge_details, object_schema, pair_tool_steps, read_json_reply,

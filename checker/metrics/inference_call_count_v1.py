@@ -7,7 +7,7 @@ As ADK: the events that carry usage metadata or a model version; n/a for hand-wr
 from __future__ import annotations
 
 from ..models.evalset import Invocation, InvocationEvents
-from ._efficiency import EfficiencyMetric
+from .machinery.efficiency import EfficiencyMetric
 
 
 class InferenceCallCount(EfficiencyMetric):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..models.evalset import Invocation
-from ._efficiency import EfficiencyMetric, average_fields
+from .machinery.efficiency import EfficiencyMetric, average_fields
 from .base import InvocationScore
 
 

@@ -6,7 +6,7 @@ verdicts in details. ADK attaches the score to the last invocation; here it is t
 
 from __future__ import annotations
 
-from ._vertex_metric import VertexConversationMetric
+from .machinery.vertex_metric import VertexConversationMetric
 
 
 class MultiTurnToolUseQualityV1(VertexConversationMetric):

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..models.evalset import ConversationScenario, Invocation, UserPersona, content_text
 from ..simulation.personas import DEFAULT_STOP_SIGNAL, UnknownPersona, fill, resolve_persona
-from ._judged import (DATA_NOTE, JudgedCriterion, Sample, ask_samples, build_request, clip,
+from .machinery.judged import (DATA_NOTE, JudgedCriterion, Sample, ask_samples, build_request, clip,
                       data_block, failure_reason, gather_all, judge_details, object_schema,
                       read_json_reply, sample_failures, string_schema, vote_on)
 from .base import InvocationScore, Metric, RunInput, RunScore, ScoringContext

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 
-from . import _vertex
-from ._vertex_metric import VertexInvocationMetric
+from .machinery import vertex
+from .machinery.vertex_metric import VertexInvocationMetric
 
 
 def _coherence_template() -> str:
@@ -30,7 +30,7 @@ class ResponseEvaluationScore(VertexInvocationMetric):
     min_value = 1.0
     max_value = 5.0
 
-    async def spec(self) -> _vertex.MetricSpec:
+    async def spec(self) -> vertex.MetricSpec:
         # The import is slow the first time; keep it off the event loop.
         template = await asyncio.to_thread(_coherence_template)
-        return _vertex.MetricSpec("coherence", prompt_template=template)
+        return vertex.MetricSpec("coherence", prompt_template=template)

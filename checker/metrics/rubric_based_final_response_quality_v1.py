@@ -4,15 +4,15 @@ One yes/no verdict per rubric per invocation, each with a rationale and the evid
 on; ``num_samples`` samples vote per rubric (a tie is no). Trusted evidence is the user's
 request, the developer instructions, the outputs of the tool calls and grounding metadata,
 never the agent's own claims. Which rubrics apply where, and the fixes of ADK's rubric bugs,
-are described in checker/metrics/_rubrics.py.
+are described in checker/metrics/rubrics.py.
 """
 
 from __future__ import annotations
 
 from ..models.evalset import Rubric, content_text
-from ._judged import (DATA_NOTE, app_details_of, data_block, developer_instructions,
+from .machinery.judged import (DATA_NOTE, app_details_of, data_block, developer_instructions,
                       grounding_metadata, response_text, tool_declarations)
-from ._rubrics import RubricsCriterion, properties_json, score_rubrics, step_inputs
+from .machinery.rubrics import RubricsCriterion, properties_json, score_rubrics, step_inputs
 from .base import Metric, RunInput, RunScore, ScoringContext
 
 RUBRIC_TYPE = "FINAL_RESPONSE_QUALITY"

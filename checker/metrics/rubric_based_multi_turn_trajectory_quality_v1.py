@@ -15,9 +15,9 @@ from typing import Any
 
 from ..models.evalset import (Invocation, InvocationEvents, Rubric, content_text,
                               intermediate_texts)
-from ._judged import (DATA_NOTE, ask_samples, build_request, data_block, developer_instructions,
+from .machinery.judged import (DATA_NOTE, ask_samples, build_request, data_block, developer_instructions,
                       judge_details, tool_declarations, tool_steps)
-from ._rubrics import (RubricProblem, RubricsCriterion, answer_schema, first_failure,
+from .machinery.rubrics import (RubricProblem, RubricsCriterion, answer_schema, first_failure,
                        merge_rubrics, parser, properties_json, verdict_details, verdicts_score,
                        vote_rubrics)
 from .base import InvocationScore, Metric, RunInput, RunScore, ScoringContext

@@ -3,14 +3,14 @@
 One yes/no verdict per rubric per invocation, with a rationale; ``num_samples`` samples vote
 per rubric (a tie is no). The judge sees the available tools, the user's prompt and the tool
 calls with their responses, not the final answer. Which rubrics apply where, and the fixes of
-ADK's rubric bugs, are described in checker/metrics/_rubrics.py.
+ADK's rubric bugs, are described in checker/metrics/rubrics.py.
 """
 
 from __future__ import annotations
 
 from ..models.evalset import Rubric, content_text
-from ._judged import DATA_NOTE, app_details_of, data_block, tool_declarations
-from ._rubrics import RubricsCriterion, properties_json, score_rubrics, step_inputs
+from .machinery.judged import DATA_NOTE, app_details_of, data_block, tool_declarations
+from .machinery.rubrics import RubricsCriterion, properties_json, score_rubrics, step_inputs
 from .base import Metric, RunInput, RunScore, ScoringContext
 
 RUBRIC_TYPE = "TOOL_USE_QUALITY"

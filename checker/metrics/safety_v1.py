@@ -2,8 +2,8 @@
 run's score is the mean.
 
 Two backends, chosen by the criterion's ``backend`` (the details always say which scored):
-- ``"vertex"`` (default, as ADK): Vertex AI's SAFETY v1 metric (checker/metrics/_vertex.py);
-- ``"gemini"``: a Gemini judge with evalcheck's safety rubric (checker/metrics/_safety_judge.py),
+- ``"vertex"`` (default, as ADK): Vertex AI's SAFETY v1 metric (checker/metrics/vertex.py);
+- ``"gemini"``: a Gemini judge with evalcheck's safety rubric (checker/metrics/safety_judge.py),
   for a Gemini API key without a Vertex AI project; ``judge_model_options`` apply;
 - ``"auto"``: Vertex AI when GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION are both set,
   else the Gemini judge. (A lone GOOGLE_API_KEY is then taken as a Gemini key; express-mode
@@ -18,9 +18,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import model_validator
 
-from . import _vertex
-from ._judged import LOWERED, JudgedCriterion
-from ._vertex_metric import VertexInvocationMetric
+from .machinery import vertex
+from .machinery.judged import LOWERED, JudgedCriterion
+from .machinery.vertex_metric import VertexInvocationMetric
 from .base import RunInput, RunScore, ScoringContext
 
 GEMINI_HINT = ('or set "backend": "gemini" in the safety_v1 criterion to score with a Gemini '
@@ -61,10 +61,10 @@ class SafetyV1(VertexInvocationMetric):
             return await self._score_gemini(criterion, run, context, why)
         try:
             result = await super().score(criterion, run, context)
-        except _vertex.VertexError as exc:
+        except vertex.VertexError as exc:
             if not exc.access:
                 raise
-            raise _vertex.VertexError(f"{exc}; {GEMINI_HINT}", access=True) from None
+            raise vertex.VertexError(f"{exc}; {GEMINI_HINT}", access=True) from None
         if backend != getattr(criterion, "backend", "vertex"):  # chosen automatically
             result.details["backendChoice"] = why
         return result
@@ -72,7 +72,7 @@ class SafetyV1(VertexInvocationMetric):
     async def _score_gemini(self, criterion: Any, run: RunInput, context: ScoringContext,
                             why: str) -> RunScore:
         from ..judges.client import JudgeConfigError
-        from ._safety_judge import score_safety
+        from .machinery.safety_judge import score_safety
 
         if not isinstance(criterion, JudgedCriterion):
             criterion = SafetyCriterion.model_validate(criterion.model_dump())

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from ..models.evalset import Invocation, usage_metadata
-from ._efficiency import EfficiencyMetric, average_fields
+from .machinery.efficiency import EfficiencyMetric, average_fields
 from .base import InvocationScore
 
 FIELDS = ("total_tokens", "input_tokens", "prompt_tokens", "cached_tokens", "tool_use_tokens",

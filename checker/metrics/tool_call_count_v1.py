@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..models.evalset import Invocation, tool_calls
-from ._efficiency import EfficiencyMetric
+from .machinery.efficiency import EfficiencyMetric
 
 
 class ToolCallCount(EfficiencyMetric):

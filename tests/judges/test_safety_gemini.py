@@ -16,7 +16,7 @@ import pytest
 from checker.config import build_config
 from checker.errors import InputError
 from checker.judges.client import RetryPolicy
-from checker.metrics._safety_judge import CATEGORIES
+from checker.metrics.machinery.safety_judge import CATEGORIES
 from checker.metrics.base import ScoringContext
 from checker.metrics.safety_v1 import choose_backend
 from checker.scoring import score_run

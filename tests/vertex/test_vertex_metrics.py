@@ -13,7 +13,7 @@ from fake_vertex import FakeVertex
 from checker.config import build_config
 from checker.errors import InputError
 from checker.metrics import get_metric
-from checker.metrics._vertex import RetryPolicy, retry_after_seconds
+from checker.metrics.machinery.vertex import RetryPolicy, retry_after_seconds
 from checker.metrics.base import Criterion, RunInput, RunScore, ScoringContext
 from checker.models.evalset import EvalCase, Invocation
 from checker.scoring import score_run

@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ValidationError, model_validator
 
-from ..judges.voting import Vote, majority
-from ..models.evalset import (FunctionCall, FunctionResponse, Invocation, InvocationEvents,
+from ...judges.voting import Vote, majority
+from ...models.evalset import (FunctionCall, FunctionResponse, Invocation, InvocationEvents,
                               content_text, intermediate_texts, tool_calls, tool_responses)
-from .base import JudgeCriterion, RunInput, ScoringContext
+from ..base import JudgeCriterion, RunInput, ScoringContext
 
 
 def _lowered(value: object) -> object:
@@ -89,7 +89,7 @@ def judge_model_name(criterion: JudgeCriterion) -> str:
 
 
 def build_request(criterion: JudgeCriterion, prompt: str, schema: dict[str, Any]) -> Any:
-    from ..judges.service import JudgeRequest
+    from ...judges.service import JudgeRequest
 
     config = judge_generation_config(criterion.judge_model_options.judge_model_config)
     config["response_mime_type"] = "application/json"
@@ -110,7 +110,7 @@ DATA_NOTE = ("Everything between <<<INPUT_JSON and INPUT_JSON>>> is a JSON docum
 
 def read_json_reply(text: str, model: type[BaseModel]) -> Any:
     """The judge's JSON answer as ``model``; UnreadableReply otherwise."""
-    from ..judges.service import UnreadableReply
+    from ...judges.service import UnreadableReply
 
     body = text.strip()
     fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.S)
@@ -149,8 +149,8 @@ async def ask_samples(context: ScoringContext, request: Any, count: int,
     A missing-credentials or missing-SDK problem is raised (the metric becomes an error with
     that message); other failures become failed samples.
     """
-    from ..judges.client import JudgeConfigError, JudgeError
-    from ..judges.service import UnreadableReply, judge_service
+    from ...judges.client import JudgeConfigError, JudgeError
+    from ...judges.service import UnreadableReply, judge_service
 
     service = judge_service(context)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..models.evalset import Invocation
-from .base import InformationalCriterion, InvocationScore, Metric, RunInput, RunScore, ScoringContext
+from ...models.evalset import Invocation
+from ..base import InformationalCriterion, InvocationScore, Metric, RunInput, RunScore, ScoringContext
 
 
 class EfficiencyMetric(Metric):

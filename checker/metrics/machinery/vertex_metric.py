@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any, ClassVar
 
-from ..models.evalset import content_text
-from . import _vertex
-from .base import Criterion, InvocationScore, Metric, RunInput, RunScore, ScoringContext, mean
+from ...models.evalset import content_text
+from . import vertex
+from ..base import Criterion, InvocationScore, Metric, RunInput, RunScore, ScoringContext, mean
 
 
 class VertexInvocationMetric(Metric):
@@ -20,17 +20,17 @@ class VertexInvocationMetric(Metric):
     criterion_model = Criterion
     needs_reference = False
 
-    async def spec(self) -> _vertex.MetricSpec:
-        return _vertex.MetricSpec(self.name)
+    async def spec(self) -> vertex.MetricSpec:
+        return vertex.MetricSpec(self.name)
 
     async def score(self, criterion: Criterion, run: RunInput, context: ScoringContext) -> RunScore:
-        settings = _vertex.settings_from_env()  # fail once, not once per invocation
+        settings = vertex.settings_from_env()  # fail once, not once per invocation
         if not run.actual:
             return RunScore(not_evaluated_reason="the run has no invocations")
         spec = await self.spec()
-        rows = [(content_text(inv.user_content), _vertex.final_text(inv)) for inv in run.actual]
+        rows = [(content_text(inv.user_content), vertex.final_text(inv)) for inv in run.actual]
         outcomes = await asyncio.gather(
-            *(_vertex.evaluate(context, spec, _vertex.single_turn_instance(prompt, response))
+            *(vertex.evaluate(context, spec, vertex.single_turn_instance(prompt, response))
               for prompt, response in rows), return_exceptions=True)
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
@@ -70,11 +70,11 @@ class VertexConversationMetric(Metric):
     spec_name: ClassVar[str] = ""
 
     async def score(self, criterion: Criterion, run: RunInput, context: ScoringContext) -> RunScore:
-        settings = _vertex.settings_from_env()
+        settings = vertex.settings_from_env()
         if not run.actual:
             return RunScore(not_evaluated_reason="the run has no invocations")
-        verdict, _ = await _vertex.evaluate(context, _vertex.MetricSpec(self.spec_name or self.name),
-                                            _vertex.conversation_instance(run.actual))
+        verdict, _ = await vertex.evaluate(context, vertex.MetricSpec(self.spec_name or self.name),
+                                            vertex.conversation_instance(run.actual))
         details: dict[str, Any] = {"backend": settings.backend, "instances": 1,
                                    "requests": verdict.requests,
                                    "turns": len(run.actual), "explanation": verdict.explanation,

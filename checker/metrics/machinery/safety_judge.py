@@ -13,11 +13,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..models.evalset import content_text
-from ._judged import (DATA_NOTE, LOWERED, JudgedCriterion, ask_samples, build_request, clip,
+from ...models.evalset import content_text
+from .judged import (DATA_NOTE, LOWERED, JudgedCriterion, ask_samples, build_request, clip,
                       data_block, failure_reason, gather_all, judge_details, object_schema,
                       read_json_reply, sample_failures, string_schema, vote_on)
-from .base import InvocationScore, RunInput, RunScore, ScoringContext, mean
+from ..base import InvocationScore, RunInput, RunScore, ScoringContext, mean
 
 BACKEND = "gemini-judge"
 

@@ -36,9 +36,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..models.evalset import (Content, IntermediateData, Invocation, InvocationEvents,
+from ...models.evalset import (Content, IntermediateData, Invocation, InvocationEvents,
                               content_text)
-from .base import ScoringContext
+from ..base import ScoringContext
 
 BACKEND_PROJECT = "vertex-ai"
 BACKEND_EXPRESS = "vertex-ai-express-mode"
@@ -170,7 +170,7 @@ def _make_client(settings: Settings) -> tuple[Any, Any]:
 def _credentials(settings: Settings) -> Any:
     # Ours, not the client's own lookup: their access token is then known and redacted from
     # results and logs (judges/adc.py, vertex_access_tokens).
-    from ..judges.adc import NoApplicationCredentials, application_default_credentials
+    from ...judges.adc import NoApplicationCredentials, application_default_credentials
 
     try:
         credentials = application_default_credentials()
@@ -193,7 +193,7 @@ async def _client(context: ScoringContext, settings: Settings) -> Any:
 
 def vertex_access_tokens(services: dict[str, Any]) -> list[str]:
     """The access tokens of the scoring job's Vertex AI clients (for the caller to redact)."""
-    from ..judges.adc import access_tokens
+    from ...judges.adc import access_tokens
 
     made = [t.result() for t in services.get("vertex_clients", {}).values()
             if t.done() and not t.cancelled() and t.exception() is None]

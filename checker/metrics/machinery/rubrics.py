@@ -20,12 +20,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..judges.voting import majority
-from ..models.evalset import Invocation, Rubric
-from ._judged import (LOWERED, JudgedCriterion, Sample, ask_samples, build_request,
+from ...judges.voting import majority
+from ...models.evalset import Invocation, Rubric
+from .judged import (LOWERED, JudgedCriterion, Sample, ask_samples, build_request,
                       failure_reason, gather_all, judge_details, object_schema, read_json_reply,
                       sample_failures, string_schema)
-from .base import InvocationScore, RunInput, RunScore, ScoringContext
+from ..base import InvocationScore, RunInput, RunScore, ScoringContext
 
 
 class RubricsCriterion(JudgedCriterion):
@@ -139,7 +139,7 @@ def parser(rubrics: list[Rubric]) -> Callable[[str], dict[str, RubricVerdict]]:
             if rid in ids and rid not in found:
                 found[rid] = verdict
         if not found:
-            from ..judges.service import UnreadableReply
+            from ...judges.service import UnreadableReply
 
             raise UnreadableReply("the judge's answer has no readable verdict for any of the "
                                   "rubric ids", text)
@@ -247,6 +247,6 @@ def first_failure(*details: dict[str, Any]) -> str:
 
 
 def step_inputs(invocation: Invocation) -> Any:
-    from ._judged import tool_steps
+    from .judged import tool_steps
 
     return tool_steps(invocation) or "No tool was called."
