@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from checker.discover import discover
-from checker.main import RunOptions
+from checker.options import RunOptions
 from checker.runners.process import kill_group, reap, spawn
 from checker.runners.schedule import Progress, plan_jobs, run_agent_jobs
 

@@ -146,7 +146,7 @@ def merge(files: tuple[Path, ...], **options) -> None:
     (a shard missing or given twice, a case in two shards, other selections or versions).
     """
     from .errors import InputError
-    from .main import report_gate
+    from .finish import report_gate
     from .merge import MergeRequest, merge_files
     from .report.terminal import failure_lines
     from .report.text import log_safe

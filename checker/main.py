@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import platform
 import time
@@ -24,17 +23,14 @@ from .options import RunOptions
 from .pipeline import RunKey, run_counts, score_all
 from .output import clean, say
 from .redact import Redactor, secret_values
-from .report.terminal import comparison_lines, failure_lines, summary_line
+from .report.terminal import failure_lines
+from .finish import report_gate, write_reports
+from .version import evalcheck_version
 from .writes import OutputFiles, say_error
 
 if TYPE_CHECKING:
     from .adaptive import AdaptiveRuns
     from .simulation.model import SimulatorStats
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
 
 
 def collect_runs(targets: list[EvalTarget], options: RunOptions,
@@ -94,34 +90,6 @@ def build_context(options: RunOptions) -> ScoringContext:
     services["judge"] = JudgeService(concurrency=options.judge_concurrency,
                                      cache_dir=options.judge_cache, shared=services, limits=limits)
     return ScoringContext(services=services)
-
-
-def write_reports(results: Results, options: RunOptions, files: OutputFiles | None = None) -> None:
-    """Every report file asked for; one that cannot be written does not stop the others.
-    Without ``files`` the failures raise InputError once all were tried."""
-    out = files if files is not None else OutputFiles()
-    if options.results:
-        out.write(options.results, results.model_dump_json(indent=2) + "\n", "results file")
-    if options.markdown:
-        from .report.markdown import render_markdown
-
-        out.write(options.markdown, render_markdown(results, template=options.template), "markdown report")
-    if options.junit:
-        from .report.junit import render_junit
-
-        out.write(options.junit, render_junit(results), "JUnit file")
-    if files is None:
-        out.check()
-
-
-def evalcheck_version() -> str | None:
-    """The installed evalcheck's version; None in a source checkout never installed."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("evalcheck")
-    except PackageNotFoundError:
-        return None
 
 
 def _utc(moment: datetime) -> str:
@@ -255,18 +223,6 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
     return results
 
 
-def report_gate(results: Results, fail_on: str, *, with_baseline: bool) -> bool:
-    """Print the comparison and the gate's lines; whether the gate passed (run and merge)."""
-    from .compare.gate import gate_failed, gate_message
-
-    for line in comparison_lines(results):
-        say(clean(line))
-    say(summary_line(results))
-    if fail_on != "failure" or with_baseline:
-        say(gate_message(results, fail_on))
-    return not gate_failed(results, fail_on)
-
-
 def check_run_counts(options: RunOptions, rule: VerdictRule) -> None:
     """--max-runs not below --num-runs; enough runs for a k-of-n:K rule to pass at all."""
     if options.max_runs is not None and options.max_runs < options.num_runs:
@@ -284,7 +240,3 @@ def read_baseline(options: RunOptions) -> Results | None:
     from .compare.results_file import load_results_file
 
     return load_results_file(options.baseline, "baseline")
-
-
-def results_from_file(path: Path) -> Results:
-    return Results.model_validate(json.loads(path.read_text(encoding="utf-8")))

@@ -274,9 +274,11 @@ class MergeRequest:
 def merge_files(request: MergeRequest) -> Results:
     """Read, check and merge (and compare with ``request.baseline``: the comparison and its
     intervals use the pooled runs of all shards); write the merged files. Raises InputError."""
-    from .main import write_reports
+    from .finish import write_reports
     from .options import RunOptions
-    from .main import _write as write_text
+    from .writes import OutputFiles
+
+    files = OutputFiles()
 
     inputs = read_merge_inputs(request.files)
     merged = merge_results([p for p, _ in inputs.results], [r for _, r in inputs.results])
@@ -286,7 +288,8 @@ def merge_files(request: MergeRequest) -> Results:
                              fix="pass the files the shards wrote with --inference-out too")
         runs = merge_recorded_runs([p for p, _ in inputs.recorded], [d for _, d in inputs.recorded])
         # pydantic-core's serializer: json.dumps with an indent is the pure-Python encoder
-        write_text(request.inference_out, to_json(runs, indent=2).decode("utf-8") + "\n")
+        files.write(request.inference_out, to_json(runs, indent=2).decode("utf-8") + "\n",
+                    "recorded runs file")
     elif inputs.recorded:
         raise InputError("recorded-runs files given but no --inference-out to merge them into",
                          file=", ".join(str(p) for p, _ in inputs.recorded))
@@ -297,7 +300,8 @@ def merge_files(request: MergeRequest) -> Results:
         merged = compare(load_results_file(request.baseline, "baseline"), merged,
                          baseline_info=BaselineInfo(path=str(request.baseline)))
     write_reports(merged, RunOptions(results=request.results, markdown=request.markdown,
-                                     junit=request.junit, template=request.template))
+                                     junit=request.junit, template=request.template), files)
+    files.check()
     return merged
 
 
@@ -327,7 +331,7 @@ def merge_in_action(pattern: str, run: Any, fail_on: str) -> Results:
     """The Action's final job: merge what the glob finds, write the run's files, print the
     gate's lines. ``run`` is the job's RunOptions (results, junit, inference-out, template,
     baseline)."""
-    from .main import report_gate
+    from .finish import report_gate
     from .report.terminal import failure_lines
     from .report.text import log_safe
 

@@ -23,7 +23,7 @@ class CompareRequest:
 def compare_files(request: CompareRequest) -> bool:
     """Compare, write the reports asked for, print the summary; returns whether the gate
     passed. Raises InputError for a file that is not a results file."""
-    from ..main import report_gate, write_reports
+    from ..finish import report_gate, write_reports
     from ..options import RunOptions
     from ..output import clean, say
     from ..report.terminal import failure_lines

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..bulk import paused_gc
 from ..models.results import (BaselineInfo, CaseRef, CaseResult, ChangeSummary, Comparison,
-                              EvalSetResult, MetricResult, Results)
+                              MetricResult, Results)
 from .stats import BOOTSTRAP_SEED, fisher_better, fisher_worse, paired_bootstrap, wilson
 from .verdict import case_flaky
 

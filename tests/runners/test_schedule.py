@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from checker.discover import discover
-from checker.main import RunOptions
+from checker.options import RunOptions
 from checker.models.evalset import EvalCase
 from checker.runners.schedule import Progress, run_agent_jobs
 

@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from checker.discover import discover
-from checker.main import RunOptions
+from checker.options import RunOptions
 from checker.models.evalset import EvalCase
 from checker.runners.schedule import Progress, plan_jobs, run_agent_jobs
 from checker.runners.stdio import StdioRunner
