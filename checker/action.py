@@ -188,7 +188,7 @@ def find_auto_baseline(config: ActionConfig, ctx: RunContext) -> BaselineSearch 
     if not config.auto_baseline or config.run.shard:
         return None  # shards are compared once merged (docs/sharding.md)
     from .github.baseline import auto_baseline, describe
-    from .main import evalcheck_version
+    from .version import evalcheck_version
 
     search = auto_baseline(ctx, config.token, user_agent=f"evalcheck/{evalcheck_version() or 'dev'}",
                            budget=config.publish.budget)
@@ -329,7 +329,7 @@ def publish_results(results: Results, ctx: RunContext, publish_options: PublishO
     target = Target(owner=owner, repo=repo, sha=sha or ctx.head_sha,
                     pr_number=pr_number if pr_number is not None else ctx.pr_number,
                     run_url=ctx.run_url, blob_base=ctx.blob_base(sha))
-    from .main import evalcheck_version
+    from .version import evalcheck_version
 
     agent = f"evalcheck/{evalcheck_version() or 'dev'}"
     with GitHubClient(token, ctx.api_url, user_agent=agent, budget=publish_options.budget) as client:
@@ -388,7 +388,8 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
         search = find_auto_baseline(config, ctx)
         if config.setup_command:
             run_setup(config.setup_command, config.workdir, commands, sandbox)
-        from .main import evaluate, report_gate, results_from_file
+        from .finish import report_gate, results_from_file
+        from .main import evaluate
 
         os.chdir(config.workdir)
         commands.group("evalcheck: merge" if config.merge else "evalcheck: evaluation")
@@ -402,6 +403,8 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
                 results = results_from_file(config.results_path)
             else:
                 results = evaluate(config.run, secret_values(env), files)
+                if search is not None:  # before the lines below: they name the baseline
+                    results, search = record_baseline(results, search, config, files), None
                 report_gate(results, config.run.fail_on, with_baseline=config.run.baseline is not None)
         finally:
             commands.endgroup()
@@ -475,7 +478,7 @@ def publish_command(request: PublishRequest, env: Mapping[str, str] | None = Non
 
 def _publish(request: PublishRequest, env: dict[str, str]) -> int:
     from .github.client import GitHubClient, GitHubError
-    from .main import results_from_file
+    from .finish import results_from_file
     from .github.workflow import load_event
 
     commands = Commands(sys.stdout)

@@ -120,7 +120,9 @@ def comparison_lines(results: Results, limit: int = 20) -> list[str]:
         lines.append(f"... {len(comparison.removed) - limit} more removed")
     lines += [f"note: {note}" for note in comparison.notes]
     c = comparison.summary
-    where = f" {comparison.baseline.path}" if comparison.baseline.path else ""
+    base = comparison.baseline
+    where = (f" {base.path}" if base.path else
+             f" {base.ref or 'commit'} at {base.commit[:7]}" if base.commit else "")
     lines.append(f"compared with baseline{where}: {c.regressed} regressed, {c.improved} improved, "
                  f"{c.unchanged} unchanged, {c.new} new, {c.changed} changed, {c.removed} removed")
     return lines

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import tempfile
 import zipfile
 from pathlib import Path
@@ -46,7 +45,12 @@ def results_of(runner) -> dict:
     return json.loads((runner.workspace / "evalcheck-report" / "results.json").read_text())
 
 
-def test_the_merge_base_results_are_the_baseline(tmp_path, fake, capfd):
+def test_the_merge_base_results_are_the_baseline(tmp_path, fake, capfd, monkeypatch):
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))  # where the download goes
+    made, mkdtemp = [], tempfile.mkdtemp
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda **kw: made.append(mkdtemp(**kw)) or made[-1])
     on_main(fake).add_artifact(MERGE_BASE, main_results_zip())
     code, runner, log = run_action(tmp_path, fake, capfd, event=event())
     assert code == 1  # fail-on: failure still fails on compare_cities' miss
@@ -62,9 +66,12 @@ def test_the_merge_base_results_are_the_baseline(tmp_path, fake, capfd):
     assert "within noise, p = 0.50" in body
     (download,) = fake.downloads
     assert "authorization" not in download.headers
-    # downloaded outside the workspace (out of the agent's reach), removed after the run
-    (copy,) = re.findall(r"compared with baseline (\S+evalcheck-baseline-\w+)/results\.json", log)
-    assert Path(copy).parent == Path(tempfile.gettempdir()) and not Path(copy).exists()
+    # The log names the baseline's branch and commit, not the temporary copy's path ...
+    assert f"compared with baseline main at {MERGE_BASE[:7]}: 0 regressed" in log
+    assert "evalcheck-baseline-" not in log
+    # ... downloaded outside the workspace (out of the agent's reach), removed after the run.
+    (copy,) = [Path(d) for d in made if Path(d).name.startswith("evalcheck-baseline-")]
+    assert copy.parent == private_tmp and not copy.exists()
     assert not list(runner.workspace.glob("**/*.zip"))
 
 
