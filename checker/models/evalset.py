@@ -212,6 +212,11 @@ class UserPersona(StrictModel):
     behaviors: list[UserBehavior] = Field(default_factory=list)
 
 
+# ADK 2.13's built-in user personas, by id (their texts: simulation/personas.py, which a
+# test keeps in step with these ids). Here so that the data layer imports no stage.
+BUILT_IN_PERSONA_IDS = ("EXPERT", "NOVICE", "EVALUATOR")
+
+
 class ConversationScenario(StrictModel):
     starting_prompt: str
     conversation_plan: str
@@ -221,13 +226,10 @@ class ConversationScenario(StrictModel):
     @classmethod
     def _known_persona(cls, value: UserPersona | str | None) -> UserPersona | str | None:
         # As ADK: a string names a built-in persona, and an unknown one is bad input.
-        if isinstance(value, str):
-            from ..simulation.personas import BUILT_IN  # late: personas imports this module
-
-            if value not in BUILT_IN:
-                raise ValueError(f"unknown persona '{value}': the built-in personas are "
-                                 + ", ".join(BUILT_IN) + "; or give a persona object with "
-                                 "id, description and behaviors")
+        if isinstance(value, str) and value not in BUILT_IN_PERSONA_IDS:
+            raise ValueError(f"unknown persona '{value}': the built-in personas are "
+                             + ", ".join(BUILT_IN_PERSONA_IDS) + "; or give a persona object "
+                             "with id, description and behaviors")
         return value
 
 

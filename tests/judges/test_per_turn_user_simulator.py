@@ -20,6 +20,7 @@ from checker.metrics.per_turn_user_simulator_quality_v1 import (DEFAULT_CRITERIA
                                                                 parse)
 from checker.models.evalset import EvalCase, Invocation
 from checker.scoring import score_run
+from checker.models.evalset import BUILT_IN_PERSONA_IDS
 from checker.simulation.personas import BUILT_IN
 
 from .conftest import invocation, score, service_for
@@ -174,7 +175,7 @@ def test_built_in_personas_mirror_adks():
     from google.adk.evaluation.simulation.pre_built_personas import get_default_persona_registry
 
     adk = {p.id: p for p in get_default_persona_registry().get_registered_personas()}
-    assert list(adk) == list(BUILT_IN)
+    assert list(adk) == list(BUILT_IN) == list(BUILT_IN_PERSONA_IDS)  # the models' check too
     for pid, theirs in adk.items():
         ours = BUILT_IN[pid]
         assert [(len(b.behavior_instructions), len(b.violation_rubrics)) for b in ours.behaviors] == [
