@@ -16,6 +16,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from .text import fmt_call
+
 WINDOW = 24            # characters shown either side of the first difference
 MAX_NOTES = 5          # notes per failing turn
 
@@ -128,12 +130,6 @@ class TurnNotes:
     hidden: int = 0
 
 
-def _call_text(call: Any) -> str:
-    from .explain import fmt_call  # late: explain imports this module
-
-    return fmt_call(call)
-
-
 def _argument_note(name: str, expected: Any, actual: Any) -> str:
     if not isinstance(actual, dict) or name not in (actual.get("args") or {}):
         return f"{name} missing"
@@ -152,13 +148,13 @@ def parameter_mismatch_lines(inv: dict[str, Any]) -> tuple[list[str], int]:
     lines = []
     for item in items[:MAX_NOTES]:
         expected = item.get("expected")
-        head = f"expected call {item.get('call', '?')} {_call_text(expected)}"
+        head = f"expected call {item.get('call', '?')} {fmt_call(expected)}"
         if item.get("actual") is None:
             lines.append(f"{head}: no matching call by name, scored 0")
             continue
         unmatched = item.get("unmatchedArgs") if isinstance(item.get("unmatchedArgs"), list) else []
         reasons = "; ".join(_argument_note(str(n), expected, item["actual"]) for n in unmatched)
-        lines.append(f"{head}: got {_call_text(item['actual'])} (call {item.get('actualIndex', '?')}); "
+        lines.append(f"{head}: got {fmt_call(item['actual'])} (call {item.get('actualIndex', '?')}); "
                      + reasons)
     count = inv.get("parameterMismatchCount")
     total = count if isinstance(count, int) and not isinstance(count, bool) else len(items)
@@ -172,7 +168,7 @@ def trajectory_note(inv: dict[str, Any]) -> str | None:
     if not (isinstance(div, int) and isinstance(start, int) and isinstance(expected, list)
             and isinstance(actual, list)) or not (0 <= div - start < min(len(expected), len(actual))):
         return None
-    return difference_note(_call_text(expected[div - start]), _call_text(actual[div - start]),
+    return difference_note(fmt_call(expected[div - start]), fmt_call(actual[div - start]),
                            what=f"the calls at position {div + 1}")
 
 
@@ -186,8 +182,8 @@ def divergence(inv: dict[str, Any]) -> str | None:
             and isinstance(actual, list)):
         return None
     k = div - start
-    want = _call_text(expected[k]) if 0 <= k < len(expected) else None
-    got = _call_text(actual[k]) if 0 <= k < len(actual) else None
+    want = fmt_call(expected[k]) if 0 <= k < len(expected) else None
+    got = fmt_call(actual[k]) if 0 <= k < len(actual) else None
     if want is None and got is None:
         return None
     return trajectory_note(inv) or (

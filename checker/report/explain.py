@@ -6,20 +6,18 @@ Every list is capped per case so one runaway agent cannot crowd out the others.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..models.results import CaseResult, MetricResult
 from .differences import failing_turns, parameter_notes, response_notes, trajectory_note
 from .judged import JudgeTurn, judge_evidence
-from .text import clip, clip_tail, printable
+from .text import clip, clip_tail, fmt_call, printable
 
 # Fixed caps per failing case, so one runaway agent cannot crowd out the others.
 MAX_CALL_ROWS = 25        # tool calls shown per invocation
 MAX_INVOCATIONS = 3       # failing turns explained per metric
 MAX_TEXT = 1500           # characters of a response shown
-MAX_CALL_TEXT = 200       # characters of one rendered tool call
 STDERR_LINES, STDERR_CHARS = 30, 2500
 
 
@@ -56,19 +54,6 @@ class Explanation:
     evidence: JudgeTurn | None = None  # kind "judge": what the judge said on one turn
     notes: list[str] = field(default_factory=list)  # what the evidence alone does not show
 
-
-
-def fmt_call(call: Any) -> str:
-    """``name(arg="value", n=2)`` from a call's JSON; clipped so one call stays one line."""
-    if not isinstance(call, dict):
-        return clip(str(call), MAX_CALL_TEXT)
-    args = call.get("args") or {}
-    if isinstance(args, dict):
-        inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, sort_keys=True)}"
-                          for k, v in args.items())
-    else:
-        inner = json.dumps(args, ensure_ascii=False)
-    return clip(f"{call.get('name', '?')}({inner})", MAX_CALL_TEXT)
 
 
 def _invocations(metric: MetricResult) -> list[dict[str, Any]]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x1b]")
 
@@ -90,3 +92,19 @@ def fmt_duration(seconds: float) -> str:
         return f"{minutes} min {secs} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min"
+
+
+MAX_CALL_TEXT = 200  # characters of one rendered tool call
+
+
+def fmt_call(call: Any) -> str:
+    """``name(arg="value", n=2)`` from a call's JSON; clipped so one call stays one line."""
+    if not isinstance(call, dict):
+        return clip(str(call), MAX_CALL_TEXT)
+    args = call.get("args") or {}
+    if isinstance(args, dict):
+        inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, sort_keys=True)}"
+                          for k, v in args.items())
+    else:
+        inner = json.dumps(args, ensure_ascii=False)
+    return clip(f"{call.get('name', '?')}({inner})", MAX_CALL_TEXT)
