@@ -2,7 +2,7 @@
 
 Run by the ``entrypoint`` script inside the container the runner starts (action.yml).
 Exit status: 0 the gate passed (per ``fail-on``), 1 it failed, 2 bad input or setup.
-Also used by ``evalcheck publish`` (the second half of the fork-safe workflow pair).
+Its inputs: action_config.py; ``evalcheck publish`` (the fork-safe pair): publish_command.py.
 """
 
 from __future__ import annotations
@@ -13,19 +13,18 @@ import subprocess
 import sys
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .compare.gate import FAIL_ON, gate_failed, gate_message
+from .compare.gate import gate_failed, gate_message
 from .confine import unbend_output
 from .errors import InputError
-from .github.publish import PublishOptions, PublishOutcome, check_comment_key
+from .github.publish import PublishOptions, PublishOutcome
 from .github.workflow import Commands, Inputs, RunContext, summary_room, write_outputs, write_summary
-from .options import RunOptions
+from .action_config import ActionConfig, read_config
 from .models.results import Results
 from .output import clean, guarded, say
-from .redact import Redactor, secret_values
+from .redact import secret_values
 from .sandbox import AgentSandbox, scrub_environ
 from .writes import OutputFiles
 
@@ -33,132 +32,6 @@ if TYPE_CHECKING:
     from .github.baseline import BaselineSearch
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-COMMENT_MODES = ("update", "new", "off")
-DEFAULT_RESULTS = "evalcheck-report/results.json"
-DEFAULT_MARKDOWN = "evalcheck-report/report.md"
-BUDGET_VARIABLE = "EVALCHECK_PUBLISH_BUDGET"
-
-# Every input action.yml declares; tests check this list against action.yml and README.
-INPUTS = (
-    "paths", "agent-command", "agent-url", "agent-server-command", "app-name", "replay",
-    "config", "num-runs", "concurrency", "turn-timeout", "judge-concurrency", "judge-cache",
-    "template", "results", "markdown", "junit", "inference-out",
-    "github-token", "setup-command", "working-directory", "comment", "comment-key",
-    "check-run", "commit-status", "fail-on", "shard", "publish", "merge",
-    "baseline", "verdict", "max-runs",
-)
-
-
-@dataclass
-class ActionConfig:
-    run: RunOptions
-    publish: PublishOptions
-    fail_on: str
-    token: str
-    setup_command: str
-    workdir: Path
-    results_path: Path
-    markdown_path: Path
-    merge: str = ""  # glob of shards' results files to merge instead of evaluating
-    publish_enabled: bool = True  # false: write files, post nothing (a shard's job)
-    auto_baseline: bool = True  # `baseline: auto`: the PR's merge base's results artifact
-
-
-def _path(inputs: Inputs, name: str, base: Path, *, must_exist: bool = False,
-          default: str = "") -> Path | None:
-    raw = inputs.text(name, default) or default
-    if not raw:
-        return None
-    path = Path(raw) if Path(raw).is_absolute() else base / raw
-    if must_exist and not path.exists():
-        raise InputError(f"input '{name}': {raw} does not exist (paths are relative to working-directory)")
-    return path
-
-
-def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
-    inputs = Inputs(env)
-    workspace = Path(env.get("GITHUB_WORKSPACE") or cwd)
-    workdir = _path(inputs, "working-directory", workspace) or workspace
-    if not workdir.is_dir():
-        raise InputError(f"input 'working-directory': {workdir} is not a directory")
-    modes = [n for n in ("agent-command", "agent-url", "replay") if inputs.text(n)]
-    merge = inputs.text("merge")
-    if merge:
-        from .merge import check_merge_inputs
-
-        check_merge_inputs(modes, inputs.text("shard"))
-    elif inputs.text("shard"):
-        from .shards import parse_shard
-
-        parse_shard(inputs.text("shard"), source="input 'shard'")  # named as the user wrote it
-    if not merge and len(modes) != 1:
-        raise InputError("give exactly one of the inputs agent-command, agent-url, replay"
-                         + (f" (got {', '.join(modes)})" if modes else ""))
-    if inputs.text("agent-server-command") and not inputs.text("agent-url"):
-        raise InputError("input 'agent-server-command' goes with 'agent-url'")
-    results_path = _path(inputs, "results", workdir, default=DEFAULT_RESULTS)
-    markdown_path = _path(inputs, "markdown", workdir, default=DEFAULT_MARKDOWN)
-    assert results_path is not None and markdown_path is not None
-    run = RunOptions(
-        paths=inputs.lines("paths") or ["."],
-        agent_command=inputs.text("agent-command") or None,
-        agent_url=inputs.text("agent-url") or None,
-        agent_server_command=inputs.text("agent-server-command") or None,
-        app_name=inputs.text("app-name") or None,
-        replay=_path(inputs, "replay", workdir, must_exist=True),
-        config_file=_path(inputs, "config", workdir, must_exist=True),
-        num_runs=inputs.integer("num-runs", 2),
-        concurrency=inputs.integer("concurrency", 4),
-        turn_timeout=inputs.number("turn-timeout", 300.0),
-        judge_concurrency=inputs.integer("judge-concurrency", 8),
-        judge_cache=_path(inputs, "judge-cache", workdir),
-        results=results_path,
-        inference_out=_path(inputs, "inference-out", workdir),
-        markdown=None,  # written here, with links to the run and files
-        junit=_path(inputs, "junit", workdir),
-        template=_path(inputs, "template", workdir, must_exist=True),
-        shard=inputs.text("shard") or None,
-    )
-    fail_on = inputs.choice("fail-on", FAIL_ON, "failure")
-    baseline = inputs.text("baseline") or "auto"
-    if baseline.lower() not in ("auto", "off"):  # a results file, e.g. restored from a cache
-        run.baseline = _path(inputs, "baseline", workdir, must_exist=True)
-    from .compare.verdict import parse_verdict_rule
-
-    run.verdict = str(parse_verdict_rule(inputs.text("verdict") or "mean", source="input 'verdict'"))
-    run.max_runs = inputs.integer("max-runs", 0) or None
-    run.fail_on = fail_on
-    publish = PublishOptions(
-        budget=publish_budget(env),
-        comment=inputs.choice("comment", COMMENT_MODES, "update"),
-        comment_key=check_comment_key(inputs.text("comment-key") or "default"),
-        check_run=inputs.flag("check-run", True),
-        commit_status=inputs.flag("commit-status", False),
-        template=run.template,
-    )
-    return ActionConfig(run=run, publish=publish, fail_on=fail_on, token=inputs.text("github-token"),
-                        setup_command=inputs.text("setup-command"), workdir=workdir,
-                        results_path=results_path, markdown_path=markdown_path, merge=merge,
-                        publish_enabled=inputs.flag("publish", True),
-                        auto_baseline=baseline.lower() == "auto")
-
-
-def publish_budget(env: Mapping[str, str]) -> float:
-    """Seconds all GitHub calls of a job may take together (EVALCHECK_PUBLISH_BUDGET)."""
-    from .github.client import DEFAULT_BUDGET
-
-    raw = (env.get(BUDGET_VARIABLE) or "").strip()
-    if not raw:
-        return DEFAULT_BUDGET
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < float("inf"):
-        raise InputError(f"{BUDGET_VARIABLE} must be a number of seconds above 0, got {raw!r}")
-    return value
-
-
 def agent_sandbox(config: ActionConfig, ctx: RunContext) -> AgentSandbox | None:
     """The unprivileged user the PR's code runs as, when there is code to run and the
     container has that user (checker/sandbox.py); None in replay without setup-command."""
@@ -448,95 +321,6 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
     if files.failed and not failed:
         return EXIT_BAD_INPUT  # a passing gate whose outputs are missing is not a pass
     return EXIT_FAILED if failed else EXIT_PASSED
-
-
-@dataclass
-class PublishRequest:
-    """``evalcheck publish``: post a results file made elsewhere (the fork-safe pair)."""
-
-    results: Path
-    event: Path | None = None       # the evaluated run's event (untrusted when from an artifact)
-    sha: str | None = None
-    pr: int | None = None
-    repository: str | None = None
-    comment: str = "update"
-    comment_key: str = "default"
-    check_run: bool = True
-    commit_status: bool = False
-    fail_on: str = "failure"
-    template: Path | None = None
-
-
-def publish_command(request: PublishRequest, env: Mapping[str, str] | None = None) -> int:
-    """Publish ``request.results``. The trusted context is this job's own event (e.g.
-    ``workflow_run``); a PR number taken from an artifact is checked against it: the PR's
-    head must be the commit the evaluated run ran on. Returns the exit status."""
-    env = dict(os.environ if env is None else env)
-    with guarded(secret_values(env)):
-        return _publish(request, env)
-
-
-def _publish(request: PublishRequest, env: dict[str, str]) -> int:
-    from .github.client import GitHubClient, GitHubError
-    from .finish import results_from_file
-    from .github.workflow import load_event
-
-    commands = Commands(sys.stdout)
-    token = env.get("GITHUB_TOKEN", "")
-    commands.add_mask(token)
-    try:
-        ctx = RunContext.from_env(env)
-        if request.repository:
-            ctx.repository = request.repository
-        try:
-            results = results_from_file(request.results)
-        except FileNotFoundError:
-            raise InputError("results file not found", file=str(request.results)) from None
-        except ValueError as exc:
-            raise InputError(f"not a results file: {one_line_error(exc)}", file=str(request.results)) from None
-        trusted_sha = ctx.head_sha if ctx.event else ""
-        pr = request.pr
-        sha = request.sha
-        if request.event is not None:
-            evaluated = RunContext(repository=ctx.repository, event=load_event(request.event))
-            pr = pr if pr is not None else evaluated.pr_number
-            sha = sha or evaluated.head_sha or None
-        if pr is None:
-            pr = ctx.pr_number
-        sha = sha or trusted_sha or ctx.sha
-        if not sha:
-            raise InputError("no commit to publish for", fix="pass --sha or --event, or run on workflow_run")
-        # Results from an artifact are outside text too: no secret of this job in them.
-        results = Redactor(secret_values(env)).model(results)
-        options = PublishOptions(comment=request.comment, comment_key=check_comment_key(request.comment_key),
-                                 check_run=request.check_run, commit_status=request.commit_status,
-                                 gate_failed=gate_failed(results, request.fail_on), template=request.template,
-                                 budget=publish_budget(env))
-        owner, repo = ctx.owner_repo
-        if pr is not None and token and owner and trusted_sha:
-            # An artifact can claim any PR number: only post where the PR's head is the
-            # commit this workflow_run evaluated.
-            with GitHubClient(token, ctx.api_url, budget=options.budget) as client:
-                try:
-                    head = client.get_pull(owner, repo, pr).get("head")
-                    head = head.get("sha") if isinstance(head, dict) else None
-                except GitHubError as exc:
-                    raise InputError(f"cannot read pull request #{pr}: HTTP {exc.status}") from None
-            if head != trusted_sha:
-                raise InputError(f"pull request #{pr} is at {str(head)[:12]}, but the evaluated run was "
-                                 f"on {trusted_sha[:12]}", fix="a stale or forged PR number; not posting")
-    except InputError as exc:
-        return bad_input(commands, exc)
-    files = OutputFiles(report=lambda message: commands.error(f"evalcheck: {clean(message)}"))
-    if ctx.summary_path is not None:
-        files.attempt("job summary", ctx.summary_path, lambda: write_step_summary(results, ctx, request.template))
-    outcome = publish_results(results, ctx, options, token, commands, sha=sha, pr_number=pr)
-    if ctx.output_path is not None:
-        outputs = {"passed": "true" if results.passed else "false", "comment-url": outcome.comment_url or ""}
-        files.attempt("step outputs (GITHUB_OUTPUT)", ctx.output_path,
-                      lambda: write_outputs(ctx.output_path, outputs))
-    # The gate is the evaluating job's; this job only reports (see docs/github-action.md).
-    return EXIT_BAD_INPUT if files.failed else EXIT_PASSED
 
 
 def one_line_error(exc: Exception) -> str:

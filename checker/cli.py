@@ -201,7 +201,7 @@ def publish(results_file: Path, event_file: Path | None, **options) -> None:
     the GITHUB_TOKEN environment variable, never from the command line. Exit status: 0
     published (refusals are warnings), 2 bad input.
     """
-    from .action import PublishRequest, publish_command
+    from .publish_command import PublishRequest, publish_command
 
     sys.exit(publish_command(PublishRequest(results=results_file, event=event_file, **options)))
 
