@@ -170,7 +170,7 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
     runs = collect_runs(targets, options, simulated, adaptive)
     # Known secrets never reach a file: agent output, judge errors and server bodies are
     # outside text (checker/redact.py). The one place: here, before anything is written.
-    redactor = Redactor([*secret_values(os.environ), *secrets])
+    redactor = Redactor([*secret_values(os.environ), *secrets, *simulated.credentials])
     if options.sandbox is not None:  # nothing of the agent's may run past this point
         options.sandbox.end()
     if options.inference_out:

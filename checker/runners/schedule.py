@@ -13,13 +13,14 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import IO, TYPE_CHECKING
 
 from ..errors import InputError
 from ..models.evalset import EvalCase
 from ..models.records import RecordedRun
 from ..output import GuardedStream, clean, say
+from ..redact import Redactor
 from .base import AgentRunner, RunJob
 from .failfast import StartWatch, server_cannot_start
 
@@ -132,6 +133,7 @@ class Progress:
         self.failed_runs = 0
         self._drawn = False
         self._last_draw = 0.0
+        self._hidden = Redactor()  # credentials learnt while running (hide)
 
     def _line(self) -> str:
         return (f"evalcheck: {self.cases_done}/{self.total_cases} cases done, "
@@ -170,7 +172,15 @@ class Progress:
             for line in lines:
                 self._write(line + "\n")
 
+    def hide(self, secrets: Iterable[str]) -> None:
+        """Values no later line may show: credentials that became known while running (a
+        simulated user's credential headers; the environment's are hidden by the guard)."""
+        self._hidden.add(*secrets)
+
     def _case_line(self, key: tuple[str, str], errored: list[RecordedRun], runs: int) -> str:
+        return self._hidden.text(self._case_text(key, errored, runs))
+
+    def _case_text(self, key: tuple[str, str], errored: list[RecordedRun], runs: int) -> str:
         prefix = f"evalcheck: [{self.cases_done}/{self.total_cases}] {clean(key[0])}/{clean(key[1])}:"
         if not errored:
             return f"{prefix} {runs} run{'s' if runs != 1 else ''} done"
@@ -269,6 +279,8 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
                 run = RecordedRun(eval_set_id=job.eval_set_id, eval_id=job.eval_id,
                                   run=job.run, error=f"internal error: {type(exc).__name__}: {exc}")
         finished.append(run)
+        if simulation is not None:  # its credential headers are known once it has called
+            progress.hide(simulation.credentials)
         for done_job, done_run in watch.observe(job, run):
             progress.run_done(done_job, done_run)
 
@@ -314,6 +326,8 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
         await runner.aclose()
         if simulation is not None:
             await simulation.aclose()
+            if simulator_stats is not None:
+                simulator_stats.credentials |= simulation.credentials
         progress.close()
     return _in_order(finished, order)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..judges.client import CallStats, JudgeConfigError, JudgeError
@@ -23,8 +24,12 @@ def _about_model(text: str) -> str:
     return text
 
 
+@dataclass
 class SimulatorStats(CallStats):
-    """The simulated users' traffic of one evalcheck run (reported apart from the judges')."""
+    """The simulated users' traffic of one evalcheck run (reported apart from the judges'),
+    and the credentials it sent (redacted from results and logs, as the judges' are)."""
+
+    credentials: set[str] = field(default_factory=set)
 
     def used(self) -> bool:
         return self.calls > 0

@@ -344,3 +344,28 @@ def test_the_example_scenarios_run_with_the_example_agent(tmp_path):
     inference_free = json.loads(results.read_text())
     assert inference_free["summary"]["passed"] == 2
     assert inference_free["metadata"]["userSimulator"]["calls"] == 4
+
+
+def test_a_credential_the_simulated_user_sent_reaches_no_file_and_no_log(tmp_path):
+    """A credential header in user_simulator_config's model_configuration is a secret like
+    the judges': a model endpoint echoing it leaves *** in results, recorded runs and logs."""
+    secret = "sim-header-secret-4711"
+    evals = write_case(tmp_path / "evals", {
+        "eval_id": "echoed",
+        "conversation_scenario": {"starting_prompt": "What is the weather in Paris?",
+                                  "conversation_plan": "Ask for Paris, then Oslo."}},
+        {"model_configuration": {"http_options": {"headers": {"x-goog-api-key": secret}}}})
+    with FakeGemini() as fake:
+        fake.on(is_simulator, error_reply(400, f"key {secret} is not valid here"))
+        fake.on(lambda p: not is_simulator(p), JUDGE_OK)
+        done = evalcheck("run", str(evals), "--agent-command",
+                         f"{shlex.quote(PY)} {shlex.quote(str(PYTHON_AGENT))}", "--num-runs", "1",
+                         "--results", "results.json", "--inference-out", "runs.json",
+                         "--markdown", "report.md", cwd=tmp_path, env=cli_env(fake))
+        assert any(r.headers.get("x-goog-api-key") == secret for r in fake.requests)
+    assert done.returncode == 1, done.stderr
+    results = (tmp_path / "results.json").read_text()
+    assert "key *** is not valid here" in results
+    for text in (results, (tmp_path / "runs.json").read_text(), (tmp_path / "report.md").read_text(),
+                 done.stdout, done.stderr):
+        assert secret not in text
