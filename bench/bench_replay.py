@@ -14,8 +14,9 @@ wrong). Then, each in a fresh process, timed with its peak RSS (wait4):
 Targets (issue 14): time linear in N; peak memory at 10,000 cases at most ADK's. The
 machine may be shared: figures are noisy; run it alone for clean ones.
 
-Also shard 1 of --shards (8) of the same suite: a shard's memory holds its own runs and
-results; only the eval files are read whole.
+Also shard 1 of --shards (8) of the same suite: a shard checks every case one at a time
+and holds only its own cases, runs and results; the eval and replay files are read once as
+text.
 
     python bench/bench_replay.py [--sizes 1000,10000,50000] [--shards 8] [--no-adk]
 """

@@ -101,12 +101,14 @@ def find_config(eval_file: Path, root: Path) -> Path | None:
 
 def discover(args: list[str], *, root: Path, config_file: Path | None = None,
              initial_session: Path | None = None,
-             notes: list[str] | None = None, confine: Path | None = None) -> list[EvalTarget]:
+             notes: list[str] | None = None, confine: Path | None = None,
+             outline_only: bool = False) -> list[EvalTarget]:
     """The eval files under ``args`` with their cases and criteria. ``initial_session`` is
     the initial session of every legacy file; what the user should know but is no error (an
     empty eval set skipped, a session dump's ignored keys) is appended to ``notes``. With
     ``confine`` (the Action's workspace), a file under it that is a symlink leading out of
-    it is bad input, not followed."""
+    it is bad input, not followed. ``outline_only``: see load_eval_file (a shard loads its
+    own cases once it knows them)."""
     notes = notes if notes is not None else []
     selected: dict[Path, list[str] | None] = {}
     for arg in args or ["."]:
@@ -145,13 +147,14 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None,
     legacy_files = 0
     empty: list[str] = []
     for path, ids in selected.items():
-        loaded = load_eval_file(path, display_path(path, root), initial_session, confine=confine)
+        loaded = load_eval_file(path, display_path(path, root), initial_session, confine=confine,
+                                outline_only=outline_only)
         notes.extend(n for n in loaded.notes if n not in notes)
         legacy_files += loaded.legacy
         if initial_session is not None and not loaded.legacy:
             notes.append(f"{loaded.display_path}: --initial-session not used: an EvalSet file "
                          "gives each case its initial session in session_input")
-        if not loaded.eval_set.eval_cases and ids is None:
+        if not loaded.case_ids and ids is None:
             empty.append(loaded.display_path)
             continue  # an empty eval set: noted, nothing to run
         set_id = loaded.eval_set.eval_set_id
@@ -160,7 +163,7 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None,
                              file=loaded.display_path, path="$.eval_set_id",
                              fix="give every eval set a unique id (a legacy file takes its file name)")
         seen_ids[set_id] = loaded.display_path
-        all_ids = [c.eval_id for c in loaded.eval_set.eval_cases]
+        all_ids = loaded.case_ids
         if ids is not None:
             unknown = [i for i in ids if i not in all_ids]
             if unknown:

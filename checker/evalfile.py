@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,8 @@ from .models.evalset import (
     SessionInput,
 )
 from .initial_session import InitialSession, LoadedSession, find_beside, load_initial_session
-from .validation import parse_json_text, read_json, validate
+from .jsonscan import Element, Irregular, read_spans, scan_array_member
+from .validation import decode_at, parse_json_text, read_json, validate
 
 
 class LegacyToolUse(StrictModel):
@@ -61,9 +63,21 @@ class LegacyCase(StrictModel):
     initial_session: InitialSession | None = None
 
 
+@dataclass(frozen=True)
+class CaseOutline:
+    """What choosing a shard needs to know of a case, without the case."""
+
+    eval_id: str
+    turns: int | None  # len(conversation); None: a conversation_scenario (simulated) case
+
+
 @dataclass
 class LoadedEvalSet:
-    """An eval set plus where it came from: what reports and annotations point at."""
+    """An eval set plus where it came from: what reports and annotations point at.
+
+    Loaded with ``outline_only`` (a shard's first look at the suite), ``eval_set`` holds no
+    cases yet and ``outlines`` describes them; ``keep_cases`` then loads the shard's share.
+    """
 
     eval_set: EvalSet
     path: Path
@@ -72,6 +86,50 @@ class LoadedEvalSet:
     legacy: bool = False
     # Said to the user, not errors: e.g. what a session dump had that was not read.
     notes: list[str] = field(default_factory=list)
+    outlines: list[CaseOutline] | None = None
+    # eval id -> (first byte, end byte, index in $.eval_cases) of its JSON text, with ``outlines``
+    spans: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    # every case of the file in file order, whichever of them are held
+    case_ids: list[str] = field(default_factory=list)
+    signature: tuple[int, int] | None = None  # (size, mtime) when outlined
+
+    def __post_init__(self) -> None:
+        if not self.case_ids and self.outlines is None:
+            self.case_ids = [c.eval_id for c in self.eval_set.eval_cases]
+
+    def case_outlines(self) -> list[CaseOutline]:
+        if self.outlines is not None:
+            return self.outlines
+        return [CaseOutline(c.eval_id, None if c.conversation is None else len(c.conversation))
+                for c in self.eval_set.eval_cases]
+
+    def keep_cases(self, ids: Collection[str]) -> None:
+        """Hold only these cases: the others are let go, and with ``outlines`` these are
+        read from the file now, each from its bytes (checked when it was outlined)."""
+        wanted = set(ids)
+        if self.outlines is None:
+            self.eval_set.eval_cases[:] = [c for c in self.eval_set.eval_cases if c.eval_id in wanted]
+            return
+        changed = InputError("the eval file changed while evalcheck was reading it",
+                             file=self.display_path, fix="run again")
+        chosen = [i for i in self.case_ids if i in wanted]
+        try:
+            if _signature(self.path) != self.signature:
+                raise changed
+            cases = []
+            texts = read_spans(self.path, (self.spans[i][:2] for i in chosen))
+            for eval_id, text in zip(chosen, texts):
+                where = ("eval_cases", self.spans[eval_id][2])
+                # checked when outlined: only a changed file fails here
+                data, _ = decode_at(text, 0, self.display_path, where)
+                case = validate(EvalCase, data, self.display_path, where)
+                if case.eval_id != eval_id:
+                    raise changed
+                cases.append(case)
+        except (InputError, OSError, UnicodeDecodeError):
+            raise changed from None
+        self.eval_set.eval_cases[:] = cases
+        self.outlines, self.spans = None, {}
 
 
 def _turn_to_invocation(turn: LegacyTurn, index: int) -> Invocation:
@@ -210,19 +268,78 @@ def _check_ids(eval_set: EvalSet, display: str, legacy: bool) -> None:
                              fix="remove it")
 
 
-def load_eval_file(path: Path, display: str | None = None,
-                   initial_session_file: Path | None = None,
-                   confine: Path | None = None) -> LoadedEvalSet:
-    """One eval file. ``initial_session_file`` is for a legacy file (an EvalSet file carries
-    ``session_input`` in each case): ADK's ``initial_session_file``. ``confine``: see
-    checker/confine.py (an initial session file beside it must not lead out of it)."""
-    display = display or str(path)
+def _check_rubric_ids(case: EvalCase, i: int, display: str) -> None:
+    for k, inv in enumerate(case.conversation or []):
+        ids = [r.rubric_id for r in (case.rubrics or [])] + [r.rubric_id for r in (inv.rubrics or [])]
+        dup = {x for x in ids if ids.count(x) > 1}
+        if dup:
+            raise InputError(f"rubric_id '{sorted(dup)[0]}' is used twice for this invocation",
+                             file=display, path=f"$.eval_cases[{i}].conversation[{k}].rubrics",
+                             fix="rubric ids must be unique across a case and its invocations")
+
+
+def _read_text(path: Path, display: str) -> str:
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise InputError("eval file not found", file=display) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read eval file: {exc}", file=display) from None
+
+
+def _signature(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns
+
+
+def _outline(path: Path, display: str) -> LoadedEvalSet:
+    """An EvalSet file read in chunks, checked case by case and kept as outlines: memory
+    for one case at a time, not the suite. Raises (Irregular, InputError, ...) on anything
+    but a valid plain eval set, and the whole-file reader then gives the message."""
+    signature = _signature(path)
+
+    def visit(element: Element) -> tuple[CaseOutline, int, tuple[int, int, int]]:
+        text, where = element.text(), ("eval_cases", element.index)
+        data, _ = decode_at(text, 0, display, where)
+        case = validate(EvalCase, data, display, where)
+        if "\x00" in case.eval_id:
+            raise Irregular
+        _check_rubric_ids(case, element.index, display)
+        line = element.line + _find_lines(text, ("eval_id", "evalId"), [case.eval_id])[case.eval_id] - 1
+        outline = CaseOutline(case.eval_id, None if case.conversation is None else len(case.conversation))
+        return outline, line, (element.byte_start, element.byte_end, element.index)
+
+    others, key, items = scan_array_member(path, ("eval_cases", "evalCases"), visit)
+    if key is None or not items:
+        raise Irregular  # no cases at all: the whole-file reader says what that means
+    eval_set = validate(EvalSet, {**others, key: []}, display)
+    ids = [outline.eval_id for outline, _, _ in items]
+    if "\x00" in eval_set.eval_set_id or len(set(ids)) != len(ids):
+        raise Irregular
+    return LoadedEvalSet(eval_set, path, display, {o.eval_id: line for o, line, _ in items},
+                         outlines=[o for o, _, _ in items], spans={o.eval_id: span for o, _, span in items},
+                         case_ids=ids, signature=signature)
+
+
+def load_eval_file(path: Path, display: str | None = None,
+                   initial_session_file: Path | None = None,
+                   confine: Path | None = None, outline_only: bool = False) -> LoadedEvalSet:
+    """One eval file. ``initial_session_file`` is for a legacy file (an EvalSet file carries
+    ``session_input`` in each case): ADK's ``initial_session_file``. ``confine``: see
+    checker/confine.py (an initial session file beside it must not lead out of it).
+
+    ``outline_only``: an EvalSet file is checked exactly as otherwise, but its cases are
+    kept as outlines (``LoadedEvalSet.keep_cases`` loads the ones wanted)."""
+    display = display or str(path)
+    if outline_only:
+        try:
+            return _outline(path, display)
+        except (Irregular, InputError, json.JSONDecodeError, RecursionError, OSError, UnicodeDecodeError):
+            pass  # read whole below: the same file, the same message
+    text = _read_text(path, display)
     data = parse_json_text(text, display)
     foreign = _foreign(data)
     if foreign:
@@ -253,13 +370,7 @@ def load_eval_file(path: Path, display: str | None = None,
                              file=display, path=f"$.eval_cases[{i}].eval_id",
                              fix="give every eval case a unique eval_id")
         seen[case.eval_id] = i
-        for k, inv in enumerate(case.conversation or []):
-            ids = [r.rubric_id for r in (case.rubrics or [])] + [r.rubric_id for r in (inv.rubrics or [])]
-            dup = {x for x in ids if ids.count(x) > 1}
-            if dup:
-                raise InputError(f"rubric_id '{sorted(dup)[0]}' is used twice for this invocation",
-                                 file=display, path=f"$.eval_cases[{i}].conversation[{k}].rubrics",
-                                 fix="rubric ids must be unique across a case and its invocations")
+        _check_rubric_ids(case, i, display)
     lines = _find_lines(text, ("eval_id", "evalId"), [c.eval_id for c in eval_set.eval_cases])
     return LoadedEvalSet(eval_set, path, display, lines)
 

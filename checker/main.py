@@ -146,12 +146,14 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
     notes: list[str] = []  # e.g. an empty eval set skipped
     targets = discover(options.paths, root=root, config_file=options.config_file,
                        initial_session=options.initial_session, notes=notes,
-                       confine=options.confine)
+                       confine=options.confine, outline_only=options.shard is not None)
     shard = None
     if options.shard is not None:
         from .shards import shard_targets
 
         targets, shard = shard_targets(targets, options, baseline)
+        for target in targets:  # outlined so far: load this shard's cases, only them
+            target.loaded.keep_cases(target.case_ids)
     warnings = list(dict.fromkeys([*notes, *(w for t in targets for w in t.config.warnings)]))
     for warning in warnings:
         say(f"evalcheck: warning: {clean(warning)}", err=True)

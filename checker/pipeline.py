@@ -33,7 +33,7 @@ def match_recorded(targets: list[EvalTarget], runs: Iterable[tuple[str, str, int
     """Recorded runs, as (eval set id, eval id, run number) in file order, matched to the
     cases: where in ``$.runs`` each case's runs are. A run of an unknown case, a run
     recorded twice, or a selected case without a run is an InputError."""
-    existing = {(t.eval_set_id, c.eval_id) for t in targets for c in t.loaded.eval_set.eval_cases}
+    existing = {(t.eval_set_id, c) for t in targets for c in t.loaded.case_ids}
     found: dict[RunKey, list[int]] = {}
     numbers: dict[RunKey, set[int]] = {}
     for i, (set_id, eval_id, number) in enumerate(runs):

@@ -21,7 +21,7 @@ from typing import Any
 
 from .discover import EvalTarget
 from .errors import InputError
-from .models.evalset import EvalCase
+from .evalfile import CaseOutline
 from .models.results import Results, ShardInfo
 
 CaseKey = tuple[str, str]  # (eval set id, eval id)
@@ -50,9 +50,9 @@ def parse_shard(text: str, *, source: str = "--shard") -> Shard:
     return Shard(index, count)
 
 
-def case_turns(case: EvalCase, target: EvalTarget) -> int:
-    if case.conversation is not None:
-        return max(1, len(case.conversation))
+def case_turns(case: CaseOutline, target: EvalTarget) -> int:
+    if case.turns is not None:
+        return max(1, case.turns)
     simulator = target.config.user_simulator
     limit = simulator.max_allowed_invocations if simulator is not None else SIMULATED_TURNS
     return max(1, min(limit, SIMULATED_TURNS))
@@ -78,7 +78,7 @@ def expected_costs(targets: Sequence[EvalTarget], num_runs: int,
     """
     cases: list[tuple[CaseKey, int]] = []
     for target in targets:
-        by_id = {c.eval_id: c for c in target.loaded.eval_set.eval_cases}
+        by_id = {c.eval_id: c for c in target.loaded.case_outlines()}
         for case_id in target.case_ids:
             cases.append(((target.eval_set_id, case_id), case_turns(by_id[case_id], target)))
     durations = durations or {}
@@ -120,7 +120,8 @@ def shard_loads(costs: Sequence[tuple[CaseKey, float]], count: int) -> list[floa
 def _file_digest(path: Path | None) -> str | None:
     if path is None:
         return None
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    with path.open("rb") as file:  # in chunks: a large eval file is not held whole
+        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def selection_fingerprint(targets: Sequence[EvalTarget], options: Mapping[str, Any]) -> str:

@@ -50,8 +50,20 @@ def setup(repo: Path, data: Any = None, *, text: str | None = None, runs: Any = 
         write_json(repo / CONFIG, config)
 
 
+# Every eval file check runs twice: as a whole run, and as a shard, whose first look at
+# the suite reads the eval files case by case (checker/evalfile.py, outline_only) and
+# must give the same one line.
+SHARD_ARGS: list[str] = []
+
+
+@pytest.fixture(autouse=True, params=["whole", "shard"])
+def as_shard(request, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "SHARD_ARGS",
+                        ["--shard", "1/1"] if request.param == "shard" else [])
+
+
 def run(repo: Path, *args: str):
-    return run_cli(["run", *(args or ("evals",)), "--replay", "runs.json"], repo)
+    return run_cli(["run", *(args or ("evals",)), "--replay", "runs.json", *SHARD_ARGS], repo)
 
 
 def with_case(**fields: Any) -> dict[str, Any]:

@@ -36,7 +36,7 @@ def test_results_equal_the_whole_file_reader(repo, monkeypatch):
     # A top-level array is not the shape the scanner reads: the whole-file reader runs.
     import checker.replay as module
 
-    monkeypatch.setattr(module, "_scan", lambda text, display: (_ for _ in ()).throw(module._Irregular()))
+    monkeypatch.setattr(module, "_scan", lambda *args: (_ for _ in ()).throw(module.Irregular()))
     again = run_cli(["run", "e", "--replay", "runs.json", "--results", "whole.json"], repo)
     assert again.stdout.splitlines()[:-1] == out.stdout.splitlines()[:-1]
     lazy, whole = (json.loads((repo / f).read_text()) for f in ("lazy.json", "whole.json"))

@@ -326,3 +326,39 @@ def test_merge_refuses_a_shard_compared_on_its_own(shard_files):
     write_json(shard_files / "s1.json", one)
     _refused(shard_files, "s1.json", "s2.json", "s3.json", needle="this shard holds a comparison",
              named="s1.json")
+
+
+def test_a_shard_holds_only_its_own_cases(repo, monkeypatch):
+    """A shard's first look at the suite checks every case but keeps outlines (memory for
+    one case at a time); then it loads its own cases, equal to a whole read's."""
+    _suite(repo)
+    from checker.discover import discover
+    from checker.options import RunOptions
+    from checker.shards import shard_targets
+
+    monkeypatch.chdir(repo)
+    whole = {(t.eval_set_id, c.eval_id): c for t in discover(["evals"], root=repo)
+             for c in t.loaded.eval_set.eval_cases}
+    targets = discover(["evals"], root=repo, outline_only=True)
+    assert all(not t.loaded.eval_set.eval_cases and len(t.loaded.outlines or []) == 11 for t in targets)
+    assert [o.turns for o in targets[1].loaded.case_outlines()[:4]] == [2, 3, 4, 1]
+    chosen, _ = shard_targets(targets, RunOptions(paths=["evals"], replay=Path("r.json"), shard="2/3"))
+    for target in chosen:
+        target.loaded.keep_cases(target.case_ids)
+        held = target.loaded.eval_set.eval_cases
+        assert [c.eval_id for c in held] == target.case_ids and target.loaded.outlines is None
+        assert all(c == whole[(target.eval_set_id, c.eval_id)] for c in held)
+        assert len(target.loaded.case_ids) == 11  # all of the file's ids: other shards' runs are known
+    assert 0 < sum(len(t.case_ids) for t in chosen) < 33
+
+
+def test_an_eval_file_that_changes_under_a_shard_is_bad_input(repo, monkeypatch):
+    _suite(repo)
+    from checker.discover import discover
+
+    monkeypatch.chdir(repo)
+    target = discover(["evals/alpha"], root=repo, outline_only=True)[0]
+    path = repo / "evals/alpha/alpha.evalset.json"
+    path.write_text(path.read_text().replace("alpha_03", "alpha_003"))
+    with pytest.raises(InputError, match="changed while evalcheck was reading it"):
+        target.loaded.keep_cases(["alpha_04"])
