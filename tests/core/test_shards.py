@@ -362,3 +362,19 @@ def test_an_eval_file_that_changes_under_a_shard_is_bad_input(repo, monkeypatch)
     path.write_text(path.read_text().replace("alpha_03", "alpha_003"))
     with pytest.raises(InputError, match="changed while evalcheck was reading it"):
         target.loaded.keep_cases(["alpha_04"])
+
+
+def test_a_simulated_case_is_priced_by_its_simulator_limit(repo, monkeypatch):
+    """A conversation_scenario case has no conversation to count: its outline has no turns,
+    and the split prices it at the simulator's max_allowed_invocations (at most 5) x runs."""
+    scenario = {"eval_id": "sim", "conversation_scenario": {"starting_prompt": "hi", "conversation_plan": "chat"}}
+    write_json(repo / "evals/s.evalset.json", evalset("s", case("two", invocation(), invocation()), scenario))
+    write_json(repo / "evals/test_config.json", {"criteria": {"response_match_score": 0.5},
+                                                 "user_simulator_config": {"max_allowed_invocations": 3}})
+    from checker.discover import discover
+    from checker.shards import expected_costs
+
+    monkeypatch.chdir(repo)
+    targets = discover(["evals"], root=repo, outline_only=True)
+    assert [o.turns for o in targets[0].loaded.case_outlines()] == [2, None]
+    assert expected_costs(targets, 2) == [(("s", "two"), 4.0), (("s", "sim"), 6.0)]
