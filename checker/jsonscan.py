@@ -129,44 +129,45 @@ def scan_array_member(path: Path, names: Collection[str], visit: Callable[[Eleme
         return _scan(_Stream(file, first_byte, chunk), names, visit)
 
 
+def _each(stream: _Stream, close: str, read_one: Callable[[], None]) -> None:
+    """Comma-separated items up to ``close`` (the opening bracket already read)."""
+    if stream.peek() != close:
+        read_one()
+        while stream.peek() != close:
+            stream.expect(",")
+            read_one()
+    stream.pos += 1
+
+
 def _scan(stream: _Stream, names: Collection[str],
           visit: Callable[[Element], T]) -> tuple[dict[str, Any], str | None, list[T]]:
     others: dict[str, Any] = {}
-    found: str | None = None
+    found: list[str] = []  # the array's name, once met
     items: list[T] = []
+
+    def element() -> None:
+        value, start, end = stream.value(_FAST)
+        items.append(visit(Element(value, len(items), stream, start, end)))
+
+    def member() -> None:
+        key, _, _ = stream.value(_FAST)
+        if not isinstance(key, str) or key in others or key in found:
+            raise Irregular
+        stream.expect(":")
+        if key not in names:
+            others[key], _, _ = stream.value(_UNIQUE)
+            return
+        if found:
+            raise Irregular
+        found.append(key)
+        stream.expect("[")
+        _each(stream, "]", element)
+
     stream.expect("{")
-    if stream.peek() == "}":
-        stream.pos += 1
-    else:
-        while True:
-            key, _, _ = stream.value(_FAST)
-            if not isinstance(key, str) or key in others or key == found:
-                raise Irregular
-            stream.expect(":")
-            if key in names:
-                if found is not None:
-                    raise Irregular
-                found = key
-                stream.expect("[")
-                if stream.peek() == "]":
-                    stream.pos += 1
-                else:
-                    while True:
-                        value, start, end = stream.value(_FAST)
-                        items.append(visit(Element(value, len(items), stream, start, end)))
-                        if stream.peek() == "]":
-                            stream.pos += 1
-                            break
-                        stream.expect(",")
-            else:
-                others[key], _, _ = stream.value(_UNIQUE)
-            if stream.peek() == "}":
-                stream.pos += 1
-                break
-            stream.expect(",")
+    _each(stream, "}", member)
     if stream.peek() != "":
         raise Irregular  # text after the object
-    return others, found, items
+    return others, found[0] if found else None, items
 
 
 def read_spans(path: Path, spans: Iterable[tuple[int, int]]) -> Iterator[str]:
