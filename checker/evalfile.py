@@ -70,6 +70,10 @@ class CaseOutline:
     eval_id: str
     turns: int | None  # len(conversation); None: a conversation_scenario (simulated) case
 
+    @classmethod
+    def of(cls, case: EvalCase) -> CaseOutline:
+        return cls(case.eval_id, None if case.conversation is None else len(case.conversation))
+
 
 @dataclass
 class LoadedEvalSet:
@@ -100,8 +104,7 @@ class LoadedEvalSet:
     def case_outlines(self) -> list[CaseOutline]:
         if self.outlines is not None:
             return self.outlines
-        return [CaseOutline(c.eval_id, None if c.conversation is None else len(c.conversation))
-                for c in self.eval_set.eval_cases]
+        return [CaseOutline.of(c) for c in self.eval_set.eval_cases]
 
     def keep_cases(self, ids: Collection[str]) -> None:
         """Hold only these cases: the others are let go, and with ``outlines`` these are
@@ -309,8 +312,7 @@ def _outline(path: Path, display: str) -> LoadedEvalSet:
             raise Irregular
         _check_rubric_ids(case, element.index, display)
         line = element.line + _find_lines(text, ("eval_id", "evalId"), [case.eval_id])[case.eval_id] - 1
-        outline = CaseOutline(case.eval_id, None if case.conversation is None else len(case.conversation))
-        return outline, line, (element.byte_start, element.byte_end, element.index)
+        return CaseOutline.of(case), line, (element.byte_start, element.byte_end, element.index)
 
     others, key, items = scan_array_member(path, ("eval_cases", "evalCases"), visit)
     if key is None or not items:
