@@ -25,10 +25,37 @@ def application_default_credentials() -> Any:
         credentials, _ = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
     except auth_errors.DefaultCredentialsError as exc:
         raise NoApplicationCredentials(str(exc)) from None
+    return _remembering_tokens(credentials)
+
+
+def _remembering_tokens(credentials: Any) -> Any:
+    """``credentials``, keeping every access token a refresh gives them (a token lives an hour,
+    and one sent before a refresh may still come back in an error body).
+
+    google-auth and the genai clients refresh through the instance's ``refresh`` (blocking,
+    or on google-auth's background refresh thread), so wrapping that one method sees them all.
+    """
+    seen: list[str] = []
+    refresh = credentials.refresh
+
+    def refresh_and_remember(request: Any) -> None:
+        try:
+            refresh(request)
+        finally:
+            if isinstance(token := getattr(credentials, "token", None), str):
+                seen.append(token)
+
+    credentials.refresh = refresh_and_remember
+    credentials.evalcheck_tokens = seen
     return credentials
 
 
 def access_tokens(credentials: Iterable[Any]) -> list[str]:
-    """The access tokens these credentials hold now (the ones they sent, unless refreshed
-    since: a token lives an hour)."""
-    return [token for c in credentials if isinstance(token := getattr(c, "token", None), str)]
+    """Every access token these credentials held: the current one and each one a refresh
+    replaced since they were made (application_default_credentials)."""
+    tokens: list[str] = []
+    for c in credentials:
+        tokens += getattr(c, "evalcheck_tokens", [])
+        if isinstance(token := getattr(c, "token", None), str):
+            tokens.append(token)
+    return list(dict.fromkeys(tokens))

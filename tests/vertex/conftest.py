@@ -56,6 +56,7 @@ def project(clean_env: pytest.MonkeyPatch, fake: FakeVertex, tmp_path: Path) -> 
         "type": "authorized_user", "client_id": "id", "client_secret": "secret",
         "refresh_token": "refresh", "token": fake.token, "expiry": "2099-01-01T00:00:00Z"}))
     clean_env.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(adc))
+    fake.adc_file = str(adc)
     clean_env.setenv("GOOGLE_CLOUD_PROJECT", "my-project")
     clean_env.setenv("GOOGLE_CLOUD_LOCATION", "us-central1")
     clean_env.setenv("GOOGLE_VERTEX_BASE_URL", fake.url)

@@ -88,6 +88,10 @@ class FakeVertex:
     script: list[tuple[int, dict[str, Any] | None, dict[str, str]]] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
+    # OAuth token endpoint (POST /token): each call issues a new access token that expires
+    # within google-auth's refresh margin, so every request refreshes first.
+    issued: list[str] = field(default_factory=list)
+    adc_file: str | None = None  # the credentials file a fixture wrote for this fake
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -122,9 +126,20 @@ class FakeVertex:
 
     # ------------------------------------------------------------ serving
 
+    @property
+    def token_uri(self) -> str:
+        return f"{self.url}token"
+
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
         length = int(handler.headers.get("content-length") or 0)
         raw = handler.rfile.read(length)
+        if handler.path == "/token":
+            with self._lock:
+                self.issued.append(f"rotated-access-token-{len(self.issued) + 1}-{'x' * 12}")
+                token = self.issued[-1]
+            self._send(handler, 200, {"access_token": token, "expires_in": 60,
+                                      "token_type": "Bearer"}, {})
+            return
         with self._lock:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -135,6 +150,11 @@ class FakeVertex:
         finally:
             with self._lock:
                 self.in_flight -= 1
+        self._send(handler, status, body, headers)
+
+    @staticmethod
+    def _send(handler: BaseHTTPRequestHandler, status: int, body: dict[str, Any],
+              headers: dict[str, str]) -> None:
         data = json.dumps(body).encode()
         handler.send_response(status)
         handler.send_header("content-type", "application/json; charset=UTF-8")
@@ -160,13 +180,15 @@ class FakeVertex:
         express = match.group("project") is None
         if express and handler.headers.get("x-goog-api-key") != self.api_key:
             return self._error(401, "API key not valid. Please pass a valid API key.")
-        if not express and handler.headers.get("authorization") != f"Bearer {self.token}":
+        bearer = handler.headers.get("authorization") or ""
+        if not express and bearer.removeprefix("Bearer ") not in (self.token, *self.issued):
             return self._error(401, "Request had invalid authentication credentials.")
         problem = proto_problem(raw)
         if problem:
             return self._error(400, problem)
-        if scripted is not None:
-            return scripted
+        if scripted is not None:  # "{authorization}" in a scripted message echoes the header
+            status, body, headers = scripted
+            return status, json.loads(json.dumps(body).replace("{authorization}", json.dumps(bearer)[1:-1])), headers
         try:
             answer = {"metricResults": [self._judge(body)]}
         except BadRequest as exc:

@@ -53,25 +53,63 @@ def test_replay_scores_and_gates_on_vertex_metrics(express: FakeVertex, tmp_path
     assert len(express.requests) == 2 * (2 * 2 + 1)
 
 
-def test_an_access_token_echoed_by_vertex_reaches_no_file_and_no_log(
-        project: FakeVertex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Application default credentials: the bearer token evalcheck's client sent is redacted
-    like an API key when the service echoes it in an error body (it is in no variable)."""
+def _run_with_echoed_bearer(fake: FakeVertex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                            conversation: list[dict[str, Any]], *options: str) -> dict[str, str]:
+    """Score ``conversation`` (one case) with safety_v1 while the service answers every
+    request with an error that echoes its bearer token; the files written and the output."""
     (tmp_path / ".git").mkdir()
-    conversation = [invocation(1, "Weather in Paris?", "Sunny.")]
     (tmp_path / "w.evalset.json").write_text(json.dumps({"eval_set_id": "w", "eval_cases": [
         {"eval_id": "good", "conversation": conversation}]}))
     (tmp_path / "test_config.json").write_text(json.dumps({"criteria": {"safety_v1": 1.0}}))
     (tmp_path / "runs.json").write_text(json.dumps({"version": 1, "runs": [
         {"evalSetId": "w", "evalId": "good", "run": 1, "invocations": conversation}]}))
-    project.fail(400, message=f"cannot use Authorization: Bearer {project.token} here")
+    fake.fail(400, times=len(conversation), message="cannot use Authorization: {authorization} here")
     monkeypatch.chdir(tmp_path)
 
     outcome = CliRunner().invoke(main, ["run", "--replay", "runs.json", "--results", "out.json",
-                                        "--markdown", "report.md", "--junit", "junit.xml", "."])
+                                        "--markdown", "report.md", "--junit", "junit.xml",
+                                        *options, "."])
 
     assert outcome.exit_code == 1, outcome.output
     written = {name: (tmp_path / name).read_text() for name in ("out.json", "report.md", "junit.xml")}
     assert "cannot use Authorization: Bearer ***" in written["out.json"]  # the error is kept
-    for text in (*written.values(), outcome.output):
+    return {**written, "output": outcome.output}
+
+
+def test_an_access_token_echoed_by_vertex_reaches_no_file_and_no_log(
+        project: FakeVertex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Application default credentials: the bearer token evalcheck's client sent is redacted
+    like an API key when the service echoes it in an error body (it is in no variable)."""
+    texts = _run_with_echoed_bearer(project, tmp_path, monkeypatch,
+                                    [invocation(1, "Weather in Paris?", "Sunny.")])
+    for text in texts.values():
         assert project.token not in text
+
+
+def test_every_refreshed_access_token_is_redacted_not_only_the_last(
+        project: FakeVertex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long job outlives an access token: each request here is sent with a new one (the
+    token endpoint issues tokens already inside google-auth's refresh margin). Every token
+    the service echoes is redacted, the ones replaced since as well as the last."""
+    # A service account (an authorized-user file always refreshes at Google's own endpoint).
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()).decode()
+    Path(project.adc_file).write_text(json.dumps({
+        "type": "service_account", "project_id": "my-project", "private_key_id": "k1",
+        "private_key": key, "client_email": "evalcheck@my-project.iam.gserviceaccount.com",
+        "client_id": "1", "token_uri": project.token_uri}))
+    conversation = [invocation(n, f"Question {n}?", f"Answer {n}.") for n in (1, 2, 3)]
+
+    # One request at a time, so each is sent with its own token.
+    texts = _run_with_echoed_bearer(project, tmp_path, monkeypatch, conversation,
+                                    "--judge-concurrency", "1")
+
+    sent = [r.headers["authorization"] for r in project.requests]
+    assert len(set(sent)) == 3, sent  # a refresh before each request
+    for text in texts.values():
+        for token in (project.token, *project.issued):
+            assert token not in text
