@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import sys
 import traceback
 from collections.abc import Mapping
@@ -26,6 +25,7 @@ from .models.results import Results
 from .output import clean, guarded, say
 from .redact import secret_values
 from .sandbox import AgentSandbox, scrub_environ
+from .setup_command import run_setup
 from .writes import OutputFiles
 
 if TYPE_CHECKING:
@@ -86,59 +86,6 @@ def record_baseline(results: Results, search: BaselineSearch, config: ActionConf
     if search.found is not None:
         shutil.rmtree(search.found.path.parent, ignore_errors=True)
     return results
-
-
-def run_setup(command: str, workdir: Path, commands: Commands,
-              sandbox: AgentSandbox | None = None) -> None:
-    commands.group("evalcheck: setup-command")
-    # The command's output is the PR's code talking: it must not issue workflow commands.
-    token = commands.stop_commands()
-    as_agent = {} if sandbox is None else {"env": sandbox.environ(os.environ), **sandbox.popen_kwargs()}
-    try:
-        sys.stdout.flush()
-        # Its own process group, and we its subreaper: on Ctrl-C/SIGTERM everything it
-        # started is stopped and reaped too.
-        from .runners.process import become_subreaper
-
-        become_subreaper()
-        proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=workdir, stdin=subprocess.DEVNULL,
-                                stderr=subprocess.STDOUT, start_new_session=True, **as_agent)
-        try:
-            returncode = proc.wait()
-        except BaseException:
-            stop_group(proc.pid)
-            raise
-    finally:
-        commands.resume_commands(token)
-        commands.endgroup()
-    if returncode != 0:
-        raise InputError(f"setup-command failed with exit status {returncode}",
-                         fix="see the 'evalcheck: setup-command' group in the log")
-
-
-def stop_group(pgid: int, grace: float = 5.0) -> None:
-    """SIGTERM to process group ``pgid``, SIGKILL after ``grace`` seconds; its members that
-    are our children (we are their subreaper) are reaped, so none is left a zombie."""
-    import signal
-    import time
-
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            try:
-                while os.waitpid(-pgid, os.WNOHANG)[0] > 0:
-                    pass
-            except ChildProcessError:
-                pass
-            try:
-                os.killpg(pgid, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.05)
 
 
 def relative_to_workspace(path: Path, workspace: Path | None) -> str:

@@ -27,8 +27,8 @@ import contextlib
 import io
 import re
 import sys
+import threading
 import unicodedata
-import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -135,6 +135,8 @@ class GuardedStream(io.TextIOBase):
         self.raw = raw
         self.redactor = redactor
         self._pending = ""
+        # Threads share it (setup-command's output echo): a held partial line is one state.
+        self._lock = threading.RLock()
 
     @property
     def encoding(self) -> str:  # type: ignore[override]
@@ -153,7 +155,7 @@ class GuardedStream(io.TextIOBase):
         except (AttributeError, ValueError, OSError):
             return False
 
-    def fileno(self) -> int:  # subprocesses that inherit stdout, e.g. setup-command
+    def fileno(self) -> int:  # what asks for it (a terminal check) gets the real stream
         return self.raw.fileno()
 
     def safe(self, line: str) -> str:
@@ -162,32 +164,36 @@ class GuardedStream(io.TextIOBase):
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        parts = _LINE_BREAKS.split(self._pending + text)
-        self._pending = parts.pop()
-        if parts:
-            self.raw.write("".join(self.safe(p) + "\n" for p in parts))
+        with self._lock:
+            parts = _LINE_BREAKS.split(self._pending + text)
+            self._pending = parts.pop()
+            if parts:
+                self.raw.write("".join(self.safe(p) + "\n" for p in parts))
         return len(text)
 
     def end_line(self) -> None:
         """Finish a held partial line (before an authored command, or at the end)."""
-        if self._pending:
-            self.raw.write(self.safe(self._pending) + "\n")
-            self._pending = ""
+        with self._lock:
+            if self._pending:
+                self.raw.write(self.safe(self._pending) + "\n")
+                self._pending = ""
 
     def authored(self, line: str) -> None:
         """A line evalcheck wrote whole (a workflow command): after anything held."""
-        self.end_line()
-        self.raw.write(line + "\n")
-        self.raw.flush()
+        with self._lock:
+            self.end_line()
+            self.raw.write(line + "\n")
+            self.raw.flush()
 
     def redraw(self, status: str, lines: Iterable[str] = (), *, clear: bool = True) -> None:
         """A terminal's in-place status line: clear the one drawn before (``clear``), print
         ``lines``, draw ``status``. Only the ``\\r`` and the erase sequence are raw; a
         Progress uses this on a terminal only, which no runner reads."""
-        self.end_line()
-        body = "".join(self.safe(line) + "\n" for line in lines)
-        self.raw.write(("\r\x1b[K" if clear else "") + body + self.safe(status))
-        self.raw.flush()
+        with self._lock:
+            self.end_line()
+            body = "".join(self.safe(line) + "\n" for line in lines)
+            self.raw.write(("\r\x1b[K" if clear else "") + body + self.safe(status))
+            self.raw.flush()
 
     def flush(self) -> None:
         try:
@@ -293,12 +299,3 @@ class Commands:
 
     def endgroup(self) -> None:
         self.issue("endgroup")
-
-    def stop_commands(self) -> str:
-        """Stop command processing (while echoing untrusted text); returns the resume token."""
-        token = f"evalcheck-{uuid.uuid4().hex}"
-        self.issue("stop-commands", token)
-        return token
-
-    def resume_commands(self, token: str) -> None:
-        self._write(f"::{token}::")

@@ -9,6 +9,7 @@ import json
 import os
 import shlex
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,8 @@ from runner_model import commands_in  # noqa: E402
 HEAD = "a" * 40
 SECRET = "AIzaPLANTED-secret-key_0123456789abcdef"
 AGENT = Path(__file__).resolve().parent / "agents" / "hostile_agent.py"
-# What evalcheck itself may issue (the stop token is random: checked separately).
-AUTHORED = {"add-mask", "error", "warning", "notice", "group", "endgroup", "stop-commands"}
+# What evalcheck itself may issue.
+AUTHORED = {"add-mask", "error", "warning", "notice", "group", "endgroup"}
 
 
 def run_action(tmp_path: Path, fake: FakeGitHub, capfd, *, files=None, env_extra=None, **inputs):
@@ -46,11 +47,9 @@ def run_action(tmp_path: Path, fake: FakeGitHub, capfd, *, files=None, env_extra
 
 
 def only_authored_commands(log: str) -> None:
-    found = commands_in(log)
-    stops = [data for syntax, name, data in found if name == "stop-commands"]
-    for syntax, name, data in found:
+    for syntax, name, data in commands_in(log):
         assert syntax == "v2", f"legacy command in the log: {name} {data!r}"
-        assert name in AUTHORED or name in stops, f"forged command {name!r} in the log"
+        assert name in AUTHORED, f"forged command {name!r} in the log"
 
 
 def written_files(runner: Runner) -> str:
@@ -103,3 +102,29 @@ def test_an_agent_cannot_forge_commands_outputs_or_the_verdict(tmp_path, fake, c
     assert SECRET not in written_files(runner)
     assert SECRET not in json.dumps([w.body for w in fake.writes()])
     assert "***" in (runner.workspace / outputs["markdown-path"]).read_text()
+
+
+def test_setup_command_and_what_it_leaves_running_cannot_issue_commands(tmp_path, fake, capfd):
+    """Its output is read from a pipe and echoed through the guarded stream, so a command it
+    prints - or one a background process it started prints after it exited, while the
+    evaluation runs - is shown, escaped, and never reaches the runner as a command."""
+    done = tmp_path / "late-lines-printed"
+    setup = (f"echo '::error::forged now {SECRET}'; "
+             "(sleep 1; echo '::warning::forged later'; echo '::stop-commands::gotcha'; "
+             f"touch {shlex.quote(str(done))}) &")
+    code, runner, log = run_action(tmp_path, fake, capfd, replay="recorded_runs.json",
+                                   setup_command=setup)
+    deadline = time.monotonic() + 20
+    while not done.exists():
+        assert time.monotonic() < deadline, "the background process never printed"
+        time.sleep(0.05)
+    time.sleep(0.3)  # its lines cross the pipe
+    out = capfd.readouterr()
+    log += out.out + out.err
+    assert code == 1  # the example suite fails on purpose; the setup succeeded
+    assert ": :error: :forged now ***" in log
+    assert "setup-command: : :warning: :forged later" in log
+    assert "setup-command: : :stop-commands: :gotcha" in log
+    only_authored_commands(log)
+    assert SECRET not in log
+    assert runner.outputs()["passed"] == "false"
