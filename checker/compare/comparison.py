@@ -151,6 +151,35 @@ def suite_metrics(pairs: list[tuple[CaseResult, CaseResult]], *,
     return out
 
 
+@dataclass(frozen=True)
+class SuiteShift:
+    """A gating metric whose suite-level mean moved beyond its 95% interval's reach of 0."""
+
+    metric: str
+    mean: float
+    low: float
+    high: float
+
+    def __str__(self) -> str:
+        return f"{self.metric} {self.mean:+.2f} (95% interval {self.low:+.2f} to {self.high:+.2f})"
+
+
+def suite_drops(comparison: Comparison | None) -> list[SuiteShift]:
+    """The metrics whose mean score dropped over the compared cases with the whole 95%
+    interval below 0. Many cases can each drop within noise and together drop for sure: the
+    per-case labels cannot say it, so the reports must (read defensively: from a file)."""
+    drops = []
+    for row in comparison.metrics if comparison is not None else []:
+        interval = row.get("interval") if isinstance(row, dict) else None
+        if not isinstance(interval, dict) or not isinstance(row.get("name"), str):
+            continue
+        mean, low, high = row.get("meanDelta"), interval.get("low"), interval.get("high")
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (mean, low, high)) \
+                and high < 0:
+            drops.append(SuiteShift(row["name"], mean, low, high))
+    return drops
+
+
 def compare(baseline: Results, head: Results, *, alpha: float = DEFAULT_ALPHA,
             baseline_info: BaselineInfo | None = None, seed: int = BOOTSTRAP_SEED) -> Results:
     """``head`` with every case labelled against ``baseline`` and ``comparison`` filled in.

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..models.results import Results
+from .comparison import suite_drops
 
 FAIL_ON = ("failure", "regression", "error", "never")
 
@@ -66,8 +67,11 @@ def gate_message(results: Results, fail_on: str) -> str:
     if fail_on == "regression":
         found = regression_cases(results)
         if not found:
+            drops = suite_drops(results.comparison)
             return ("gate passed (fail-on: regression): no case regressed, no new or changed "
-                    "case fails, no run errored")
+                    "case fails, no run errored" + (
+                        "; but the suite dropped: " + ", ".join(map(str, drops)) +
+                        " (each case within noise; see the report)" if drops else ""))
         counts = Counter(why for _, _, why in found)
         return "gate failed (fail-on: regression): " + ", ".join(
             f"{n} case(s) {why}" for why, n in sorted(counts.items()))

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..compare.comparison import suite_drops
 from ..compare.verdict import baseline_pass_counts, case_pass_counts
 from ..models.results import CaseResult, Results
 
@@ -129,7 +130,12 @@ def build_changes(results: Results, commit_url: Any = None) -> ChangeView:
               (f"{flaky} flaky", False), (f"{s.new} new", False), (f"{s.changed} changed", False),
               (f"{s.removed} removed", False)]
     shown = [c for c in counts if not c[0].startswith("0 ")]
-    if not s.regressed:
+    drops = suite_drops(comparison)
+    if drops:  # no "No regressions" headline over a suite that dropped for sure
+        shown.insert(0, ("Suite dropped: " + ", ".join(map(str, drops)), True))
+        if not s.regressed:
+            shown.insert(1, ("no case regressed on its own", False))
+    elif not s.regressed:
         shown.insert(0, ("No regressions", False))
     info = comparison.baseline
     baseline = BaselineView(ref=info.ref or "", behind=info.commits_behind, path=info.path or "")

@@ -5,6 +5,7 @@ diverged), then a summary. Passing cases print nothing here."""
 from __future__ import annotations
 
 from ..compare.comparison import deterministic_change
+from ..compare.comparison import suite_drops
 from ..compare.verdict import baseline_pass_counts, case_pass_counts
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
 from .differences import MAX_TERMINAL_LINES, terminal_notes
@@ -119,6 +120,7 @@ def comparison_lines(results: Results, limit: int = 20) -> list[str]:
     if len(comparison.removed) > limit:
         lines.append(f"... {len(comparison.removed) - limit} more removed")
     lines += [f"note: {note}" for note in comparison.notes]
+    lines += [f"suite dropped: {drop}, over the cases compared on both sides" for drop in suite_drops(comparison)]
     c = comparison.summary
     base = comparison.baseline
     where = (f" {base.path}" if base.path else

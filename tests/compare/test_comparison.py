@@ -204,3 +204,42 @@ def test_deterministic_change_tells_which_evidence():
     assert deterministic_change(fixed.metrics[0])
     assert not deterministic_change(noisy.metrics[0]) and noisy.change == "regressed"
     assert not deterministic_change(same.metrics[0])
+
+
+def test_a_suite_that_dropped_for_sure_is_said_even_when_no_case_regressed_on_its_own():
+    """Eight cases each go 3/3 -> 1/3 passing runs: each is within noise (p = 0.2), but all
+    eight moved the same way, so the suite's mean dropped with its whole interval below 0.
+    The headline, the terminal and the gate line must say so, not "No regressions"."""
+    from checker.compare.comparison import suite_drops
+    from checker.report.changes import build_changes
+    from checker.report.terminal import comparison_lines
+
+    base = results(*[case_result(f"c{i}", metric([1.0, 1.0, 1.0])) for i in range(8)])
+    head = results(*[case_result(f"c{i}", metric([1.0, 0.0, 0.0])) for i in range(8)])
+    compared = compare(base, head)
+    assert compared.comparison.summary.regressed == 0
+    assert compared.eval_sets[0].cases[0].metrics[0].p_value == pytest.approx(0.2)
+    (drop,) = suite_drops(compared.comparison)
+    assert (drop.metric, round(drop.mean, 2), round(drop.high, 2)) == (
+        "tool_trajectory_avg_score", -0.67, -0.67)
+    counts = [text for text, _ in build_changes(compared).counts]
+    assert "No regressions" not in counts
+    assert counts[:2] == ["Suite dropped: tool_trajectory_avg_score -0.67 (95% interval "
+                          "-0.67 to -0.67)", "no case regressed on its own"]
+    assert build_changes(compared).counts[0][1]  # in bold
+    assert any(line.startswith("suite dropped: tool_trajectory_avg_score -0.67")
+               for line in comparison_lines(compared))
+    assert not gate_failed(compared, "regression")  # the gate counts cases (CONTRACT section 8)
+    assert "but the suite dropped: tool_trajectory_avg_score -0.67" in gate_message(compared, "regression")
+
+
+def test_a_suite_whose_interval_reaches_zero_did_not_drop():
+    base = results(*[case_result(f"c{i}", metric([1.0, 1.0])) for i in range(4)])
+    head = results(*[case_result(f"c{i}", metric([1.0, 1.0] if i else [0.0, 0.0])) for i in range(4)])
+    compared = compare(base, head)
+    assert compared.comparison.metrics[0]["interval"]["high"] == 0.0
+    from checker.compare.comparison import suite_drops
+    from checker.report.changes import build_changes
+
+    assert suite_drops(compared.comparison) == []
+    assert "Suite dropped" not in " ".join(t for t, _ in build_changes(compared).counts)
