@@ -139,6 +139,14 @@ def baseline_pass_counts(case: CaseResult) -> PassCount | None:
     return _pass_count(runs_of) if runs_of else None  # type: ignore[arg-type]
 
 
+def rule_of(text: str) -> VerdictRule:
+    """A results file's ``verdictRule`` (written by evalcheck; ``mean`` when unreadable)."""
+    try:
+        return parse_verdict_rule(text or "mean")
+    except InputError:
+        return MEAN
+
+
 def runs_needed(rule: VerdictRule) -> int:
     """Fewest runs under which the rule can pass at all."""
     return rule.k if rule.kind == "k-of-n" else 1

@@ -9,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..compare.verdict import MEAN, VerdictRule
 from ..models.results import CaseResult, MetricResult
 from .differences import failing_turns, parameter_notes, response_notes, trajectory_note
 from .judged import JudgeTurn, judge_evidence
+from .scores import fmt_score, requirement, shortfall
 from .text import clip, clip_tail, fmt_call, printable
 
 # Fixed caps per failing case, so one runaway agent cannot crowd out the others.
@@ -19,10 +21,6 @@ MAX_CALL_ROWS = 25        # tool calls shown per invocation
 MAX_INVOCATIONS = 3       # failing turns explained per metric
 MAX_TEXT = 1500           # characters of a response shown
 STDERR_LINES, STDERR_CHARS = 30, 2500
-
-
-def fmt_score(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}"
 
 
 @dataclass
@@ -173,8 +171,9 @@ def _deterministic(metric: MetricResult) -> tuple[list[Explanation], int]:
     return [], 0
 
 
-def explain(case: CaseResult) -> tuple[list[Explanation], int]:
-    """Why a case did not pass: errored agent runs first, then each failing metric's evidence."""
+def explain(case: CaseResult, rule: VerdictRule = MEAN) -> tuple[list[Explanation], int]:
+    """Why a case did not pass: errored agent runs first, then each failing metric's evidence
+    (a metric's own score said in ``rule``'s terms)."""
     out: list[Explanation] = []
     hidden = 0
     for run in case.runs:
@@ -199,16 +198,15 @@ def explain(case: CaseResult) -> tuple[list[Explanation], int]:
             parts, more = _deterministic(metric)
         if not parts:  # a metric without per-turn evidence still says its score
             parts = [Explanation(kind="score", metric=metric.name, run=_worst_run(metric),
-                                 score=fmt_score(metric.score), threshold=fmt_score(metric.threshold),
+                                 score=fmt_score(metric.score), threshold=requirement(metric, rule),
                                  judge=judge)]
         out.extend(parts)
         hidden += more
     return out, hidden
 
 
-def case_headline(case: CaseResult) -> str:
-    bits = [f"{m.name} {fmt_score(m.score)} < {fmt_score(m.threshold)}"
-            for m in case.metrics if m.status == "failed"]
+def case_headline(case: CaseResult, rule: VerdictRule = MEAN) -> str:
+    bits = [f"{m.name} {shortfall(m, rule)}" for m in case.metrics if m.status == "failed"]
     bits += [f"{m.name} could not be computed (metric error)" for m in case.metrics if m.status == "error"]
     errored = sum(1 for r in case.runs if r.status == "error")
     if errored:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from ..models.results import CaseResult, Results
-from ..compare.verdict import baseline_pass_counts, case_pass_counts
-from .terminal import case_labels, fmt, judge_lines
+from ..compare.verdict import baseline_pass_counts, case_pass_counts, rule_of
+from .scores import fmt_score as fmt, shortfall
+from .terminal import case_labels, judge_lines
 
 
 def _clean(text: str) -> str:
@@ -44,6 +45,7 @@ def _properties(testcase: ET.Element, case: CaseResult) -> None:
 
 
 def render_junit(results: Results) -> str:
+    rule = rule_of(results.verdict_rule)
     root = ET.Element("testsuites", name="evalcheck", tests=str(results.summary.cases),
                       failures=str(results.summary.failed), errors=str(results.summary.errored))
     for eval_set in results.eval_sets:
@@ -79,10 +81,10 @@ def render_junit(results: Results) -> str:
                     if run.stderr_tail:
                         lines.append(f"stderr tail:\n{run.stderr_tail}")
             body = _clean("\n".join(lines))
-            failed = [m.name for m in case.metrics if m.status == "failed"]
+            failed = [f"{m.name} {shortfall(m, rule)}" for m in case.metrics if m.status == "failed"]
             tag = f"[{', '.join(labels)}] " if labels else ""
             if case.status == "failed":
-                ET.SubElement(tc, "failure", message=_clean(tag + "below threshold: " + ", ".join(failed)),
+                ET.SubElement(tc, "failure", message=_clean(tag + "failed: " + ", ".join(failed)),
                               type="threshold").text = body
             elif case.status == "error":
                 ET.SubElement(tc, "error", message=_clean(tag + _error_message(case)),

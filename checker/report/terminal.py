@@ -4,19 +4,15 @@ diverged), then a summary. Passing cases print nothing here."""
 
 from __future__ import annotations
 
-from ..compare.comparison import deterministic_change
-from ..compare.comparison import suite_drops
-from ..compare.verdict import baseline_pass_counts, case_pass_counts
+from ..compare.comparison import deterministic_change, suite_drops
+from ..compare.verdict import baseline_pass_counts, case_pass_counts, rule_of
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
 from .differences import MAX_TERMINAL_LINES, terminal_notes
 from .judged import judge_evidence, place, statements
+from .scores import fmt_score as fmt, shortfall
 from .text import fmt_duration, one_line
 
 MAX_JUDGE_LINES = 3  # per metric: the log stays scannable with hundreds of cases
-
-
-def fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}"
 
 
 def judge_lines(metric: MetricResult) -> list[str]:
@@ -78,6 +74,7 @@ def difference_lines(metric: MetricResult) -> list[str]:
 
 def failure_lines(results: Results) -> list[str]:
     lines: list[str] = []
+    rule = rule_of(results.verdict_rule)
     for eval_set, case in results.failing_cases():
         where = _where(eval_set, case)
         for run in case.runs:
@@ -85,7 +82,7 @@ def failure_lines(results: Results) -> list[str]:
                 lines.append(f"{where}: agent run {run.run} errored: {one_line(run.error, 200)}")
         for metric in case.metrics:
             if metric.status == "failed":
-                lines.append(f"{where}: {metric.name} {fmt(metric.score)} < {fmt(metric.threshold)}"
+                lines.append(f"{where}: {metric.name} {shortfall(metric, rule)}"
                              + _against_baseline(metric, case))
                 lines += judge_lines(metric) or difference_lines(metric)
             elif metric.status == "error":

@@ -14,6 +14,7 @@ from typing import Any
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
 from .changes import ChangeView, Flaky, build_changes, flaky_counts
 from .efficiency import token_line
+from ..compare.verdict import rule_of
 from .explain import Explanation, case_headline, explain, fmt_score
 from .text import fmt_duration
 
@@ -278,11 +279,12 @@ def build_view(results: Results, links: Links | None = None, budget: Budget | No
     failing_cases = results.failing_cases()
     limit = len(failing_cases) if budget.detail_cases is None else budget.detail_cases
     failing = []
+    rule = rule_of(results.verdict_rule)
     for eval_set, case in failing_cases[:limit]:
-        explanations, turns_hidden = explain(case)
+        explanations, turns_hidden = explain(case, rule)
         failing.append(CaseDetail(eval_set.eval_set_id, case.eval_id, eval_set.path, case.line,
                                   links.file(eval_set.path, case.line), case.status,
-                                  case_headline(case), explanations, turns_hidden))
+                                  case_headline(case, rule), explanations, turns_hidden))
     counts: dict[str, int] = {}
     for _, case in failing_cases:
         for m in case.metrics:

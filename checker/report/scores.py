@@ -1,0 +1,38 @@
+"""Scores as reports write them, and why a failed metric failed under the verdict rule."""
+
+from __future__ import annotations
+
+from ..compare.verdict import VerdictRule, run_passes
+from ..models.results import MetricResult
+
+
+def fmt_score(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _runs_short(metric: MetricResult, rule: VerdictRule) -> tuple[int, int, int]:
+    """(runs reaching the threshold, runs scored, runs the rule needs)."""
+    passed, scored = run_passes(metric)
+    need = {"all-runs": scored, "majority": scored // 2 + 1}.get(rule.kind, rule.k)
+    return passed, scored, need
+
+
+def shortfall(metric: MetricResult, rule: VerdictRule) -> str:
+    """Why a failed metric failed, in its rule's terms: ``0.60 < 0.80`` under ``mean``;
+    ``3/4 runs >= 0.50, all-runs needs 4 (mean 0.75)`` under a rule that counts runs, where
+    a mean above the threshold is no contradiction."""
+    if rule.kind == "mean" or metric.threshold is None:
+        return f"{fmt_score(metric.score)} < {fmt_score(metric.threshold)}"
+    passed, scored, need = _runs_short(metric, rule)
+    return (f"{passed}/{scored} runs >= {fmt_score(metric.threshold)}, {rule} needs {need} "
+            f"(mean {fmt_score(metric.score)})")
+
+
+def requirement(metric: MetricResult, rule: VerdictRule) -> str:
+    """What a metric needs, for "scored X (needs ...)": the threshold under ``mean``, else
+    the threshold in so many runs, and how many reached it."""
+    if rule.kind == "mean" or metric.threshold is None:
+        return fmt_score(metric.threshold)
+    passed, scored, need = _runs_short(metric, rule)
+    return (f"{fmt_score(metric.threshold)} in {need} of {scored} runs under {rule}; "
+            f"{passed} reached it")
