@@ -143,6 +143,10 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
                        ("the initial session file", options.initial_session)):
         if path is not None:
             confined(path, options.confine, what)
+    if options.template is not None:
+        from .report.markdown import check_template
+
+        check_template(options.template)
     notes: list[str] = []  # e.g. an empty eval set skipped
     targets = discover(options.paths, root=root, config_file=options.config_file,
                        initial_session=options.initial_session, notes=notes,

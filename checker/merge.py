@@ -278,6 +278,10 @@ def merge_files(request: MergeRequest) -> Results:
     from .options import RunOptions
     from .writes import OutputFiles
 
+    if request.template is not None:  # a broken template is said before the work
+        from .report.markdown import check_template
+
+        check_template(request.template)
     files = OutputFiles()
 
     inputs = read_merge_inputs(request.files)

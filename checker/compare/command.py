@@ -30,6 +30,10 @@ def compare_files(request: CompareRequest) -> bool:
     from .comparison import compare
     from .results_file import load_results_file
 
+    if request.template is not None:
+        from ..report.markdown import check_template
+
+        check_template(request.template)
     baseline = load_results_file(request.baseline, "baseline")
     head = load_results_file(request.head, "results file")
     results: Results = compare(baseline, head, alpha=request.alpha,

@@ -82,17 +82,34 @@ def render_markdown(results: Results, *, template: Path | None = None,
     }
     context.update(extra)
     env = environment(template.parent if template else None)
-    tmpl = env.get_template(template.name if template else "report.md.j2")
     try:
-        return tmpl.render(**context)
+        return env.get_template(template.name if template else "report.md.j2").render(**context)
     except jinja2.TemplateError as exc:
         if template is None:
             raise
+        raise _template_error(exc, template) from None
+
+
+def check_template(template: Path) -> None:
+    """Load a user's template now, so that a syntax error is said (file, line) before any
+    agent runs, not after; raises InputError."""
+    try:
+        environment(template.parent).get_template(template.name)
+    except jinja2.TemplateError as exc:
+        raise _template_error(exc, template) from None
+    except (OSError, UnicodeDecodeError) as exc:
         from ..errors import InputError
 
-        where = getattr(exc, "lineno", None)
-        raise InputError(f"template error: {exc.message or exc}", file=str(template), line=where,
-                         fix="see docs/github-action.md for the template context") from None
+        raise InputError(f"cannot read the template: {exc}", file=str(template),
+                         fix="give a readable UTF-8 Jinja template") from None
+
+
+def _template_error(exc: jinja2.TemplateError, template: Path) -> Exception:
+    from ..errors import InputError
+
+    return InputError(f"template error: {exc.message or exc}", file=str(template),
+                      line=getattr(exc, "lineno", None),
+                      fix="see docs/github-action.md for the template context")
 
 
 def render_within(results: Results, limit: int, measure: Callable[[str], int], *,

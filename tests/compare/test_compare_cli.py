@@ -141,3 +141,22 @@ def test_edited_case_is_changed_and_its_failure_gates(repo):
     assert steady["change"] == "changed" and "baselineScore" not in steady["metrics"][0]
     assert steady["status"] == "failed" and out.code == 1  # a changed case that fails gates
     assert "steady [changed]" in out.stdout
+
+
+def test_a_template_with_a_syntax_error_is_bad_input_before_any_work(repo):
+    """run, compare and merge: exit 2 with the file and line, no traceback; run says so
+    before the agent runs (no results written)."""
+    setup(repo)
+    run(repo, "base", MAIN)
+    (repo / "bad.md.j2").write_text("line one\n{{ results.passed \n")
+    record(repo, "head", MAIN)
+    out = run_cli(["run", "evals", "--replay", "head.replay.json", "--results", "head.json",
+                   "--template", "bad.md.j2", "--markdown", "r.md"], repo)
+    assert out.code == 2, out.output
+    assert "bad.md.j2:2: template error: unexpected end of template" in out.stderr
+    assert not (repo / "head.json").exists()  # found before anything ran or was written
+    out = run_cli(["compare", "base.json", "base.json", "--template", "bad.md.j2",
+                   "--markdown", "c.md", "--results", "c.json"], repo)
+    assert out.code == 2 and "template error" in out.stderr and not (repo / "c.json").exists()
+    out = run_cli(["merge", "base.json", "--template", "bad.md.j2", "--markdown", "m.md"], repo)
+    assert out.code == 2 and "template error" in out.stderr
