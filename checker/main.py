@@ -174,6 +174,8 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
 
             adaptive = AdaptiveRuns(targets, options.max_runs, rule, context)
     runs = collect_runs(targets, options, simulated, adaptive)
+    if options.replay is not None:
+        check_replayed_counts(options.replay, run_counts(runs), rule)
     # Known secrets never reach a file: agent output, judge errors and server bodies are
     # outside text (checker/redact.py). The one place: here, before anything is written.
     redactor = Redactor([*secret_values(os.environ), *secrets, *simulated.credentials])
@@ -238,6 +240,22 @@ def check_run_counts(options: RunOptions, rule: VerdictRule) -> None:
     if options.replay is None and runs_needed(rule) > most:
         raise InputError(f"--verdict {rule} needs at least {runs_needed(rule)} runs, but a case "
                          f"gets at most {most}", fix="raise --num-runs (or --max-runs)")
+
+
+def check_replayed_counts(replay: Path, counts: Iterable[int], rule: VerdictRule) -> None:
+    """In replay the runs are what was recorded: a rule no case has the runs to pass is bad
+    input (as --num-runs below K is live), not a suite of failures."""
+    needed = runs_needed(rule)
+    counts = list(counts)
+    if needed > 1 and counts and max(counts) < needed:
+        raise InputError(f"--verdict {rule} needs at least {needed} runs, but the replay file "
+                         f"holds at most {max(counts)} for a case", file=str(replay),
+                         fix=f"record at least {needed} runs a case, or use a rule they can meet "
+                             f"(e.g. k-of-n:{max(counts)})")
+    short = sum(1 for n in counts if n < needed)
+    if short:
+        say(f"evalcheck: warning: {short} case(s) have fewer than {needed} recorded runs and "
+            f"cannot pass --verdict {rule}", err=True)
 
 
 def read_baseline(options: RunOptions) -> Results | None:

@@ -160,3 +160,17 @@ def test_a_template_with_a_syntax_error_is_bad_input_before_any_work(repo):
     assert out.code == 2 and "template error" in out.stderr and not (repo / "c.json").exists()
     out = run_cli(["merge", "base.json", "--template", "bad.md.j2", "--markdown", "m.md"], repo)
     assert out.code == 2 and "template error" in out.stderr
+
+
+def test_replay_with_fewer_runs_than_k_of_n_needs_is_bad_input(repo):
+    """Four recorded runs a case cannot meet k-of-n:5: exit 2, as --num-runs 4 would be live,
+    not a suite of failures with "1.00 < 1.00"."""
+    setup(repo)
+    record(repo, "four", {"steady": [True] * 4, "breaks": [True] * 4, "broken": [True] * 2})
+    out = run_cli(["run", "evals", "--replay", "four.replay.json", "--verdict", "k-of-n:5"], repo)
+    assert out.code == 2, out.output
+    assert "four.replay.json" in out.stderr and "--verdict k-of-n:5 needs at least 5 runs" in out.stderr
+    assert "holds at most 4" in out.stderr
+    out = run_cli(["run", "evals", "--replay", "four.replay.json", "--verdict", "k-of-n:3"], repo)
+    assert out.code == 1  # "broken" has 2 runs: it cannot pass, and is said to be short
+    assert "1 case(s) have fewer than 3 recorded runs and cannot pass --verdict k-of-n:3" in out.stderr
