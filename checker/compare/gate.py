@@ -3,7 +3,9 @@
 - ``failure``: any case did not pass (a metric failed, a run or metric errored, nothing
   could be scored).
 - ``regression``: a case regressed against the baseline, a new or changed case does not
-  pass, or a run or metric errored. Without a comparison it is ``failure`` (and says so).
+  pass, or a run or metric errored. Without a comparison it is ``failure`` (and says so);
+  a shard's results, which are compared only once merged (``merge --baseline``), fail it
+  only for what a shard can know: a run or metric errored.
 - ``error``: a run or metric errored, or nothing could be scored.
 - ``never``: advisory, never fails.
 """
@@ -51,6 +53,8 @@ def gate_failed(results: Results, fail_on: str) -> bool:
         return False
     if fail_on == "regression" and results.comparison is not None:
         return bool(regression_cases(results))
+    if fail_on == "regression" and results.shard is not None:
+        return _errored(results)
     if results.passed:
         return False
     if fail_on == "error":
@@ -61,6 +65,11 @@ def gate_failed(results: Results, fail_on: str) -> bool:
 def gate_message(results: Results, fail_on: str) -> str:
     """One line saying what the gate decided and why, for logs and the CLI."""
     failed = gate_failed(results, fail_on)
+    if fail_on == "regression" and results.comparison is None and results.shard is not None:
+        shard = results.shard
+        return (f"shard {shard.index}/{shard.count} {'failed' if failed else 'passed'} (fail-on: "
+                "regression): regressions are found when the shards are merged with `evalcheck "
+                "merge --baseline`; a shard fails only when a run or metric errored")
     if fail_on == "regression" and results.comparison is None:
         return (f"evaluation {'failed' if failed else 'passed'} (fail-on: regression, but there "
                 "is no baseline to compare with, so it gated on failure)")

@@ -243,3 +243,24 @@ def test_a_suite_whose_interval_reaches_zero_did_not_drop():
 
     assert suite_drops(compared.comparison) == []
     assert "Suite dropped" not in " ".join(t for t, _ in build_changes(compared).counts)
+
+
+def test_a_shard_under_the_regression_gate_fails_only_on_errors_and_says_merge_decides():
+    """A shard is compared only once merged: a failing case it cannot label must not fail
+    its job as "no baseline" would (a baseline may well have been given); an errored run
+    still does."""
+    from checker.models.results import RunResult, ShardInfo
+
+    shard = ShardInfo(index=2, count=3, selection="sha256:x")
+    failing = results(case_result("c", metric([0.0, 0.0]))).model_copy(update={"shard": shard})
+    assert not gate_failed(failing, "regression")
+    assert gate_failed(failing, "failure")
+    message = gate_message(failing, "regression")
+    assert message.startswith("shard 2/3 passed (fail-on: regression)")
+    assert "evalcheck merge --baseline" in message and "no baseline" not in message
+    errored = case_result("e", metric([0.0, None]))
+    errored = errored.model_copy(update={"runs": [RunResult(run=1, status="failed"),
+                                                  RunResult(run=2, status="error", error="boom")]})
+    broken = results(errored).model_copy(update={"shard": shard})
+    assert gate_failed(broken, "regression")
+    assert gate_message(broken, "regression").startswith("shard 2/3 failed")
