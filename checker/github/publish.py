@@ -223,8 +223,10 @@ def post_comment(client: GitHubClient, target: Target, body: str, mode: str, key
     number = target.pr_number
 
     def listed() -> list[dict[str, Any]]:
+        # The marker opens our comment's body; anywhere else it may be quoted text (an
+        # agent's answer in a code block of another key's report) and must not match.
         return [c for c in client.list_issue_comments(target.owner, target.repo, number)
-                if isinstance(c.get("body"), str) and tag in c["body"]]
+                if isinstance(c.get("body"), str) and c["body"].lstrip().startswith(tag)]
 
     seen = listed()
     if mode == "update":

@@ -81,6 +81,18 @@ def test_comment_key_keeps_instances_apart(fake, results):
     assert "evalcheck (agent-b)" in [r["name"] for r in fake.check_runs.values()]
 
 
+def test_another_keys_report_quoting_this_keys_marker_is_not_taken_for_it(fake, results):
+    """An agent's answer shown in the "weather" report (in a code block, raw) holds the
+    "booking" marker: the booking instance must update its own comment, not weather's."""
+    booking = fake.add_comment(7, marker("booking") + "\nold booking report")
+    weather = fake.add_comment(7, marker("weather") + "\nFAILING WEATHER\n```\n"
+                               + marker("booking") + "\n```")  # the newer comment
+    run_publish(fake, results, PublishOptions(comment_key="booking", check_run=False))
+    assert [(w.method, w.path) for w in fake.writes()] == [
+        ("PATCH", f"/repos/octo/agents/issues/comments/{booking['id']}")]
+    assert "FAILING WEATHER" in weather["body"]
+
+
 def test_new_mode_always_adds_a_comment_and_off_mode_none(fake, results):
     fake.add_comment(7, marker("default") + "\nold")
     run_publish(fake, results, PublishOptions(comment="new", check_run=False))
