@@ -1,7 +1,7 @@
 """Secret values never reach a report or a log line.
 
 The values of known secret variables (the judge's API keys, the GitHub token, any
-``*_API_KEY`` / ``*_TOKEN`` / ``*_SECRET`` / ``*_PASSWORD`` variable) and any credential the
+``*_KEY`` / ``*_TOKEN`` / ``*_SECRET`` / ``*_PASSWORD`` / ``*_CREDENTIALS`` variable) and any credential the
 judge client was given are replaced by ``***`` in every string that came from outside
 (agent output, judge errors, server bodies) before results, reports or logs are written:
 ``Redactor.model`` on the results and recorded runs (before any rendering, so markdown
@@ -25,7 +25,12 @@ MIN_LENGTH = 6  # shorter values ("true", "1") would blank out ordinary words
 SECRET_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GITHUB_TOKEN", "GH_TOKEN",
                     "INPUT_GITHUB-TOKEN", "ACTIONS_RUNTIME_TOKEN",
                     "ACTIONS_ID_TOKEN_REQUEST_TOKEN")
-_SECRET_NAME = re.compile(r"(?:^|[_-])(?:API_?KEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
+# Named like a secret: *_API_KEY, *_KEY (OPENAI_KEY, AWS_SECRET_ACCESS_KEY, *_PRIVATE_KEY),
+# *_TOKEN, *_SECRET, *_PASSWORD / *_PASSWD, *_CREDENTIALS.
+_SECRET_NAME = re.compile(r"(?:^|[_-])(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$",
+                          re.IGNORECASE)
+# Named so, but holding a path: hiding it would blank paths out of messages, not a secret.
+_NOT_SECRET = frozenset({"GOOGLE_APPLICATION_CREDENTIALS"})
 
 M = TypeVar("M", bound="BaseModel")
 
@@ -33,7 +38,8 @@ M = TypeVar("M", bound="BaseModel")
 def secret_values(env: Mapping[str, str]) -> list[str]:
     """The values of ``env``'s secret variables (known names, or named like a secret)."""
     return [value for name, value in env.items()
-            if value and (name in SECRET_VARIABLES or _SECRET_NAME.search(name))]
+            if value and (name in SECRET_VARIABLES
+                          or (_SECRET_NAME.search(name) and name.upper() not in _NOT_SECRET))]
 
 
 class Redactor:
