@@ -261,6 +261,6 @@ def check_replayed_counts(replay: Path, counts: Iterable[int], rule: VerdictRule
 def read_baseline(options: RunOptions) -> Results | None:
     if options.baseline is None:
         return None
-    from .compare.results_file import load_results_file
+    from .compare.results_file import load_suite_results
 
-    return load_results_file(options.baseline, "baseline")
+    return load_suite_results(options.baseline, "baseline")

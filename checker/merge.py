@@ -17,7 +17,7 @@ from typing import Any
 from pydantic_core import to_json
 
 from .bulk import paused_gc
-from .compare.results_file import load_results_file
+from .compare.results_file import load_results_file, load_suite_results
 from .errors import InputError
 from .models.results import CaseResult, EvalSetResult, Results, ShardInfo
 from .pipeline import finish_results
@@ -301,7 +301,7 @@ def merge_files(request: MergeRequest) -> Results:
         from .compare.comparison import compare
         from .models.results import BaselineInfo
 
-        merged = compare(load_results_file(request.baseline, "baseline"), merged,
+        merged = compare(load_suite_results(request.baseline, "baseline"), merged,
                          baseline_info=BaselineInfo(path=str(request.baseline)))
     write_reports(merged, RunOptions(results=request.results, markdown=request.markdown,
                                      junit=request.junit, template=request.template), files)

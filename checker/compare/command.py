@@ -28,14 +28,14 @@ def compare_files(request: CompareRequest) -> bool:
     from ..output import clean, say
     from ..report.terminal import failure_lines
     from .comparison import compare
-    from .results_file import load_results_file
+    from .results_file import load_suite_results
 
     if request.template is not None:
         from ..report.markdown import check_template
 
         check_template(request.template)
-    baseline = load_results_file(request.baseline, "baseline")
-    head = load_results_file(request.head, "results file")
+    baseline = load_suite_results(request.baseline, "baseline")
+    head = load_suite_results(request.head, "results file")
     results: Results = compare(baseline, head, alpha=request.alpha,
                                baseline_info=BaselineInfo(path=str(request.baseline)))
     write_reports(results, RunOptions(results=request.results, markdown=request.markdown,

@@ -12,6 +12,18 @@ from ..validation import read_json, validate
 from ..bulk import paused_gc
 
 
+def load_suite_results(path: Path, what: str) -> Results:
+    """A results file of a whole suite (a baseline, a side of ``compare``): one shard's file
+    would show every other shard's case as removed or new, so it is refused."""
+    results = load_results_file(path, what)
+    if results.shard is not None:
+        raise InputError(f"the {what} is one shard's results (shard {results.shard.index}/"
+                         f"{results.shard.count}), not the whole suite's", file=str(path),
+                         path="$.shard", fix="merge the shards first: evalcheck merge SHARD_FILES "
+                         "--results merged.json, and give merged.json")
+    return results
+
+
 def load_results_file(path: Path, what: str = "results file") -> Results:
     """The Results in ``path``; anything else is an InputError naming the file, the JSON
     path and the fix. A well-formed file takes the fast path (pydantic's JSON parser); only

@@ -174,3 +174,20 @@ def test_replay_with_fewer_runs_than_k_of_n_needs_is_bad_input(repo):
     out = run_cli(["run", "evals", "--replay", "four.replay.json", "--verdict", "k-of-n:3"], repo)
     assert out.code == 1  # "broken" has 2 runs: it cannot pass, and is said to be short
     assert "1 case(s) have fewer than 3 recorded runs and cannot pass --verdict k-of-n:3" in out.stderr
+
+
+def test_one_shards_results_are_not_a_baseline_nor_a_side_of_compare(repo):
+    """A shard's file would show the other shards' cases as removed or new: refused, with
+    the fix (merge first)."""
+    setup(repo)
+    record(repo, "base", MAIN)
+    out = run_cli(["run", "evals", "--replay", "base.replay.json", "--shard", "1/2",
+                   "--results", "shard1.json"], repo)
+    assert out.code in (0, 1), out.output
+    run(repo, "head", MAIN)
+    for args in (["compare", "shard1.json", "head.json"], ["compare", "head.json", "shard1.json"],
+                 ["run", "evals", "--replay", "head.replay.json", "--baseline", "shard1.json"]):
+        out = run_cli(args, repo)
+        assert out.code == 2, (args, out.output)
+        assert "shard1.json" in out.stderr and "one shard's results (shard 1/2)" in out.stderr
+        assert "evalcheck merge" in out.stderr
