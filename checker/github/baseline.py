@@ -139,7 +139,7 @@ def _fetch(client: GitHubClient, owner: str, repo: str, artifact: dict[str, Any]
     """Download the artifact and write its results.json to ``dest``; False (with a note) if
     it has none or it is not a results file that ``--baseline`` would accept (so that a bad
     artifact is skipped here, never bad input for the run)."""
-    from ..compare.results_file import load_results_file
+    from ..compare.results_file import load_suite_results
     from ..errors import InputError
 
     try:
@@ -147,7 +147,7 @@ def _fetch(client: GitHubClient, owner: str, repo: str, artifact: dict[str, Any]
         text = results_from_zip(data)
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(text, encoding="utf-8")
-        load_results_file(dest, "baseline")
+        load_suite_results(dest, "baseline")  # one shard's results are skipped too
     except InputError as exc:
         dest.unlink(missing_ok=True)
         why = str(exc).replace(str(dest), RESULTS_MEMBER)  # the temporary path says nothing

@@ -138,3 +138,18 @@ def test_an_artifact_the_loader_refuses_is_a_note_not_bad_input(tmp_path, fake, 
     assert code == 1  # the evaluation's verdict, not 2 (bad input)
     notes = results_of(runner)["metadata"]["baselineNotes"]
     assert any("skipped: results.json at $.version" in n for n in notes)
+
+
+def test_one_shards_artifact_is_skipped_with_a_note_and_an_older_whole_one_is_used(tmp_path, fake, capfd):
+    shard = json.loads((EXAMPLE / "baseline" / "results.json").read_text())
+    shard["shard"] = {"index": 1, "count": 2, "selection": "sha256:x"}
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("results.json", json.dumps(shard))
+    on_main(fake).add_artifact(MERGE_BASE, buffer.getvalue())
+    fake.add_artifact(MAIN[5], main_results_zip())
+    code, runner, _ = run_action(tmp_path, fake, capfd, event=event())
+    assert code == 1
+    results = results_of(runner)
+    assert any("one shard's results (shard 1/2)" in n for n in results["metadata"]["baselineNotes"])
+    assert results["comparison"]["baseline"]["commit"] == MAIN[5]
