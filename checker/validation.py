@@ -158,7 +158,7 @@ def describe_validation_error(exc: ValidationError, model: type[BaseModel],
         return (json_path(loc[:-1]), f"unknown key '{key}'{suffix}",
                 hint or "remove it or fix its spelling")
     if kind == "missing":
-        key = _spelt_like_siblings(str(loc[-1]), err.get("input"))
+        key = _spelt_like_siblings(str(loc[-1]), err.get("input"), camel_files=_writes_camel(model))
         return (json_path(loc[:-1]), f"missing required key '{key}'{suffix}", f"add '{key}'")
     msg = err["msg"]
     if msg.startswith("Value error, "):
@@ -169,16 +169,29 @@ def describe_validation_error(exc: ValidationError, model: type[BaseModel],
     return json_path(loc), msg + suffix, None
 
 
-def _spelt_like_siblings(key: str, siblings: Any) -> str:
+def _writes_camel(model: type[BaseModel]) -> bool:
+    """Files of this model are ones we write, in camelCase (results, recorded runs)."""
+    from .models.base import OutputModel
+
+    return isinstance(model, type) and issubclass(model, OutputModel)
+
+
+def _spelt_like_siblings(key: str, siblings: Any, *, camel_files: bool = False) -> str:
     """A missing key in the spelling the object's other keys use (pydantic names the alias).
 
-    snake_case unless the object is written in camelCase: ADK writes snake_case files.
+    When they do not tell (one-word keys), the file's own spelling: camelCase for the files
+    we write (``camel_files``), snake_case otherwise (ADK writes snake_case files).
     """
     snake = to_snake(key)
     if to_camel(snake) != key and snake != key:
         return key  # not one of our generated aliases
     keys = [k for k in siblings if isinstance(k, str)] if isinstance(siblings, dict) else []
-    camel = any(k != k.lower() for k in keys) and not any("_" in k for k in keys)
+    if any("_" in k for k in keys):
+        camel = False
+    elif any(k != k.lower() for k in keys):
+        camel = True
+    else:
+        camel = camel_files
     return to_camel(snake) if camel else snake
 
 

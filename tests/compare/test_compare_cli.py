@@ -191,3 +191,14 @@ def test_one_shards_results_are_not_a_baseline_nor_a_side_of_compare(repo):
         assert out.code == 2, (args, out.output)
         assert "shard1.json" in out.stderr and "one shard's results (shard 1/2)" in out.stderr
         assert "evalcheck merge" in out.stderr
+
+
+def test_a_key_missing_from_a_results_file_is_named_as_the_file_spells_it(repo):
+    setup(repo)
+    run(repo, "base", MAIN)
+    data = json.loads((repo / "base.json").read_text())
+    del data["evalSets"][0]["cases"][0]["evalId"]  # its siblings are one-word keys
+    write_json(repo / "bad.json", data)
+    out = run_cli(["compare", "bad.json", "base.json"], repo)
+    assert out.code == 2
+    assert "missing required key 'evalId' (add 'evalId')" in out.stderr
