@@ -15,6 +15,7 @@ from .errors import InputError
 from .models.evalset import EvalCase, EvalSet
 from .jsonscan import Element, Irregular, read_spans, scan_array_member
 from .legacy_evalfile import convert_legacy, legacy_session
+from .surrogates import repair
 from .validation import decode_at, parse_json_text, read_json, validate
 
 
@@ -108,7 +109,7 @@ def _find_lines(text: str, keys: tuple[str, ...], ids: list[str]) -> dict[str, i
     line, last = 1, 0
     for match in pattern.finditer(text):
         try:
-            value = json.loads(match.group(1))
+            value = repair(json.loads(match.group(1)), match.group(1))  # as the ids were read
         except ValueError:
             continue
         if value not in wanted:

@@ -18,6 +18,8 @@ from json.decoder import WHITESPACE  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+from .surrogates import repair
+
 T = TypeVar("T")
 CHUNK = 1 << 20  # characters read at a time
 _FAST = json.JSONDecoder()
@@ -97,7 +99,8 @@ class _Stream:
         self.pos += 1
 
     def value(self, decoder: json.JSONDecoder) -> tuple[Any, int, int]:
-        """The next JSON value and its (start, end) in ``buf`` (valid until the next read)."""
+        """The next JSON value (lone surrogates replaced, as the whole-file reader does) and
+        its (start, end) in ``buf`` (valid until the next read)."""
         self.peek()
         while True:
             try:
@@ -110,7 +113,7 @@ class _Stream:
                     and self.fill():
                 continue  # a number cut at the chunk's end ("0." of "0.5") goes on
             start, self.pos = self.pos, end
-            return value, start, end
+            return repair(value, self.buf, start, end), start, end
 
 
 def scan_array_member(path: Path, names: Collection[str], visit: Callable[[Element], T],

@@ -21,6 +21,7 @@ from .compare.results_file import load_results_file, load_suite_results
 from .errors import InputError
 from .models.results import CaseResult, EvalSetResult, Results, ShardInfo
 from .pipeline import finish_results
+from .surrogates import repair
 from .validation import validate
 
 # Metadata that describes one machine's run, combined over the shards below.
@@ -29,7 +30,8 @@ _TIMING = ("startedAt", "finishedAt", "durationSeconds")
 
 def _load_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_bytes())
+        raw = path.read_bytes()
+        return repair(json.loads(raw), raw)
     except FileNotFoundError:
         raise InputError("file not found", file=str(path)) from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -11,6 +11,7 @@ from pydantic.alias_generators import to_camel, to_snake
 
 from .errors import InputError, did_you_mean, json_path
 from .limits import MAX_JSON_DEPTH, JsonTooDeep, loads_bounded, too_deep
+from .surrogates import repair
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -101,6 +102,7 @@ def decode_at(text: str, start: int, display: str, prefix: tuple[Any, ...] = ())
         loc = too_deep(data, MAX_JSON_DEPTH - len(prefix))
         if loc is not None:
             raise JsonTooDeep((*prefix, *loc))
+        data = repair(data, text, start, end)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=display,
                          line=exc.lineno) from None

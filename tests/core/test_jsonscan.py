@@ -76,3 +76,14 @@ def test_a_number_cut_by_a_chunk_is_read_whole(tmp_path):
     path.write_text('{"runs": [123456789, 2]}')
     for chunk in range(1, 25):
         assert scan_array_member(path, ("runs",), lambda e: e.value, chunk=chunk)[2] == [123456789, 2]
+
+
+def test_lone_surrogates_are_replaced_wherever_a_chunk_cuts(tmp_path):
+    """As the whole-file reader does (checker/surrogates.py): a lone surrogate becomes
+    U+FFFD in members, keys and elements; a pair, even cut by a chunk, stays one character."""
+    path = tmp_path / "f.json"
+    path.write_text('{"version": "\\ud800", "runs": [{"t\\udc00": "a\\uD800b\\ud83d\\ude00"}, "\\udfff", "c"]}')
+    for chunk in range(1, 30):
+        others, _, items = scan_array_member(path, ("runs",), lambda e: e.value, chunk=chunk)
+        assert others == {"version": "\ufffd"}
+        assert items == [{"t\ufffd": "a\ufffdb\U0001F600"}, "\ufffd", "c"]
