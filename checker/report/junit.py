@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 from ..models.results import CaseResult, Results
@@ -10,9 +11,30 @@ from .scores import fmt_score as fmt, shortfall
 from .terminal import case_labels, judge_lines
 
 
+# What XML 1.0 cannot carry, not even as a character reference: most control characters,
+# surrogates, U+FFFE and U+FFFF (its Char production).
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def _clean(text: str) -> str:
-    # XML 1.0 cannot carry most control characters, even escaped.
-    return "".join(ch for ch in text if ch in "\t\n\r" or ord(ch) >= 0x20)
+    """Valid XML text: each character XML cannot carry shown as an escape (``\\x1b``,
+    ``\\uffff``), as evalcheck's log lines show it, so that distinct ids stay distinct."""
+    return _NOT_XML.sub(_escape, text)
+
+
+def _clean_tree(root: ET.Element) -> None:
+    """Every attribute and text made valid: ids, file paths and messages come from eval
+    files, file names and agents, and one bad character makes the whole file unreadable."""
+    for element in root.iter():
+        for name, value in list(element.attrib.items()):
+            element.set(name, _clean(value))
+        if element.text:
+            element.text = _clean(element.text)
 
 
 def _error_message(case: CaseResult) -> str:
@@ -80,18 +102,19 @@ def render_junit(results: Results) -> str:
                     lines.append(f"agent run {run.run} error: {run.error}")
                     if run.stderr_tail:
                         lines.append(f"stderr tail:\n{run.stderr_tail}")
-            body = _clean("\n".join(lines))
+            body = "\n".join(lines)
             failed = [f"{m.name} {shortfall(m, rule)}" for m in case.metrics if m.status == "failed"]
             tag = f"[{', '.join(labels)}] " if labels else ""
             if case.status == "failed":
-                ET.SubElement(tc, "failure", message=_clean(tag + "failed: " + ", ".join(failed)),
+                ET.SubElement(tc, "failure", message=tag + "failed: " + ", ".join(failed),
                               type="threshold").text = body
             elif case.status == "error":
-                ET.SubElement(tc, "error", message=_clean(tag + _error_message(case)),
+                ET.SubElement(tc, "error", message=tag + _error_message(case),
                               type="error").text = body
             elif case.status == "not_evaluated":
                 ET.SubElement(tc, "skipped", message="no gating metric could be scored").text = body
             else:
                 ET.SubElement(tc, "system-out").text = body
+    _clean_tree(root)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -486,6 +486,28 @@ def test_results_junit_and_markdown(repo):
     assert "bad" in markdown and "tool_trajectory_avg_score" in markdown
 
 
+def test_junit_is_valid_xml_whatever_the_ids_and_texts(repo):
+    """XML 1.0 cannot carry most control characters, U+FFFE or U+FFFF, not even as character
+    references: in ids, file names, errors and stderr they are shown as escapes, as in the
+    terminal, and distinct ids stay distinct."""
+    set_id, ids = "s\x1b[0m", ["c\x01", "d\x02"]
+    write_json(repo / "e/w\x01.evalset.json", evalset(set_id, *(case(i) for i in ids)))
+    write_json(repo / "runs.json", replay((set_id, ids[0], 1, [invocation()]), {
+        "evalSetId": set_id, "evalId": ids[1], "run": 1, "invocations": [],
+        "error": "boom \uffff \ufffe \x01", "stderrTail": "\x1b[31mred\x1b[0m \U0001F600"}))
+    out = run_cli(["run", "e", "--replay", "runs.json", "--junit", "out/junit.xml"], repo)
+    assert out.code == 1, out.output
+    suite = ET.parse(repo / "out/junit.xml").getroot().find("testsuite")
+    assert (suite.get("name"), suite.get("file")) == ("s\\x1b[0m", "e/w\\x01.evalset.json")
+    cases = suite.findall("testcase")
+    assert [(c.get("classname"), c.get("name")) for c in cases] == [
+        ("s\\x1b[0m", "c\\x01"), ("s\\x1b[0m", "d\\x02")]
+    error = cases[1].find("error")
+    assert error.get("message") == "agent run 1 errored"
+    assert "agent run 1 error: boom \\uffff \\ufffe \\x01\nstderr tail:\n\\x1b[31mred\\x1b[0m \U0001F600" \
+        in error.text
+
+
 def test_exit_status_0_when_every_gate_passes(repo):
     write_json(repo / "e/w.evalset.json", evalset("w", case("c1", invocation(response="same words"))))
     write_json(repo / "runs.json", replay(("w", "c1", 1, [invocation(response="same words")])))
