@@ -188,7 +188,8 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
         if shard is not None:
             from .shards import recorded_runs_shard
 
-            records.metadata = {"shard": recorded_runs_shard(
+            # the version too: the merge refuses recorded runs of another evalcheck's run
+            records.metadata = {"evalcheckVersion": evalcheck_version(), "shard": recorded_runs_shard(
                 shard, targets, [(r.eval_set_id, r.eval_id) for r in ordered])}
         write_records(options.inference_out, records, redactor, files)
     from .judges.service import closing_judges

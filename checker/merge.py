@@ -45,13 +45,34 @@ class ShardFile:
     path: Path
     info: ShardInfo
     version: str | None
+    at: str = "$.shard"  # where the file records its shard (a recorded-runs file: $.metadata.shard)
 
 
-def _shard_of(path: Path, info: ShardInfo | None, metadata: dict[str, Any] | None) -> ShardFile:
+def _shard_of(path: Path, info: ShardInfo | None, metadata: dict[str, Any] | None,
+              at: str = "$.shard") -> ShardFile:
     if info is None:
-        raise InputError("not a shard's file (no shard recorded)", file=str(path), path="$.shard",
+        raise InputError("not a shard's file (no shard recorded)", file=str(path), path=at,
                          fix="write it with `evalcheck run --shard I/N`")
-    return ShardFile(path, info, (metadata or {}).get("evalcheckVersion"))
+    return ShardFile(path, info, (metadata or {}).get("evalcheckVersion"), at)
+
+
+def check_same_run(f: ShardFile, first: ShardFile, *, versionless_ok: bool = False) -> None:
+    """``f`` is a shard of the run ``first`` belongs to: the same selection (files, cases,
+    score-changing options), shard count and evalcheck version. ``versionless_ok``: ``f``
+    may record no version (a recorded-runs file of an evalcheck that did not write it)."""
+    if f.info.selection != first.info.selection:
+        raise InputError(f"shard {f.info.index}/{f.info.count} evaluated another selection "
+                         f"than {first.path} (eval files, cases or options differ)",
+                         file=str(f.path), path=f"{f.at}.selection",
+                         fix="run every shard on the same commit with the same options")
+    if f.info.count != first.info.count:
+        raise InputError(f"shard {f.info.index}/{f.info.count} is one of {f.info.count}, "
+                         f"{first.path} one of {first.info.count}", file=str(f.path),
+                         path=f"{f.at}.count")
+    if f.version != first.version and not (versionless_ok and f.version is None):
+        raise InputError(f"written by evalcheck {f.version}, {first.path} by evalcheck "
+                         f"{first.version}", file=str(f.path),
+                         fix="run every shard with the same evalcheck version")
 
 
 def check_shards(files: Sequence[ShardFile], what: str) -> int:
@@ -59,19 +80,7 @@ def check_shards(files: Sequence[ShardFile], what: str) -> int:
     first = files[0]
     seen: dict[int, Path] = {}
     for f in files:
-        if f.info.selection != first.info.selection:
-            raise InputError(f"shard {f.info.index}/{f.info.count} evaluated another selection "
-                             f"than {first.path} (eval files, cases or options differ)",
-                             file=str(f.path), path="$.shard.selection",
-                             fix="run every shard on the same commit with the same options")
-        if f.info.count != first.info.count:
-            raise InputError(f"shard {f.info.index}/{f.info.count} is one of {f.info.count}, "
-                             f"{first.path} one of {first.info.count}", file=str(f.path),
-                             path="$.shard.count")
-        if f.version != first.version:
-            raise InputError(f"written by evalcheck {f.version}, {first.path} by evalcheck "
-                             f"{first.version}", file=str(f.path),
-                             fix="run every shard with the same evalcheck version")
+        check_same_run(f, first)
         if f.info.index in seen:
             raise InputError(f"shard {f.info.index}/{f.info.count} is also {seen[f.info.index]}",
                              file=str(f.path), path="$.shard.index", fix=f"pass each {what} once")
@@ -193,14 +202,20 @@ def _run_key(path: Path, i: int, run: Any) -> tuple[str, str, int]:
     return field("evalSetId", "eval_set_id", str), field("evalId", "eval_id", str), field("run", "run", int)
 
 
-def merge_recorded_runs(paths: Sequence[Path], documents: Sequence[Any]) -> dict[str, Any]:
+def merge_recorded_runs(paths: Sequence[Path], documents: Sequence[Any],
+                        results: ShardFile | None = None) -> dict[str, Any]:
     """Shards' ``--inference-out`` files -> one recorded-runs document, runs in the
-    unsharded order (case by case, then by run number)."""
+    unsharded order (case by case, then by run number). ``results``: a shard's results
+    file of the same merge; the recorded runs must be of that run (the same selection,
+    shard count and version), or the merged runs would not be the merged results' runs."""
     files = []
     for path, document in zip(paths, documents):
         raw = (document.get("metadata") or {}).get("shard")
         info = validate(ShardInfo, raw, str(path), ("metadata", "shard")) if raw is not None else None
-        files.append(_shard_of(path, info, document.get("metadata")))
+        files.append(_shard_of(path, info, document.get("metadata"), "$.metadata.shard"))
+    if results is not None:
+        for f in files:
+            check_same_run(f, results, versionless_ok=True)
     check_shards(files, "recorded-runs file")
     placed: dict[tuple[str, str], Path] = {}
     ordered: list[tuple[int, int, Any]] = []
@@ -292,7 +307,9 @@ def merge_files(request: MergeRequest) -> Results:
         if not inputs.recorded:
             raise InputError("--inference-out needs the shards' recorded-runs files",
                              fix="pass the files the shards wrote with --inference-out too")
-        runs = merge_recorded_runs([p for p, _ in inputs.recorded], [d for _, d in inputs.recorded])
+        first_path, first = inputs.results[0]
+        runs = merge_recorded_runs([p for p, _ in inputs.recorded], [d for _, d in inputs.recorded],
+                                   results=_shard_of(first_path, first.shard, first.metadata))
         # pydantic-core's serializer: json.dumps with an indent is the pure-Python encoder
         files.write(request.inference_out, to_json(runs, indent=2).decode("utf-8") + "\n",
                     "recorded runs file")

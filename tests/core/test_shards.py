@@ -320,6 +320,45 @@ def test_merge_refuses_recorded_runs_of_a_missing_shard(shard_files):
     assert out.code == 2 and "no --inference-out" in out.stderr
 
 
+def test_merge_refuses_recorded_runs_of_another_run(shard_files):
+    """Recorded runs get the results shards' checks: another selection (here another
+    --verdict), shard count or evalcheck version is bad input naming the recorded file."""
+    results = ["s1.json", "s2.json", "s3.json"]
+    for i in (1, 2, 3):
+        out = run_cli(["run", "evals", "--replay", "recorded.json", "--verdict", "all-runs", "--shard",
+                       f"{i}/3", "--results", f"o{i}.json", "--inference-out", f"oruns{i}.json"], shard_files)
+        assert out.code in (0, 1), out.output
+
+    def refused(*runs: str, needle: str, named: str, at: str) -> None:
+        out = run_cli(["merge", *results, *runs, "--inference-out", "m-runs.json", "--results", "m.json"],
+                      shard_files)
+        assert out.code == 2, out.output
+        assert needle in out.stderr and f"{named} at {at}" in out.stderr, out.stderr
+        assert not (shard_files / "m.json").exists() and not (shard_files / "m-runs.json").exists()
+
+    refused("oruns1.json", "oruns2.json", "oruns3.json", named="oruns1.json", at="$.metadata.shard.selection",
+            needle="shard 1/3 evaluated another selection than s1.json")
+    run_cli(["run", "evals", "--replay", "recorded.json", "--shard", "2/4", "--results", "f.json",
+             "--inference-out", "four.json"], shard_files)
+    refused("runs1.json", "four.json", "runs3.json", named="four.json", at="$.metadata.shard.count",
+            needle="shard 2/4 is one of 4, s1.json one of 3")
+    two = json.loads((shard_files / "runs2.json").read_text())
+    assert two["metadata"]["evalcheckVersion"] == json.loads((shard_files / "s2.json").read_text())[
+        "metadata"]["evalcheckVersion"]
+    two["metadata"]["evalcheckVersion"] = "0.0.1"
+    write_json(shard_files / "runs2.json", two)
+    out = run_cli(["merge", *results, "runs1.json", "runs2.json", "runs3.json", "--inference-out", "m-runs.json"],
+                  shard_files)
+    assert out.code == 2 and "runs2.json: written by evalcheck 0.0.1, s1.json by" in out.stderr, out.stderr
+    for name in ("runs1.json", "runs2.json", "runs3.json"):  # of an evalcheck that recorded no version
+        runs = json.loads((shard_files / name).read_text())
+        runs["metadata"].pop("evalcheckVersion")
+        write_json(shard_files / name, runs)
+    out = run_cli(["merge", *results, "runs1.json", "runs2.json", "runs3.json", "--inference-out", "m-runs.json"],
+                  shard_files)
+    assert out.code == 1, out.output
+
+
 def test_merge_refuses_a_shard_compared_on_its_own(shard_files):
     one = json.loads((shard_files / "s1.json").read_text())
     one["comparison"] = {"summary": {"regressed": 1}}
