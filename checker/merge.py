@@ -73,6 +73,16 @@ def check_same_run(f: ShardFile, first: ShardFile, *, versionless_ok: bool = Fal
         raise InputError(f"written by evalcheck {f.version}, {first.path} by evalcheck "
                          f"{first.version}", file=str(f.path),
                          fix="run every shard with the same evalcheck version")
+    mine, theirs = f.info.baseline_durations, first.info.baseline_durations
+    if mine != theirs and None not in (mine, theirs):  # a file without it: merged as before
+        raise InputError(f"the shards were split with different baselines: shard "
+                         f"{f.info.index}/{f.info.count} on {_split_on(mine)}, {first.path} on "
+                         f"{_split_on(theirs)}", file=str(f.path), path=f"{f.at}.baselineDurations",
+                         fix="give every shard the same --baseline, or give none of them one")
+
+
+def _split_on(durations: str | None) -> str:
+    return "no baseline" if durations == "none" else f"baseline durations {str(durations)[:19]}..."
 
 
 def check_shards(files: Sequence[ShardFile], what: str) -> int:

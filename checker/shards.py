@@ -138,6 +138,20 @@ def selection_fingerprint(targets: Sequence[EvalTarget], options: Mapping[str, A
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def durations_fingerprint(costs: Sequence[tuple[CaseKey, float]],
+                          durations: Mapping[CaseKey, tuple[float, int]] | None) -> str:
+    """What priced the split, for ``ShardInfo.baseline_durations``: ``sha256:`` over the
+    baseline durations of the selected cases (all the split depends on), or ``none`` when
+    the baseline timed none of them (the split is then the one without a baseline).
+    Shards split on other durations hold other cases: the merge must refuse them by this,
+    not stumble on a case found in two shards."""
+    used = [[key[0], key[1], *durations[key]] for key, _ in costs if durations and key in durations]
+    if not used:
+        return "none"
+    text = json.dumps(used, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 @dataclass
 class ShardPlan:
     """This machine's targets (every eval set kept, possibly with no cases, so that every
@@ -148,7 +162,7 @@ class ShardPlan:
 
 
 def plan_shard(targets: Sequence[EvalTarget], shard: Shard, costs: Sequence[tuple[CaseKey, float]],
-               selection: str) -> ShardPlan:
+               selection: str, baseline_durations: str = "none") -> ShardPlan:
     shard_of = assign(costs, shard.count)
     mine = {key: position for position, ((key, _), s) in enumerate(zip(costs, shard_of))
             if s == shard.index - 1}
@@ -159,7 +173,7 @@ def plan_shard(targets: Sequence[EvalTarget], shard: Shard, costs: Sequence[tupl
         positions.extend(mine[(target.eval_set_id, c)] for c in ids)
         chosen.append(replace(target, case_ids=ids))
     info = ShardInfo(index=shard.index, count=shard.count, selection=selection,
-                     total=len(costs), positions=positions)
+                     total=len(costs), positions=positions, baseline_durations=baseline_durations)
     return ShardPlan(chosen, info)
 
 
@@ -182,7 +196,8 @@ def shard_targets(targets: list[EvalTarget], options: Any,
     shard = parse_shard(options.shard)
     durations = baseline_durations(baseline) if baseline is not None else None
     costs = expected_costs(targets, options.num_runs, durations)
-    plan = plan_shard(targets, shard, costs, selection_fingerprint(targets, score_options(options)))
+    plan = plan_shard(targets, shard, costs, selection_fingerprint(targets, score_options(options)),
+                      durations_fingerprint(costs, durations))
     return plan.targets, plan.info
 
 

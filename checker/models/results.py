@@ -103,6 +103,10 @@ class ShardInfo(ResultsModel):
     # stands in it (0-based): the merge checks completeness and restores the order.
     total: int | None = optional()
     positions: list[int] | None = optional()
+    # What the split was priced with: "sha256:..." of the baseline durations of the selected
+    # cases (--baseline), or "none". Not in ``selection``: it changes which shard a case is
+    # in, not its score. Absent in files of an evalcheck that did not record it.
+    baseline_durations: str | None = optional()
 
 
 class BaselineInfo(ResultsModel):

@@ -195,6 +195,48 @@ def test_baseline_durations_balance_the_shards(repo, monkeypatch):
         assert info.total == 33 and len(info.positions or []) == len(ids)
 
 
+def test_merge_refuses_shards_split_with_different_baselines(shard_files):
+    """--baseline changes which cases a shard holds: shards split on other durations (or
+    one with a baseline, one without) are refused as such, not as a case in two shards."""
+    repo = shard_files
+    assert run_cli(["run", "evals", "--replay", "recorded.json", "--results", "base.json"], repo).code == 1
+    base = json.loads((repo / "base.json").read_text())
+    for eval_set in base["evalSets"]:
+        for c in eval_set["cases"]:
+            for r in c["runs"]:
+                r["durationSeconds"] = 600.0 if c["evalId"] == "beta_03" else 1.0
+    write_json(repo / "base.json", base)
+    base["evalSets"][0]["cases"][0]["runs"][0]["durationSeconds"] = 900.0
+    write_json(repo / "other.json", base)
+    for name, baseline in (("b", "base.json"), ("o", "other.json")):
+        for i in (1, 2, 3):
+            run_cli(["run", "evals", "--replay", "recorded.json", "--shard", f"{i}/3", "--baseline", baseline,
+                     "--results", f"{name}{i}.json", "--inference-out", f"{name}runs{i}.json"], repo)
+    none = json.loads((repo / "s1.json").read_text())["shard"]["baselineDurations"]
+    timed = json.loads((repo / "b1.json").read_text())["shard"]["baselineDurations"]
+    assert none == "none" and timed.startswith("sha256:")
+    for files, named in ((("s1.json", "b2.json", "b3.json"), "b2.json"), (("b1.json", "o2.json", "o3.json"), "o2.json")):
+        _refused(repo, *files, needle="the shards were split with different baselines", named=named)
+    out = run_cli(["merge", "b1.json", "b2.json", "b3.json", "runs1.json", "bruns2.json", "bruns3.json",
+                   "--inference-out", "m-runs.json"], repo)
+    assert out.code == 2 and "runs1.json at $.metadata.shard.baselineDurations" in out.stderr, out.stderr
+    assert "give every shard the same --baseline" in out.stderr
+    out = run_cli(["merge", "b1.json", "b2.json", "b3.json", "bruns1.json", "bruns2.json", "bruns3.json",
+                   "--inference-out", "m-runs.json"], repo)
+    assert out.code == 1, out.output
+    # A baseline that timed none of the selected cases splits as no baseline does.
+    write_json(repo / "untimed.json", {**base, "evalSets": []})
+    run_cli(["run", "evals", "--replay", "recorded.json", "--shard", "2/3", "--baseline", "untimed.json",
+             "--results", "u2.json"], repo)
+    assert json.loads((repo / "u2.json").read_text())["shard"]["baselineDurations"] == "none"
+    assert run_cli(["merge", "s1.json", "u2.json", "s3.json"], repo).code == 1
+    # A shard file of an evalcheck that did not record it is merged as before.
+    one = json.loads((repo / "s1.json").read_text())
+    del one["shard"]["baselineDurations"]
+    write_json(repo / "s1.json", one)
+    assert run_cli(["merge", "s1.json", "s2.json", "s3.json"], repo).code == 1
+
+
 @pytest.mark.parametrize("text", ["", "3", "0/3", "4/3", "1/0", "a/b", "-1/2", "1/2/3"])
 def test_bad_shard_is_bad_input(text, repo):
     with pytest.raises(InputError):
