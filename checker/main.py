@@ -199,6 +199,13 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
                   release_cases=True),  # targets are not used after scoring
         context))
     results.shard = shard
+    empty = None
+    if shard is not None:
+        from .shards import empty_shard_line
+
+        empty = empty_shard_line(shard)
+        if empty is not None:  # not "0 of 0 failed": an empty shard is no failure (docs/sharding.md)
+            results.passed = True
     judge = context.services["judge"]
     if judge.stats.used():
         results.metadata["judge"] = judge.metadata()
@@ -223,6 +230,8 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
     write_reports(results, options, files)
     for line in failure_lines(results):
         say(clean(line))
+    if empty is not None:
+        say(f"evalcheck: {empty}")
     if judge.stats.used():
         say(clean(judge.line()))
     if simulated.used():

@@ -201,6 +201,17 @@ def shard_targets(targets: list[EvalTarget], options: Any,
     return plan.targets, plan.info
 
 
+def empty_shard_line(info: ShardInfo) -> str | None:
+    """The line saying a shard holds no cases (fewer cases than shards, or cheap ones dealt
+    elsewhere), None when it holds some. Such a shard passes: nothing in it failed, and
+    its (empty) results file is still one the merge needs; the suite's verdict is the merge's."""
+    if info.positions:
+        return None
+    cases = f"{info.total} case{'' if info.total == 1 else 's'}"
+    return (f"shard {info.index}/{info.count} holds no cases ({cases} over {info.count} shards); "
+            "its results file still goes to `evalcheck merge`")
+
+
 def recorded_runs_shard(info: ShardInfo, targets: Sequence[EvalTarget],
                         keys: Sequence[CaseKey]) -> dict[str, Any]:
     """``metadata.shard`` of a shard's recorded-runs file: ``positions`` align with the

@@ -256,6 +256,31 @@ def test_shard_of_one_is_the_whole_suite(repo):
     assert json.loads((repo / "m.json").read_text())["summary"]["cases"] == 33
 
 
+def test_an_empty_shard_passes_and_merges(repo):
+    """Fewer cases than shards: a shard with none passes (nothing in it failed) and says
+    so, in the terminal and the markdown; its files merge with the others'."""
+    write_json(repo / "evals/e.evalset.json", evalset("e", case("c1"), case("c2")))
+    write_json(repo / "evals/test_config.json", {"criteria": {"response_match_score": 0.5}})
+    write_json(repo / "recorded.json", replay(*[("e", c, 1, [invocation()]) for c in ("c1", "c2")]))
+    files = []
+    for i in (1, 2, 3):
+        out = run_cli(["run", "evals", "--replay", "recorded.json", "--shard", f"{i}/3", "--results", f"s{i}.json",
+                       "--inference-out", f"runs{i}.json", "--markdown", f"s{i}.md"], repo)
+        assert out.code == 0, out.output
+        files += [f"s{i}.json", f"runs{i}.json"]
+    assert "shard 3/3 holds no cases (2 cases over 3 shards)" in out.stdout
+    assert "PASSED: 0 eval case(s)" in out.stdout and "FAILED" not in out.output
+    empty = json.loads((repo / "s3.json").read_text())
+    assert empty["passed"] is True and empty["summary"]["cases"] == 0
+    markdown = (repo / "s3.md").read_text()
+    assert "passed" in markdown.splitlines()[0] and "Shard 3/3 holds no cases (2 cases over 3 shards)" in markdown
+    assert "0 of 0" not in markdown and "holds no cases" not in (repo / "s1.md").read_text()
+    merged = run_cli(["merge", *files, "--results", "m.json", "--inference-out", "m-runs.json"], repo)
+    assert merged.code == 0, merged.output
+    assert json.loads((repo / "m.json").read_text())["summary"]["cases"] == 2
+    assert len(json.loads((repo / "m-runs.json").read_text())["runs"]) == 2
+
+
 # --- refusals: exit 2, the file named ---------------------------------------------------
 
 @pytest.fixture
