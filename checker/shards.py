@@ -44,9 +44,12 @@ def parse_shard(text: str, *, source: str = "--shard") -> Shard:
     if match is None:
         raise InputError(f"{source} {text!r} is not I/N", fix="e.g. 2/4: the second of 4 shards (1-based)")
     index, count = int(match.group(1)), int(match.group(2))
-    if count < 1 or not 1 <= index <= count:
+    if count < 1:  # "use 1/1 to 1/1" would not say what is wrong
+        raise InputError(f"{source} {text!r}: the shard count (N of I/N) must be at least 1",
+                         fix="e.g. 2/4: the second of 4 shards; 1/1 is the whole suite")
+    if not 1 <= index <= count:
         raise InputError(f"{source} {text!r}: the index must be between 1 and the count",
-                         fix=f"use 1/{max(count, 1)} to {max(count, 1)}/{max(count, 1)}")
+                         fix=f"use 1/{count} to {count}/{count}")
     return Shard(index, count)
 
 

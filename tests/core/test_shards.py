@@ -246,6 +246,15 @@ def test_bad_shard_is_bad_input(text, repo):
     assert out.code == 2 and "--shard" in out.stderr and "Traceback" not in out.output
 
 
+@pytest.mark.parametrize(("text", "says"), [("1/0", "the shard count (N of I/N) must be at least 1"),
+                                           ("0/0", "the shard count (N of I/N) must be at least 1"),
+                                           ("4/3", "the index must be between 1 and the count (use 1/3 to 3/3)")])
+def test_bad_shard_says_what_is_wrong(text, says):
+    with pytest.raises(InputError) as raised:
+        parse_shard(text)
+    assert says in str(raised.value) and "1/1 to 1/1" not in str(raised.value)
+
+
 def test_shard_of_one_is_the_whole_suite(repo):
     keys = _suite(repo)
     write_json(repo / "recorded.json", _recorded(keys))
