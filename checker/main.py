@@ -26,7 +26,7 @@ from .redact import Redactor, secret_values
 from .report.terminal import failure_lines
 from .finish import report_gate, write_reports
 from .version import evalcheck_version
-from .writes import OutputFiles, say_error
+from .writes import Named, OutputFiles, check_outputs, say_error
 
 if TYPE_CHECKING:
     from .adaptive import AdaptiveRuns
@@ -158,6 +158,7 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
         targets, shard = shard_targets(targets, options, baseline)
         for target in targets:  # outlined so far: load this shard's cases, only them
             target.loaded.keep_cases(target.case_ids)
+    check_outputs(run_outputs(options), run_inputs(options, targets))  # before anything is written
     warnings = list(dict.fromkeys([*notes, *(w for t in targets for w in t.config.warnings)]))
     for warning in warnings:
         say(f"evalcheck: warning: {clean(warning)}", err=True)
@@ -239,6 +240,26 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
     if adaptive is not None:
         say(clean(adaptive.line()))
     return results
+
+
+def run_outputs(options: RunOptions) -> list[Named]:
+    return [("--results", options.results), ("--markdown", options.markdown),
+            ("--junit", options.junit), ("--inference-out", options.inference_out)]
+
+
+def run_inputs(options: RunOptions, targets: Iterable[EvalTarget]) -> list[Named]:
+    """The files a run reads, which its outputs must not overwrite."""
+    named: list[Named] = [("the replay file (--replay)", options.replay),
+                          ("the baseline (--baseline)", options.baseline),
+                          ("the template (--template)", options.template),
+                          ("the config file (--config)", options.config_file),
+                          ("the initial session file (--initial-session)", options.initial_session)]
+    criteria = {}
+    for target in targets:
+        named.append((f"the eval file {target.loaded.display_path}", target.loaded.path))
+        if target.config.path is not None:  # one test_config.json may serve many eval files
+            criteria[target.config.path] = f"the criteria file {target.config.display_path}"
+    return named + [(what, path) for path, what in criteria.items()]
 
 
 def check_run_counts(options: RunOptions, rule: VerdictRule) -> None:

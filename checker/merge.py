@@ -303,8 +303,13 @@ def merge_files(request: MergeRequest) -> Results:
     intervals use the pooled runs of all shards); write the merged files. Raises InputError."""
     from .finish import write_reports
     from .options import RunOptions
-    from .writes import OutputFiles
+    from .writes import OutputFiles, check_outputs
 
+    check_outputs([("--results", request.results), ("--markdown", request.markdown),
+                   ("--junit", request.junit), ("--inference-out", request.inference_out)],
+                  [*(("one of the files to merge", f) for f in request.files),
+                   ("the baseline (--baseline)", request.baseline),
+                   ("the template (--template)", request.template)])
     if request.template is not None:  # a broken template is said before the work
         from .report.markdown import check_template
 

@@ -6,7 +6,7 @@ At the end ``check()`` turns the failures into one InputError (exit status 2).""
 from __future__ import annotations
 
 import errno
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .errors import InputError
@@ -58,3 +58,45 @@ class OutputFiles:
         if self.failed:
             raise InputError("; ".join(self.failed),
                              fix="free disk space or choose another path; the other outputs were written")
+
+
+Named = tuple[str, "Path | None"]  # (what the user calls it: "--results", "the replay file (--replay)", path)
+
+
+def _identity(path: Path) -> tuple[Path, tuple[int, int] | None]:
+    """The file a path names: its resolved path, and its inode when it exists (a hard link
+    or a symlinked folder is the same file under another name)."""
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop: compared as written
+        resolved = path.absolute()
+    try:
+        st = path.stat()
+        return resolved, (st.st_dev, st.st_ino)
+    except OSError:
+        return resolved, None
+
+
+def _same(a: tuple[Path, tuple[int, int] | None], b: tuple[Path, tuple[int, int] | None]) -> bool:
+    return a[0] == b[0] or (a[1] is not None and a[1] == b[1])
+
+
+def check_outputs(outputs: Sequence[Named], inputs: Sequence[Named]) -> None:
+    """An output file that is also one of the command's inputs (the replay file, a shard's
+    file being merged, the baseline ...) would be destroyed by writing it, and two outputs
+    naming one file would leave only the last: bad input, found before anything is written."""
+    read = [(what, _identity(path)) for what, path in inputs if path is not None]
+    written: list[tuple[str, tuple[Path, tuple[int, int] | None]]] = []
+    for option, path in outputs:
+        if path is None:
+            continue
+        it = _identity(path)
+        for what, other in read:
+            if _same(it, other):
+                raise InputError(f"{option} would overwrite {what}", file=str(path),
+                                 fix=f"give {option} another file")
+        for earlier, other in written:
+            if _same(it, other):
+                raise InputError(f"{option} and {earlier} name the same file", file=str(path),
+                                 fix="give each output its own file")
+        written.append((option, it))

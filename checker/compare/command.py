@@ -27,9 +27,13 @@ def compare_files(request: CompareRequest) -> bool:
     from ..options import RunOptions
     from ..output import clean, say
     from ..report.terminal import failure_lines
+    from ..writes import check_outputs
     from .comparison import compare
     from .results_file import load_suite_results
 
+    check_outputs([("--results", request.results), ("--markdown", request.markdown), ("--junit", request.junit)],
+                  [("the baseline (BASELINE)", request.baseline), ("the results file (HEAD)", request.head),
+                   ("the template (--template)", request.template)])
     if request.template is not None:
         from ..report.markdown import check_template
 

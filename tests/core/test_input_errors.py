@@ -444,6 +444,30 @@ def test_replay_file_not_found(repo):
 # ------------------------------------------------------------------ migrate
 
 
+@pytest.mark.parametrize(("args", "named", "says"), [
+    (["--results", "runs.json"], "runs.json", "--results would overwrite the replay file (--replay)"),
+    (["--inference-out", "evals/../runs.json"], "evals/../runs.json", "--inference-out would overwrite the replay file"),
+    (["--markdown", EVAL], EVAL, f"--markdown would overwrite the eval file {EVAL}"),
+    (["--junit", CONFIG], CONFIG, f"--junit would overwrite the criteria file {CONFIG}"),
+    (["--results", "r.json", "--markdown", "r.json"], "r.json", "--markdown and --results name the same file"),
+])
+def test_an_output_that_is_an_input_is_refused_before_anything_is_written(repo, args, named, says):
+    setup(repo, config={"criteria": {"response_match_score": 0.5}})
+    before = {p: p.read_bytes() for p in repo.rglob("*.json")}
+    line = assert_input_error(run(repo, "evals", *args), f"{named}: {says}")
+    assert "another file" in line or "its own file" in line
+    assert {p: p.read_bytes() for p in repo.rglob("*.json")} == before and not (repo / "r.json").exists()
+
+
+def test_compare_refuses_to_overwrite_its_inputs(repo):
+    setup(repo)
+    assert run(repo, "evals", "--results", "head.json").code == 0
+    before = (repo / "head.json").read_bytes()
+    assert_input_error(run_cli(["compare", "head.json", "head.json", "--results", "head.json"], repo),
+                       "head.json: --results would overwrite the baseline (BASELINE)")
+    assert (repo / "head.json").read_bytes() == before
+
+
 def test_migrate_of_a_file_in_the_new_format(repo):
     setup(repo)
     out = run_cli(["migrate", EVAL, "new.evalset.json"], repo)
