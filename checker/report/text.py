@@ -24,12 +24,15 @@ def log_safe(text: str) -> str:
 
 # --- markdown-safe rendering of untrusted text (agent output, eval files) -------------
 
-_CONTROL_KEEP_NL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Control characters, and the bidi embeddings, overrides and isolates (U+202A-E, U+2066-9):
+# in a rendered comment one of them would turn the rest of a cell or line around, ours too.
+_CONTROL_KEEP_NL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 _BACKTICKS = re.compile(r"`+")
 
 
 def printable(text: str) -> str:
-    """Drop control characters (terminal escapes, NUL) but keep newlines and tabs."""
+    """Drop control characters (terminal escapes, NUL) and bidi overrides, but keep
+    newlines and tabs."""
     return _CONTROL_KEEP_NL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
