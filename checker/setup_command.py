@@ -63,16 +63,18 @@ def run_setup(command: str, workdir: Path, commands: Commands,
         # Its own process group, and we its subreaper: on Ctrl-C/SIGTERM everything it
         # started is stopped and reaped too.
         become_subreaper()
-        proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=workdir, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                start_new_session=True, **as_agent)
-        assert proc.stdout is not None
-        echo = _Echo(proc.stdout, stream)
-        echo.start()
-        try:
+        proc: subprocess.Popen[bytes] | None = None
+        try:  # a Ctrl-C/SIGTERM from the start stops the group, even while the echo starts
+            proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=workdir,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, start_new_session=True, **as_agent)
+            assert proc.stdout is not None
+            echo = _Echo(proc.stdout, stream)
+            echo.start()
             returncode = proc.wait()
         except BaseException:
-            stop_group(proc.pid)
+            if proc is not None:
+                stop_group(proc.pid)
             raise
         echo.join(DRAIN_SECONDS)  # the pipe ends now unless something it started holds it
         echo.prefix = LATE_PREFIX

@@ -93,3 +93,31 @@ def test_sigterm_during_setup_command_stops_its_children(tmp_path):
     assert_all_gone(read_pids(pidfile))
     # Its group was closed.
     assert stdout.rstrip().splitlines()[-1] == "::endgroup::", stdout
+
+
+def test_an_interrupt_while_the_setup_output_echo_starts_still_stops_the_group(tmp_path, monkeypatch):
+    """The signal may land at any point after the command started - here, as its output echo
+    starts (a loaded machine: the shell is quicker than the thread): the group is stopped."""
+    import io
+
+    import pytest
+
+    from checker import setup_command
+    from checker.github.workflow import Commands
+
+    pidfile = tmp_path / "setup.pids"
+    started = setup_command._Echo.start
+
+    def start_then_interrupt(self):
+        started(self)
+        deadline = time.monotonic() + 30
+        while len(read_pids(pidfile)) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(setup_command._Echo, "start", start_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        setup_command.run_setup(f"sleep 300 & echo $! > {pidfile}; echo $$ >> {pidfile}; wait",
+                                tmp_path, Commands(io.StringIO()))
+    assert_all_gone(read_pids(pidfile))
