@@ -203,6 +203,13 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
         sandbox = agent_sandbox(config, ctx)
         if sandbox is not None:
             sandboxes.append(sandbox)
+            if config.run.template is not None:  # before the PR's code runs
+                import tempfile
+
+                from .report.markdown import private_template_copy
+
+                config.run.template = private_template_copy(
+                    config.run.template, Path(tempfile.mkdtemp(prefix="evalcheck-template-")))
             sandbox.hand_over()
             config.run.sandbox = sandbox
         search = find_auto_baseline(config, ctx)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2.sandbox import SandboxedEnvironment
 
 from ..models.results import Results
 from .explain import explain, fmt_call, fmt_score  # noqa: F401  (re-exported)
@@ -59,9 +60,12 @@ def environment(template_dir: Path | None = None) -> jinja2.Environment:
     loaders: list[jinja2.BaseLoader] = [jinja2.FileSystemLoader(str(TEMPLATES))]
     if template_dir is not None:
         loaders.insert(0, jinja2.FileSystemLoader(str(template_dir)))
-    env = jinja2.Environment(loader=jinja2.ChoiceLoader(loaders), autoescape=False,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True,
-                             lstrip_blocks=True, keep_trailing_newline=True)
+    # A user's template is the repository's code, and the checker may run as root: it is
+    # rendered sandboxed (no attribute path to Python internals, no code run), ours is not.
+    kind = jinja2.Environment if template_dir is None else SandboxedEnvironment
+    env = kind(loader=jinja2.ChoiceLoader(loaders), autoescape=False,
+               undefined=jinja2.StrictUndefined, trim_blocks=True,
+               lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(md=md_escape, score=fmt_score, range=fmt_range, code=md_code,
                        fence=md_fence, call=fmt_call, h=html_text)
     env.globals.update(icon=STATUS_ICON, columns_for=columns_for)
@@ -102,6 +106,17 @@ def check_template(template: Path) -> None:
 
         raise InputError(f"cannot read the template: {exc}", file=str(template),
                          fix="give a readable UTF-8 Jinja template") from None
+
+
+def private_template_copy(template: Path, into: Path) -> Path:
+    """``template`` copied into ``into`` (a folder only the checker can write), read from
+    there from now on: the agent under test may write the working directory while it runs,
+    and must not rewrite the report it is judged by. Checked first, so that an error names
+    the user's file."""
+    check_template(template)
+    copy = into / template.name
+    copy.write_bytes(template.read_bytes())
+    return copy
 
 
 def _template_error(exc: jinja2.TemplateError, template: Path) -> Exception:

@@ -202,3 +202,35 @@ def test_a_key_missing_from_a_results_file_is_named_as_the_file_spells_it(repo):
     out = run_cli(["compare", "bad.json", "base.json"], repo)
     assert out.code == 2
     assert "missing required key 'evalId' (add 'evalId')" in out.stderr
+
+
+def test_a_users_template_is_rendered_sandboxed(repo):
+    """The template is the repository's code and the checker may run as root: a template
+    reaching for Python internals is a template error (exit 2), and runs nothing."""
+    setup(repo)
+    run(repo, "base", MAIN)
+    marker = repo / "ran.txt"
+    (repo / "evil.md.j2").write_text(
+        "{{ lipsum.__globals__['__builtins__']['open']('" + str(marker) + "', 'w').write('x') }}\n")
+    out = run_cli(["compare", "base.json", "base.json", "--template", "evil.md.j2",
+                   "--markdown", "c.md"], repo)
+    assert out.code == 2, out.output
+    assert "template error" in out.stderr and "unsafe" in out.stderr
+    assert not marker.exists()
+    (repo / "fine.md.j2").write_text("{{ results.summary.cases }} cases, {{ report.sets | length }} set\n")
+    out = run_cli(["compare", "base.json", "base.json", "--template", "fine.md.j2",
+                   "--markdown", "c.md"], repo)
+    assert out.code == 1 and (repo / "c.md").read_text() == "3 cases, 1 set\n"
+
+
+def test_the_actions_private_template_copy_is_what_is_rendered(tmp_path):
+    from checker.report.markdown import private_template_copy
+
+    original = tmp_path / "work" / "report.j2"
+    original.parent.mkdir()
+    original.write_text("ours\n")
+    private = tmp_path / "private"
+    private.mkdir()
+    copy = private_template_copy(original, private)
+    original.write_text("rewritten by the agent\n")  # while the agent runs
+    assert copy.read_text() == "ours\n" and copy.parent == private
