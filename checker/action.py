@@ -208,7 +208,8 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
 
                 from .report.markdown import private_template_copy
 
-                config.run.template = private_template_copy(
+                # Every rendering - report, job summary, comment, check run - reads the copy.
+                config.run.template = config.publish.template = private_template_copy(
                     config.run.template, Path(tempfile.mkdtemp(prefix="evalcheck-template-")))
             sandbox.hand_over()
             config.run.sandbox = sandbox

@@ -4,7 +4,8 @@
 names ``my_metric`` in module ``evals.metrics``, imported with the repository root on
 ``sys.path`` (ADK only searches the existing path). The function is called the way ADK calls
 it: ``fn(eval_metric, actual_invocations, expected_invocations, conversation_scenario)``,
-where ``eval_metric`` has ``metric_name``, ``threshold`` (None, as in ADK) and ``criterion``
+the invocations and scenario as ADK's own models when google-adk is installed, where
+``eval_metric`` has ``metric_name``, ``threshold`` (None, as in ADK) and ``criterion``
 (with ``criterion.threshold``). It may be sync or async, and may return an ADK
 ``EvaluationResult``, any object or dict with ``overall_score`` (and optionally
 ``per_invocation_results``, each with a ``score``), or a plain number. evalcheck applies the
@@ -134,18 +135,47 @@ def to_run_score(result: Any, path: str) -> RunScore:
 
 
 async def score_custom(configured: Any, run: RunInput, context: ScoringContext) -> RunScore:
-    """Score one run with the custom metric of ``configured`` (a ConfiguredMetric)."""
+    """Score one run with the custom metric of ``configured`` (a ConfiguredMetric): in a
+    worker process as the agent's user when the run has one (checker/custom_metric_worker.py),
+    else in this process."""
     path = configured.custom_function_path or ""
-    try:
-        from .discover import find_repo_root
+    worker = context.services.get("custom_metric_worker")
+    if worker is not None:
+        return await worker.score(path, configured.name, configured.criterion, run)
+    from .discover import find_repo_root
 
-        function = import_function(path, find_repo_root(Path.cwd()))
-        metric = CustomEvalMetric(
-            metric_name=configured.name, criterion=configured.criterion, threshold=None,
-            custom_function_path=path,
-            judge_model_options=getattr(configured.criterion, "judge_model_options", None))
-        args = (metric, list(run.actual), None if run.expected is None else list(run.expected),
+    return await score_in_process(path, configured.name, configured.criterion, run,
+                                  find_repo_root(Path.cwd()))
+
+
+def as_adk_types(run: RunInput) -> tuple[list[Any], list[Any] | None, Any]:
+    """The run's invocations and scenario as ADK's own models when google-adk is installed:
+    ADK passes those, and a metric written for ADK uses them (``get_all_tool_calls``,
+    ``PerInvocationResult(actual_invocation=...)``). Without google-adk, evalcheck's models,
+    which have the same fields."""
+    try:
+        from google.adk.evaluation.conversation_scenarios import ConversationScenario
+        from google.adk.evaluation.eval_case import Invocation
+    except ImportError:
+        return (list(run.actual), None if run.expected is None else list(run.expected),
                 run.scenario)
+
+    def adk(model: Any, kind: Any) -> Any:
+        return kind.model_validate(model.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+    return ([adk(i, Invocation) for i in run.actual],
+            None if run.expected is None else [adk(i, Invocation) for i in run.expected],
+            None if run.scenario is None else adk(run.scenario, ConversationScenario))
+
+
+async def score_in_process(path: str, name: str, criterion: Any, run: RunInput, root: Path) -> RunScore:
+    """Import the function at ``path`` (``root`` first on sys.path) and score ``run``."""
+    try:
+        function = import_function(path, root)
+        metric = CustomEvalMetric(
+            metric_name=name, criterion=criterion, threshold=None, custom_function_path=path,
+            judge_model_options=getattr(criterion, "judge_model_options", None))
+        args = (metric, *as_adk_types(run))
         if inspect.iscoroutinefunction(function):
             result = await function(*args)
         else:

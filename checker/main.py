@@ -48,7 +48,9 @@ def collect_runs(targets: list[EvalTarget], options: RunOptions,
         if adaptive is not None:  # it scores in this event loop: close its judge clients here
             from .judges.service import closing_judges
 
-            jobs = closing_judges(jobs, adaptive.context)
+            from .custom_metric_worker import closing_worker
+
+            jobs = closing_worker(closing_judges(jobs, adaptive.context), adaptive.context)
         runs = asyncio.run(jobs)
         # A limit bound to that event loop must not be reused by the scoring loop.
         if adaptive is not None:
@@ -166,6 +168,11 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
 
     simulated = SimulatorStats()  # conversation_scenario cases' simulated users
     context = build_context(options)
+    if options.sandbox is not None:  # custom metrics are the PR's code too: run as the agent
+        from .custom_metric_worker import CustomMetricWorker
+
+        context.services["custom_metric_worker"] = CustomMetricWorker(
+            root, env=options.sandbox.environ(os.environ), popen=options.sandbox.popen_kwargs())
     adaptive = None
     if options.max_runs is not None and options.max_runs > options.num_runs:
         if options.replay is not None:
@@ -193,12 +200,13 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
             records.metadata = {"evalcheckVersion": evalcheck_version(), "shard": recorded_runs_shard(
                 shard, targets, [(r.eval_set_id, r.eval_id) for r in ordered])}
         write_records(options.inference_out, records, redactor, files)
+    from .custom_metric_worker import closing_worker
     from .judges.service import closing_judges
 
-    results = asyncio.run(closing_judges(
+    results = asyncio.run(closing_worker(closing_judges(
         score_all(targets, runs, context, rule, known=adaptive.scored if adaptive else None,
                   release_cases=True),  # targets are not used after scoring
-        context))
+        context), context))
     results.shard = shard
     empty = None
     if shard is not None:

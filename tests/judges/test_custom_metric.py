@@ -10,6 +10,7 @@ import pytest
 
 from checker.config import build_config
 from checker.custom_metric import score_custom
+from checker.custom_metric_worker import CustomMetricWorker, closing_worker
 from checker.metrics.base import ScoringContext
 
 from .conftest import invocation, run_input
@@ -59,6 +60,22 @@ def not_a_number(eval_metric, actual_invocations, expected_invocations, conversa
 def not_evaluated(eval_metric, actual_invocations, expected_invocations, conversation_scenario):
     return {"overall_score": None, "overall_eval_status": "NOT_EVALUATED"}
 
+def prints(eval_metric, actual_invocations, expected_invocations, conversation_scenario):
+    print("noise on stdout", flush=True)
+    return 1.0
+
+def exits(eval_metric, actual_invocations, expected_invocations, conversation_scenario):
+    import os
+    os._exit(3)
+
+def hangs(eval_metric, actual_invocations, expected_invocations, conversation_scenario):
+    import time
+    time.sleep(60)
+
+def whoami(eval_metric, actual_invocations, expected_invocations, conversation_scenario):
+    import os
+    return float(os.getpid())
+
 value = 3
 '''
 
@@ -77,19 +94,33 @@ def repo(tmp_path: Path, monkeypatch) -> Path:
         del sys.modules[name]
 
 
-def run_custom(function: str):
+@pytest.fixture(params=["in-process", "worker"])
+def mode(request) -> str:
+    """Each behaviour holds in this process (the CLI) and in the worker process the Action
+    runs custom metrics in, as the agent's user (checker/custom_metric_worker.py)."""
+    return request.param
+
+
+def custom(function: str):
     config = build_config({"criteria": {"mine": 0.5},
                            "custom_metrics": {"mine": {"code_config": {"name": function}}}},
                           None, "test_config.json")
-    run = run_input([invocation("a", "b"), invocation("c", "d")])
+    return config.metrics[0], run_input([invocation("a", "b"), invocation("c", "d")])
+
+
+def run_custom(function: str, mode: str = "in-process"):
+    configured, run = custom(function)
     before = list(sys.path)
-    result = asyncio.run(score_custom(config.metrics[0], run, ScoringContext()))
+    context = ScoringContext()
+    if mode == "worker":
+        context.services["custom_metric_worker"] = CustomMetricWorker(Path.cwd())
+    result = asyncio.run(closing_worker(score_custom(configured, run, context), context))
     assert sys.path == before  # the repository root was removed again
     return result
 
 
-def test_adk_calling_convention_and_result_object(repo):
-    result = run_custom("my_evals_pkg.metrics.adk_style")
+def test_adk_calling_convention_and_result_object(repo, mode):
+    result = run_custom("my_evals_pkg.metrics.adk_style", mode)
     assert result.error is None
     assert result.score == 0.25
     assert [(i.score, i.details) for i in result.invocations] == [
@@ -98,8 +129,8 @@ def test_adk_calling_convention_and_result_object(repo):
 
 @pytest.mark.parametrize("function, expected", [
     ("async_dict", 1.0), ("plain", 0.75), ("per_invocation_only", 0.5)])
-def test_sync_async_dict_and_number_results(repo, function, expected):
-    result = run_custom(f"my_evals_pkg.metrics.{function}")
+def test_sync_async_dict_and_number_results(repo, function, expected, mode):
+    result = run_custom(f"my_evals_pkg.metrics.{function}", mode)
     assert (result.error, result.score) == (None, expected)
 
 
@@ -116,14 +147,64 @@ def test_sync_async_dict_and_number_results(repo, function, expected):
                                "function 'my_evals_pkg.broken.fn'"),
     ("nodots", "is not a dotted path"),
 ])
-def test_failures_become_metric_errors(repo, function, message):
-    result = run_custom(function)
+def test_failures_become_metric_errors(repo, function, message, mode):
+    result = run_custom(function, mode)
     assert result.score is None
     assert message in result.error
 
 
-def test_not_evaluated_status_is_kept(repo):
-    result = run_custom("my_evals_pkg.metrics.not_evaluated")
+def test_not_evaluated_status_is_kept(repo, mode):
+    result = run_custom("my_evals_pkg.metrics.not_evaluated", mode)
     assert result.score is None and result.error is None
     assert result.not_evaluated_reason == ("custom metric 'my_evals_pkg.metrics.not_evaluated' "
                                            "returned no score (status not_evaluated)")
+
+
+def test_the_worker_runs_the_metric_in_another_process_and_its_prints_do_not_break_it(repo):
+    import os
+
+    assert run_custom("my_evals_pkg.metrics.whoami", "worker").score != float(os.getpid())
+    assert run_custom("my_evals_pkg.metrics.prints", "worker").score == 1.0
+
+
+def test_a_worker_that_dies_or_hangs_fails_that_metric_and_the_next_gets_a_new_one(repo):
+    async def scenario():
+        context = ScoringContext(services={"custom_metric_worker": CustomMetricWorker(Path.cwd())})
+        exits, run = custom("my_evals_pkg.metrics.exits")
+        hangs, _ = custom("my_evals_pkg.metrics.hangs")
+        plain, _ = custom("my_evals_pkg.metrics.plain")
+        died = await score_custom(exits, run, context)
+        with pytest.raises(TimeoutError):  # the metric deadline (score_run) cancels the call
+            async with asyncio.timeout(1.0):
+                await score_custom(hangs, run, context)
+        after = await score_custom(plain, run, context)
+        await context.services["custom_metric_worker"].aclose()
+        return died, after
+
+    died, after = asyncio.run(scenario())
+    assert died.score is None and "worker process exited" in died.error
+    assert (after.error, after.score) == (None, 0.75)
+
+
+ADK_WAY = '''
+from google.adk.evaluation.eval_case import get_all_tool_calls
+from google.adk.evaluation.eval_metrics import EvalStatus
+from google.adk.evaluation.evaluator import EvaluationResult, PerInvocationResult
+
+def tool_count(eval_metric, actual_invocations, expected_invocations, conversation_scenario):
+    per = [PerInvocationResult(actual_invocation=inv, expected_invocation=exp,
+                               score=float(len(get_all_tool_calls(inv.intermediate_data))),
+                               eval_status=EvalStatus.PASSED)
+           for inv, exp in zip(actual_invocations, expected_invocations)]
+    return EvaluationResult(overall_score=sum(p.score for p in per) / len(per),
+                            overall_eval_status=EvalStatus.PASSED, per_invocation_results=per)
+'''
+
+
+def test_a_metric_written_for_adk_gets_adks_own_invocations(repo, mode):
+    """ADK's helpers and result types accept only ADK's models (user audit: 'Unsupported type
+    for intermediate_data')."""
+    (repo / "my_evals_pkg" / "adk_way.py").write_text(ADK_WAY)
+    result = run_custom("my_evals_pkg.adk_way.tool_count", mode)
+    assert (result.error, result.score) == (None, 0.0)
+    assert [i.details for i in result.invocations] == [{"status": "passed"}] * 2

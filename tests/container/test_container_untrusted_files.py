@@ -1,0 +1,81 @@
+"""The agent under test rewrites files the checker reads after it: the report template and
+a custom metric module. In the real image, neither lets it run code as root, forge a log
+line or change the verdict (docs/github-action.md#trust-model)."""
+
+from __future__ import annotations
+
+import json
+
+from test_container_action import HEAD, FakeGitHub, Runner, docker_run, event, image, input_env  # noqa: F401
+
+ANSWER = '''
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg["type"] == "user":
+        print(json.dumps({"type": "response", "invocationId": msg["invocationId"],
+                          "finalResponse": "no idea"}), flush=True)
+'''
+
+TEMPLATE_AGENT = r'''
+import json, sys
+open("report.j2", "w").write(
+    "{{ lipsum.__globals__['__builtins__']['exec']('import os; os.write(1, b\"::warning::forged\\n\")') }}"
+    "## \u2705 Agent evaluation passed\n")
+''' + ANSWER
+
+METRIC_AGENT = r'''
+import json, sys
+open("evalmetrics/short.py", "w").write(
+    "import os\n"
+    "os.write(1, b'::warning::forged from the custom metric module\\n')\n"
+    "def short(eval_metric, actual, expected, scenario):\n"
+    "    return float(os.getuid())\n")
+''' + ANSWER
+
+
+def log_lines(done) -> list[str]:
+    return (done.stdout + done.stderr).splitlines()
+
+
+def test_a_template_the_agent_rewrites_is_not_what_is_rendered(image, tmp_path):  # noqa: F811
+    with FakeGitHub() as fake:
+        runner = Runner.create(tmp_path / "ws", event())
+        (runner.workspace / "agent.py").write_text(TEMPLATE_AGENT)
+        (runner.workspace / "report.j2").write_text(
+            "## {{ 'passed' if results.passed else 'failed' }} ({{ results.summary.cases }} cases)\n")
+        env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
+               **input_env(fake.token, paths="agent_evals", agent_command="python agent.py",
+                           template="report.j2", num_runs="1", baseline="off")}
+        done = docker_run(image, runner, env)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert not [line for line in log_lines(done) if line.startswith("::warning::forged")]
+        assert runner.outputs().get("passed") == "false", done.stdout[-3000:] + done.stderr[-3000:]
+        (comment,) = fake.comments[7]
+        assert comment["body"].endswith("## failed (2 cases)\n")  # the template as it was
+        (check,) = fake.check_runs.values()
+        assert check["conclusion"] == "failure"
+
+
+def test_a_custom_metric_runs_as_the_agents_user_not_as_root(image, tmp_path):  # noqa: F811
+    with FakeGitHub() as fake:
+        runner = Runner.create(tmp_path / "ws", event())
+        (runner.workspace / "agent.py").write_text(METRIC_AGENT)
+        (runner.workspace / "evalmetrics").mkdir()
+        (runner.workspace / "evalmetrics" / "__init__.py").write_text("")
+        (runner.workspace / "evalmetrics" / "short.py").write_text(
+            "def short(eval_metric, actual, expected, scenario):\n    return 0.0\n")
+        config = runner.workspace / "agent_evals" / "test_config.json"
+        data = json.loads(config.read_text())
+        data["criteria"]["short"] = 0.5
+        data["custom_metrics"] = {"short": {"code_config": {"name": "evalmetrics.short.short"}}}
+        config.write_text(json.dumps(data))
+        env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
+               **input_env(fake.token, paths="agent_evals", agent_command="python agent.py",
+                           num_runs="1", baseline="off")}
+        done = docker_run(image, runner, env)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert not [line for line in log_lines(done) if line.startswith("::warning::forged")]
+        results = json.loads((runner.workspace / "evalcheck-report" / "results.json").read_text())
+        scores = {m["score"] for s in results["evalSets"] for c in s["cases"]
+                  for m in c["metrics"] if m["name"] == "short"}
+        assert scores == {48151.0}, scores  # the rewritten module ran, as evalcheck-agent (not 0: root)
