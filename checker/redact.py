@@ -38,8 +38,15 @@ M = TypeVar("M", bound="BaseModel")
 def secret_values(env: Mapping[str, str]) -> list[str]:
     """The values of ``env``'s secret variables (known names, or named like a secret)."""
     return [value for name, value in env.items()
-            if value and (name in SECRET_VARIABLES
-                          or (_SECRET_NAME.search(name) and name.upper() not in _NOT_SECRET))]
+            if value and (name in SECRET_VARIABLES or _named_like_a_secret(name))]
+
+
+def _named_like_a_secret(name: str) -> bool:
+    # The Action's inputs (INPUT_COMMENT-KEY ...) are settings, not secrets; the one that
+    # is, the github-token, is a known name above.
+    upper = name.upper()
+    return (bool(_SECRET_NAME.search(name)) and upper not in _NOT_SECRET
+            and not upper.startswith("INPUT_"))
 
 
 class Redactor:

@@ -17,7 +17,8 @@ def test_named_like_a_secret(name):
 
 @pytest.mark.parametrize("name", [
     "GOOGLE_APPLICATION_CREDENTIALS",  # a path to the credentials, not one
-    "PWD", "HOME", "KEYBOARD", "MONKEY", "TOKENIZERS_PARALLELISM", "SECRETARY", "PATH"])
+    "PWD", "HOME", "KEYBOARD", "MONKEY", "TOKENIZERS_PARALLELISM", "SECRETARY", "PATH",
+    "INPUT_COMMENT-KEY", "INPUT_CACHE_KEY"])  # the Action's inputs are settings (audit)
 def test_not_a_secret(name):
     assert secret_values({name: "/some/value"}) == []
 
@@ -25,3 +26,7 @@ def test_not_a_secret(name):
 def test_the_value_is_hidden_in_its_escaped_forms_too():
     redactor = Redactor(secret_values({"OPENAI_KEY": 'sk-"quoted"/x'}))
     assert redactor.text('{"k": "sk-\\"quoted\\"/x"} and sk-%22quoted%22%2Fx') == '{"k": "***"} and ***'
+
+
+def test_the_github_token_input_stays_a_secret():
+    assert secret_values({"INPUT_GITHUB-TOKEN": "ghs_0123456789"}) == ["ghs_0123456789"]
