@@ -49,21 +49,34 @@ def _named_like_a_secret(name: str) -> bool:
             and not upper.startswith("INPUT_"))
 
 
+CUT = "\u2026"  # what marks text cut short (a clipped line, a stderr tail's start)
+FRAGMENT = 8  # shortest piece of a secret hidden where text was cut
+
+
 class Redactor:
-    """Replaces known secret values (and their JSON- and URL-escaped forms) by ``***``."""
+    """Replaces known secret values (and their JSON-escaped, URL-escaped and log-escaped
+    forms) by ``***``, and what is left of one where text was cut through it: a piece of
+    at least FRAGMENT characters at the start or end of the text, or next to ``…``."""
 
     def __init__(self, secrets: Iterable[str] = ()):
         self._secrets: set[str] = set()
+        self._raw: set[str] = set()
+        self._grams: set[str] = set()  # every FRAGMENT-long window of a secret
         self._pattern: re.Pattern[str] | None = None
         self.add(*secrets)
 
     def add(self, *values: str | None) -> None:
+        from .output import neutralise  # how a log line shows it ("a::b" -> "a: :b")
+
         forms = set()
         for value in values:
             value = (value or "").strip()
             if len(value) < MIN_LENGTH:
                 continue
-            forms |= {value, json.dumps(value)[1:-1], quote(value, safe="")}
+            forms |= {value, json.dumps(value)[1:-1], quote(value, safe=""), neutralise(value)}
+            if value not in self._raw and len(value) > FRAGMENT:
+                self._raw.add(value)
+                self._grams.update(value[i:i + FRAGMENT] for i in range(len(value) - FRAGMENT + 1))
         if forms - self._secrets:
             self._secrets |= forms
             # Longest first: a secret that contains another is hidden whole.
@@ -76,7 +89,29 @@ class Redactor:
     def text(self, text: str) -> str:
         if self._pattern is None or not text:
             return text
-        return self._pattern.sub(MASK, text)
+        return self._cut_pieces(self._pattern.sub(MASK, text))
+
+    def _cut_pieces(self, text: str) -> str:
+        """Hide a secret's piece left by a cut: one that ends the text (or a ``…``), or
+        starts it (or follows a ``…``). A window lookup first: most text has none."""
+        spans = []
+        ends = [len(text), *(i for i, ch in enumerate(text) if ch == CUT)] if CUT in text else [len(text)]
+        for end in ends:
+            if text[max(0, end - FRAGMENT):end] in self._grams:
+                k = max((k for raw in self._raw for k in range(FRAGMENT, min(len(raw), end + 1))
+                         if text.startswith(raw[:k], end - k)), default=0)
+                if k:
+                    spans.append((end - k, end))
+        starts = [0, *(i + 1 for i, ch in enumerate(text) if ch == CUT)] if CUT in text else [0]
+        for start in starts:
+            if text[start:start + FRAGMENT] in self._grams:
+                k = max((k for raw in self._raw for k in range(FRAGMENT, min(len(raw), len(text) - start + 1))
+                         if text.startswith(raw[-k:], start)), default=0)
+                if k:
+                    spans.append((start, start + k))
+        for a, b in sorted(set(spans), reverse=True):
+            text = text[:a] + MASK + text[b:]
+        return text
 
     def data(self, value: Any) -> Any:
         """``value`` (JSON-like: dicts, lists, strings) with every string redacted."""

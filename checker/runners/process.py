@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 READ_CHUNK = 1 << 16
 
 
+CUT_MARK = "\u2026".encode()
+
+
 class OutputTail:
     """The last lines of a stream, bounded in memory however much the process writes."""
 
@@ -41,23 +44,29 @@ class OutputTail:
         *complete, rest = self._partial.split(b"\n")
         for line in complete[-self.max_lines:]:
             self._add(line)
-        # An unterminated line is kept only up to the byte budget.
-        self._partial = bytearray(rest[-self.max_bytes:])
+        # An unterminated line is kept only up to the byte budget (its start marked cut).
+        if len(rest) > self.max_bytes:
+            rest = CUT_MARK + rest[-(self.max_bytes - len(CUT_MARK)):]
+        self._partial = bytearray(rest)
 
     def add_line(self, text: str) -> None:
-        self._lines.append(text[-self.max_bytes:])
+        self._lines.append(text if len(text) <= self.max_bytes else "\u2026" + text[-(self.max_bytes - 1):])
 
     def _add(self, line: bytes) -> None:
-        self._lines.append(line[-self.max_bytes:].decode("utf-8", "replace").rstrip("\r"))
+        if len(line) > self.max_bytes:
+            line = CUT_MARK + line[-(self.max_bytes - len(CUT_MARK)):]
+        self._lines.append(line.decode("utf-8", "replace").rstrip("\r"))
 
     def text(self) -> str | None:
+        """The tail; where it was cut, ``…`` marks the cut (a secret cut through there is
+        still found by the redactor, checker/redact.py)."""
         lines = list(self._lines)
         if self._partial:
             lines.append(self._partial.decode("utf-8", "replace"))
         lines = [line for line in lines if line.strip()][-self.max_lines:]
         out = "\n".join(lines)
         if len(out.encode()) > self.max_bytes:
-            out = out.encode()[-self.max_bytes:].decode("utf-8", "ignore")
+            out = "\u2026" + out.encode()[-(self.max_bytes - len(CUT_MARK)):].decode("utf-8", "ignore")
         return out or None
 
 

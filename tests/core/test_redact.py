@@ -30,3 +30,14 @@ def test_the_value_is_hidden_in_its_escaped_forms_too():
 
 def test_the_github_token_input_stays_a_secret():
     assert secret_values({"INPUT_GITHUB-TOKEN": "ghs_0123456789"}) == ["ghs_0123456789"]
+
+
+def test_a_piece_of_a_secret_left_by_a_cut_is_hidden_and_only_there():
+    secret = "AIzaPLANTED-secret-key_0123456789abcdef"
+    redactor = Redactor([secret])
+    assert redactor.text("error: xx" + secret[:20] + "\u2026") == "error: xx***\u2026"   # clipped line
+    assert redactor.text(secret[-20:] + "\nnext line") == "***\nnext line"            # tail's start
+    assert redactor.text("a\n\u2026" + secret[-12:] + " b") == "a\n\u2026*** b"        # a cut line
+    assert redactor.text(secret[:7] + "\u2026") == secret[:7] + "\u2026"               # too short to tell
+    middle = "quoted " + secret[5:25] + " in the middle"                               # not at a cut
+    assert redactor.text(middle) == middle

@@ -128,3 +128,25 @@ def test_setup_command_and_what_it_leaves_running_cannot_issue_commands(tmp_path
     only_authored_commands(log)
     assert SECRET not in log
     assert runner.outputs()["passed"] == "false"
+
+
+@pytest.mark.parametrize("text, piece", [
+    # The progress line clips the error to 300 characters: the cut lands inside the key.
+    ("x" * 230 + SECRET, SECRET[:25]),
+    # The stderr tail keeps the last 2048 bytes: the cut lands inside the key.
+    (SECRET + "y" * (2048 - 35), SECRET[-30:]),
+])
+def test_a_secret_cut_through_by_a_clip_leaves_no_piece(tmp_path, fake, capfd, text, piece):
+    code, runner, log = run_action(tmp_path, fake, capfd, agent_command=hostile_command("error", text))
+    assert code == 1
+    assert piece not in log
+    assert piece not in written_files(runner)
+    assert piece not in json.dumps([w.body for w in fake.writes()])
+
+
+def test_a_secret_the_log_would_escape_is_still_hidden(tmp_path, fake, capfd):
+    password = "hunter2::s3cret"  # a log line shows it as "hunter2: :s3cret"
+    code, _, log = run_action(tmp_path, fake, capfd, env_extra={"DB_PASSWORD": password},
+                              agent_command=hostile_command("error", f"cannot connect with {password}"))
+    assert code == 1
+    assert "hunter2: :s3cret" not in log and password not in log
