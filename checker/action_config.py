@@ -95,6 +95,7 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
         results=results_path,
         inference_out=_path(inputs, "inference-out", workdir),
         markdown=None,  # written here, with links to the run and files
+        written_after=(("input 'markdown'", markdown_path),),
         junit=_path(inputs, "junit", workdir),
         template=_path(inputs, "template", workdir, must_exist=True),
         shard=inputs.text("shard") or None,

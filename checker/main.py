@@ -252,13 +252,15 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
 
 def run_outputs(options: RunOptions) -> list[Named]:
     return [("--results", options.results), ("--markdown", options.markdown),
-            ("--junit", options.junit), ("--inference-out", options.inference_out)]
+            ("--junit", options.junit), ("--inference-out", options.inference_out),
+            *options.written_after]
 
 
 def run_inputs(options: RunOptions, targets: Iterable[EvalTarget]) -> list[Named]:
     """The files a run reads, which its outputs must not overwrite."""
+    # Not the baseline: it is read whole before anything is written (a baseline restored at
+    # the results path, as actions/cache does, is then replaced by this run's results).
     named: list[Named] = [("the replay file (--replay)", options.replay),
-                          ("the baseline (--baseline)", options.baseline),
                           ("the template (--template)", options.template),
                           ("the config file (--config)", options.config_file),
                           ("the initial session file (--initial-session)", options.initial_session)]

@@ -308,7 +308,6 @@ def merge_files(request: MergeRequest) -> Results:
     check_outputs([("--results", request.results), ("--markdown", request.markdown),
                    ("--junit", request.junit), ("--inference-out", request.inference_out)],
                   [*(("one of the files to merge", f) for f in request.files),
-                   ("the baseline (--baseline)", request.baseline),
                    ("the template (--template)", request.template)])
     if request.template is not None:  # a broken template is said before the work
         from .report.markdown import check_template

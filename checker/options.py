@@ -42,3 +42,6 @@ class RunOptions:
     # The workspace, in the Action: symlinks under it that lead out of it are not followed
     # (checker/confine.py). None: follow them, as any command-line tool does.
     confine: Path | None = None
+    # Files the caller writes after the run (the Action's markdown report): checked against
+    # the inputs with the run's own outputs (checker/writes.py check_outputs).
+    written_after: tuple[tuple[str, Path], ...] = ()

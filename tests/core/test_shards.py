@@ -436,8 +436,7 @@ def test_merge_refuses_recorded_runs_of_another_run(shard_files):
 
 
 @pytest.mark.parametrize(("option", "target"), [("--results", "s2.json"), ("--markdown", "s1.json"),
-                                              ("--junit", "runs3.json"), ("--inference-out", "runs1.json"),
-                                              ("--results", "base.json")])
+                                              ("--junit", "runs3.json"), ("--inference-out", "runs1.json")])
 def test_merge_refuses_to_overwrite_its_own_inputs(shard_files, option, target):
     write_json(shard_files / "base.json", json.loads((shard_files / "s1.json").read_text()))
     files = ["s1.json", "s2.json", "s3.json", "runs1.json", "runs2.json", "runs3.json"]
@@ -445,8 +444,7 @@ def test_merge_refuses_to_overwrite_its_own_inputs(shard_files, option, target):
     out = run_cli(["merge", *files, "--inference-out", "m-runs.json", "--baseline", "base.json",
                    option, target], shard_files)
     assert out.code == 2, out.output
-    what = "the baseline (--baseline)" if target == "base.json" else "one of the files to merge"
-    assert f"{target}: {option} would overwrite {what}" in out.stderr, out.stderr
+    assert f"{target}: {option} would overwrite one of the files to merge" in out.stderr, out.stderr
     assert {f: (shard_files / f).read_bytes() for f in before} == before
     assert not (shard_files / "m-runs.json").exists()
 

@@ -157,3 +157,17 @@ def test_user_template_gets_the_context_and_a_broken_one_is_bad_input(tmp_path, 
     code, _, log = run_action(tmp_path / "bad", fake, capfd, template="bad.md.j2",
                               files={"bad.md.j2": "{{ nope.nothing }}\n"})
     assert code == 2 and "bad.md.j2" in log and "template error" in log and "Traceback" not in log
+
+
+def test_the_markdown_input_may_not_overwrite_an_input_but_a_restored_baseline_may_be_replaced(
+        tmp_path, fake, capfd):
+    code, runner, log = run_action(tmp_path / "clash", fake, capfd, markdown="recorded_runs.json")
+    assert code == 2 and "input 'markdown' would overwrite the replay file" in log
+    assert (runner.workspace / "recorded_runs.json").read_text().lstrip().startswith("{")
+    # actions/cache restores main's results where they were saved: the default results path.
+    main_results = (runner.workspace / "baseline" / "results.json").read_text()
+    code, runner, log = run_action(tmp_path / "restored", fake, capfd,
+                                   files={"evalcheck-report/results.json": main_results},
+                                   baseline="evalcheck-report/results.json")
+    assert code == 1, log  # the evaluation's verdict: the baseline was read, then replaced
+    assert "compared with baseline" in log
