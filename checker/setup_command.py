@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 LATE_PREFIX = "setup-command: "  # a line printed after the command itself has exited
 DRAIN_SECONDS = 0.5  # after the shell exits, how long its pipe may take to reach its end
+MAX_LINE = 64 * 1024  # bytes of one line of its output shown at once
 
 
 class _Echo(threading.Thread):
@@ -39,12 +40,14 @@ class _Echo(threading.Thread):
 
     def run(self) -> None:
         with self.pipe:
-            for raw in self.pipe:
+            # A line at most MAX_LINE bytes: a longer one is shown in pieces, so a command
+            # that prints a gigabyte without a newline costs no more memory than this.
+            while raw := self.pipe.readline(MAX_LINE):
                 line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
                 try:
                     self.stream.write(self.prefix + line + "\n")
                     self.stream.flush()
-                except (OSError, ValueError):  # a closed log must not fail the job
+                except Exception:  # a closed or full log must not fail the job, nor stop the drain
                     pass
 
 

@@ -150,3 +150,15 @@ def test_a_secret_the_log_would_escape_is_still_hidden(tmp_path, fake, capfd):
                               agent_command=hostile_command("error", f"cannot connect with {password}"))
     assert code == 1
     assert "hunter2: :s3cret" not in log and password not in log
+
+
+def test_setup_command_output_without_newlines_is_shown_in_bounded_pieces(tmp_path, fake, capfd):
+    from checker.setup_command import MAX_LINE
+
+    setup = "yes x | head -n 300000 | tr -d '\\n'; echo; echo '::error::after the flood'"
+    code, runner, log = run_action(tmp_path, fake, capfd, replay="recorded_runs.json", setup_command=setup)
+    assert code == 1
+    pieces = [line for line in log.splitlines() if line and set(line) == {"x"}]
+    assert sum(map(len, pieces)) == 300000 and max(map(len, pieces)) <= MAX_LINE
+    assert ": :error: :after the flood" in log
+    only_authored_commands(log)
