@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from .confine import confined
 from .errors import InputError
@@ -30,7 +30,7 @@ from .models.evalset import (
     Part,
     SessionInput,
 )
-from .validation import validate
+from .validation import describe_validation_error, validate
 
 
 class LegacyToolUse(StrictModel):
@@ -98,13 +98,23 @@ def convert_legacy(data: list[Any], path: Path, display: str,
                          path="$", fix="add at least one query turn")
     if all(isinstance(item, dict) and "data" in item for item in data):
         cases = []
+        seen: dict[str, int] = {}
         for i, item in enumerate(data):
             legacy = validate(LegacyCase, item, display, prefix=(i,))
+            if legacy.name in seen:  # the name becomes the eval id: one case per id
+                raise InputError(f"duplicate name '{legacy.name}' (also at $[{seen[legacy.name]}].name)",
+                                 file=display, path=f"$[{i}].name", fix="give each case its own name")
+            seen[legacy.name] = i
             session = _session_input(legacy.initial_session or initial)
-            cases.append(EvalCase(
-                eval_id=legacy.name,
-                conversation=[_turn_to_invocation(t, k) for k, t in enumerate(legacy.data)],
-                session_input=session))
+            try:
+                cases.append(EvalCase(
+                    eval_id=legacy.name,
+                    conversation=[_turn_to_invocation(t, k) for k, t in enumerate(legacy.data)],
+                    session_input=session))
+            except ValidationError as exc:  # e.g. an empty name: not a usable eval id
+                where, message, fix = describe_validation_error(exc, EvalCase)
+                raise InputError(f"name {legacy.name!r}: {message}", file=display,
+                                 path=f"$[{i}].name", fix=fix or "give the case a name") from None
         return EvalSet(eval_set_id=stem, name=stem, eval_cases=cases)
     turns = [validate(LegacyTurn, item, display, prefix=(i,)) for i, item in enumerate(data)]
     case = EvalCase(eval_id=stem, conversation=[_turn_to_invocation(t, k) for k, t in enumerate(turns)],

@@ -294,3 +294,11 @@ def test_criteria_coerce_exactly_where_adk_coerces(criterion):
     except InputError:
         ours = None
     assert ours == adk
+
+
+def test_migrate_refuses_a_legacy_file_with_a_duplicated_name(repo):
+    turn = [{"query": "hi", "reference": "hello"}]
+    write_json(repo / "old.test.json", [{"name": "paris", "data": turn}, {"name": "paris", "data": turn}])
+    out = run_cli(["migrate", "old.test.json", "new.evalset.json"], repo)
+    assert_input_error(out, "old.test.json at $[1].name", "duplicate name 'paris'")
+    assert not (repo / "new.evalset.json").exists()

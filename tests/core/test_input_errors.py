@@ -268,6 +268,16 @@ def test_legacy_tool_use_with_wrong_type(repo):
     assert_input_error(run(repo), "evals/old.test.json at $[0].expected_tool_use[0].tool_input:")
 
 
+def test_legacy_case_list_with_a_duplicated_or_empty_name(repo):
+    """The name becomes the eval id (user audit: a KeyError traceback, and a pydantic one)."""
+    turn = [{"query": "hi", "reference": "hello"}]
+    setup(repo, [{"name": "c1", "data": turn}, {"name": "c1", "data": turn}], name="evals/old.test.json",
+          runs=replay(("old", "c1", 1, [invocation()])))
+    assert_input_error(run(repo), "evals/old.test.json at $[1].name:", "duplicate name 'c1' (also at $[0].name)")
+    setup(repo, [{"name": "", "data": turn}], name="evals/old.test.json")
+    assert_input_error(run(repo), "evals/old.test.json at $[0].name:", "must not be empty")
+
+
 def test_legacy_empty_list(repo):
     setup(repo, [], name="evals/old.test.json")
     assert_input_error(run(repo), "evals/old.test.json at $:", "empty")
