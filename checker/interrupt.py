@@ -49,7 +49,15 @@ def sigterm_as_ctrl_c() -> Iterator[Interruption]:
         signal.raise_signal(signal.SIGINT)
 
     previous = signal.signal(signal.SIGTERM, on_sigterm)
+    # A shell script's background job (`evalcheck run ... &`) starts with SIGINT ignored:
+    # the SIGINT that SIGTERM becomes would be lost, and asyncio would not install its
+    # handler (which cancels the runs cleanly). Listen to SIGINT while the command runs.
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield seen
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)

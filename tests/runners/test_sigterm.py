@@ -121,3 +121,22 @@ def test_an_interrupt_while_the_setup_output_echo_starts_still_stops_the_group(t
         setup_command.run_setup(f"sleep 300 & echo $! > {pidfile}; echo $$ >> {pidfile}; wait",
                                 tmp_path, Commands(io.StringIO()))
     assert_all_gone(read_pids(pidfile))
+
+
+def test_sigterm_stops_a_background_job_of_a_script_whose_sigint_is_ignored(tmp_path):
+    """`evalcheck run ... &` in a shell script starts with SIGINT ignored (user audit: the
+    run went on to its turn timeout and exited 1)."""
+    pidfile, log, out = tmp_path / "pids", tmp_path / "turns.log", tmp_path / "inference.json"
+    path = write_eval_set(tmp_path / "evals", "set", [case("fast", turns=1), case("slow", turns=1)])
+    proc = subprocess.Popen(
+        [PY, "-c", "from checker.cli import main; main()", "run", str(path), "--agent-command",
+         slow_or_echo(pidfile), "--num-runs", "1", "--concurrency", "2", "--inference-out", str(out)],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=cli_env(ECHO_LOG=str(log)),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))  # as `sh -c 'cmd &'` does
+    wait_for_agents(proc, pidfile, log)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 143, stderr
+    assert "Traceback" not in stderr
+    assert_all_gone(read_pids(pidfile))
