@@ -70,9 +70,13 @@ class JudgeStats(CallStats):
                 "models": sorted(self.models)}
 
     def line(self) -> str:
-        hits = self.cache_hits + self.reused
-        return (f"judge: {self.calls:,} call{'s' if self.calls != 1 else ''}, {hits:,} cache "
-                f"hit{'s' if hits != 1 else ''}, {self.total_tokens:,} tokens")
+        """The counts as the results file has them (``cacheHits``, ``reusedInRun``): an
+        identical request not sent again is no cache hit, and may have failed."""
+        shared = (f", {self.reused:,} identical request{'s' if self.reused != 1 else ''} not "
+                  "sent again" if self.reused else "")
+        return (f"judge: {self.calls:,} call{'s' if self.calls != 1 else ''}, "
+                f"{self.cache_hits:,} cache hit{'s' if self.cache_hits != 1 else ''}{shared}, "
+                f"{self.total_tokens:,} tokens")
 
 
 class JudgeService:
@@ -210,7 +214,8 @@ class JudgeService:
         self._clients.clear()
 
     def line(self) -> str:
-        """The terminal line: ``judge: 12 calls, 30 cache hits, 4,512 tokens``."""
+        """The terminal line: ``judge: 12 calls, 25 cache hits, 5 identical requests not
+        sent again, 4,512 tokens``."""
         text = self.stats.line()
         if self.cache is not None and self.cache.write_error:
             text += f" (judge cache not written: {self.cache.write_error})"

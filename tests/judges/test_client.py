@@ -245,7 +245,7 @@ def test_identical_requests_in_one_run_are_asked_once(fake, env):
 
     assert len(set(asyncio.run(go()))) == 1
     assert len(fake.requests) == 1
-    assert (service.stats.reused, service.stats.line()) == (2, "judge: 1 call, 2 cache hits, 120 tokens")
+    assert (service.stats.reused, service.stats.line()) == (2, "judge: 1 call, 0 cache hits, 2 identical requests not sent again, 120 tokens")
 
 
 def test_importing_metrics_and_main_does_not_import_the_sdk():

@@ -141,7 +141,8 @@ def test_replay_with_judges_twice_uses_the_cache_the_second_time(repo, fake):
     # identical turns across the two runs ("Booked for 8pm.", the greeting) are asked once
     assert judge["reusedInRun"] > 0
     assert judge["samples"] == judge["cacheMisses"] + judge["reusedInRun"]
-    assert f"judge: {calls} calls, {judge['reusedInRun']} cache hits, {judge['tokens']:,} tokens" in first.stdout
+    assert (f"judge: {calls} calls, {judge['cacheHits']} cache hits, {judge['reusedInRun']} identical "
+            f"requests not sent again, {judge['tokens']:,} tokens") in first.stdout
 
     second = evalcheck(repo, fake, "--judge-cache", "cache", "--results", "r2.json")
     assert second.returncode == 1, second.stderr
