@@ -107,16 +107,6 @@ class CustomMetricWorker:
         await self._stop()
 
 
-async def closing_worker(awaitable: Any, context: Any) -> Any:
-    """Await ``awaitable`` (scoring), then end the custom metric worker of ``context``."""
-    try:
-        return await awaitable
-    finally:
-        worker = context.services.get("custom_metric_worker")
-        if isinstance(worker, CustomMetricWorker):
-            await worker.aclose()
-
-
 # ------------------------------------------------------------------ the child process
 
 def _serve(root: Path) -> int:

@@ -46,11 +46,7 @@ def collect_runs(targets: list[EvalTarget], options: RunOptions,
         jobs = run_agent_jobs(targets, options, simulator_stats=simulator_stats,
                               more=adaptive.more if adaptive else None)
         if adaptive is not None:  # it scores in this event loop: close its judge clients here
-            from .judges.service import closing_judges
-
-            from .custom_metric_worker import closing_worker
-
-            jobs = closing_worker(closing_judges(jobs, adaptive.context), adaptive.context)
+            jobs = adaptive.context.scoring(jobs)
         runs = asyncio.run(jobs)
         # A limit bound to that event loop must not be reused by the scoring loop.
         if adaptive is not None:
@@ -200,13 +196,9 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
             records.metadata = {"evalcheckVersion": evalcheck_version(), "shard": recorded_runs_shard(
                 shard, targets, [(r.eval_set_id, r.eval_id) for r in ordered])}
         write_records(options.inference_out, records, redactor, files)
-    from .custom_metric_worker import closing_worker
-    from .judges.service import closing_judges
-
-    results = asyncio.run(closing_worker(closing_judges(
+    results = asyncio.run(context.scoring(
         score_all(targets, runs, context, rule, known=adaptive.scored if adaptive else None,
-                  release_cases=True),  # targets are not used after scoring
-        context), context))
+                  release_cases=True)))  # targets are not used after scoring
     results.shard = shard
     empty = None
     if shard is not None:

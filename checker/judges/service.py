@@ -263,13 +263,3 @@ def judge_service(context: Any) -> JudgeService:
                                limits=services.get("judge_limits"))
         services["judge"] = service
     return service
-
-
-async def closing_judges(awaitable: Any, context: Any) -> Any:
-    """Await ``awaitable`` (the scoring of a run), then close the judge's HTTP sessions."""
-    try:
-        return await awaitable
-    finally:
-        service = context.services.get("judge")
-        if isinstance(service, JudgeService):
-            await service.aclose()

@@ -85,6 +85,20 @@ class ScoringContext:
 
     services: dict[str, Any] = field(default_factory=dict)
 
+    async def scoring(self, awaitable: Any) -> Any:
+        """Await ``awaitable`` (scoring in this event loop), then close the services that
+        hold something of the loop (the judge's HTTP sessions, the custom metric worker)."""
+        try:
+            return await awaitable
+        finally:
+            for name in CLOSED_AFTER_SCORING:
+                service = self.services.get(name)
+                if service is not None:
+                    await service.aclose()
+
+
+CLOSED_AFTER_SCORING = ("judge", "custom_metric_worker")
+
 
 class Metric:
     """Base class. A subclass in any module of ``checker.metrics`` is registered by its name."""

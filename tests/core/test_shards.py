@@ -166,18 +166,24 @@ def test_split_is_deterministic_complete_and_balanced():
     assert assign([(("s", "a"), 1.0), (("s", "b"), 1.0)], 4) == [0, 1]
 
 
+def _one_slow_case(path: Path) -> dict:
+    """The results file at ``path`` with beta_03's runs taking 600 s and the others 1 s."""
+    data = json.loads(path.read_text())
+    for eval_set in data["evalSets"]:
+        for c in eval_set["cases"]:
+            for r in c["runs"]:
+                r["durationSeconds"] = 600.0 if c["evalId"] == "beta_03" else 1.0
+    write_json(path, data)
+    return data
+
+
 def test_baseline_durations_balance_the_shards(repo, monkeypatch):
     """With a baseline the split follows its durations: one slow case gets a shard alone."""
     _suite(repo)
     write_json(repo / "recorded.json", _recorded(_suite(repo)))
     base = run_cli(["run", "evals", "--replay", "recorded.json", "--results", "base.json"], repo)
     assert base.code == 1
-    data = json.loads((repo / "base.json").read_text())
-    for eval_set in data["evalSets"]:
-        for c in eval_set["cases"]:
-            for r in c["runs"]:
-                r["durationSeconds"] = 600.0 if c["evalId"] == "beta_03" else 1.0
-    write_json(repo / "base.json", data)
+    _one_slow_case(repo / "base.json")
     from checker.discover import discover
     from checker.options import RunOptions
     from checker.shards import shard_targets
@@ -200,12 +206,7 @@ def test_merge_refuses_shards_split_with_different_baselines(shard_files):
     one with a baseline, one without) are refused as such, not as a case in two shards."""
     repo = shard_files
     assert run_cli(["run", "evals", "--replay", "recorded.json", "--results", "base.json"], repo).code == 1
-    base = json.loads((repo / "base.json").read_text())
-    for eval_set in base["evalSets"]:
-        for c in eval_set["cases"]:
-            for r in c["runs"]:
-                r["durationSeconds"] = 600.0 if c["evalId"] == "beta_03" else 1.0
-    write_json(repo / "base.json", base)
+    base = _one_slow_case(repo / "base.json")
     base["evalSets"][0]["cases"][0]["runs"][0]["durationSeconds"] = 900.0
     write_json(repo / "other.json", base)
     for name, baseline in (("b", "base.json"), ("o", "other.json")):

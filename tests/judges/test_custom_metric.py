@@ -10,7 +10,7 @@ import pytest
 
 from checker.config import build_config
 from checker.custom_metric import score_custom
-from checker.custom_metric_worker import CustomMetricWorker, closing_worker
+from checker.custom_metric_worker import CustomMetricWorker
 from checker.metrics.base import ScoringContext
 
 from .conftest import invocation, run_input
@@ -114,7 +114,7 @@ def run_custom(function: str, mode: str = "in-process"):
     context = ScoringContext()
     if mode == "worker":
         context.services["custom_metric_worker"] = CustomMetricWorker(Path.cwd())
-    result = asyncio.run(closing_worker(score_custom(configured, run, context), context))
+    result = asyncio.run(context.scoring(score_custom(configured, run, context)))
     assert sys.path == before  # the repository root was removed again
     return result
 

@@ -32,15 +32,22 @@ def wait_for_agents(proc: subprocess.Popen, pidfile: Path, log: Path) -> None:
     time.sleep(1.0)  # the fast run closes its agent and is recorded
 
 
-def test_sigterm_on_the_cli_is_ctrl_c_with_status_143(tmp_path):
+def start_cli_run(tmp_path: Path, **popen) -> tuple[subprocess.Popen, Path, Path]:
+    """`evalcheck run` of a fast and a slow case, signalled once both agents run; returns
+    the process, the agents' pid file and the inference-out file."""
     pidfile, log, out = tmp_path / "pids", tmp_path / "turns.log", tmp_path / "inference.json"
     path = write_eval_set(tmp_path / "evals", "set", [case("fast", turns=1), case("slow", turns=1)])
     proc = subprocess.Popen(
         [PY, "-c", "from checker.cli import main; main()", "run", str(path), "--agent-command",
          slow_or_echo(pidfile), "--num-runs", "1", "--concurrency", "2", "--inference-out", str(out)],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=cli_env(ECHO_LOG=str(log)))
+        env=cli_env(ECHO_LOG=str(log)), **popen)
     wait_for_agents(proc, pidfile, log)
+    return proc, pidfile, out
+
+
+def test_sigterm_on_the_cli_is_ctrl_c_with_status_143(tmp_path):
+    proc, pidfile, out = start_cli_run(tmp_path)
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 143, stderr
@@ -126,15 +133,8 @@ def test_an_interrupt_while_the_setup_output_echo_starts_still_stops_the_group(t
 def test_sigterm_stops_a_background_job_of_a_script_whose_sigint_is_ignored(tmp_path):
     """`evalcheck run ... &` in a shell script starts with SIGINT ignored (user audit: the
     run went on to its turn timeout and exited 1)."""
-    pidfile, log, out = tmp_path / "pids", tmp_path / "turns.log", tmp_path / "inference.json"
-    path = write_eval_set(tmp_path / "evals", "set", [case("fast", turns=1), case("slow", turns=1)])
-    proc = subprocess.Popen(
-        [PY, "-c", "from checker.cli import main; main()", "run", str(path), "--agent-command",
-         slow_or_echo(pidfile), "--num-runs", "1", "--concurrency", "2", "--inference-out", str(out)],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=cli_env(ECHO_LOG=str(log)),
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))  # as `sh -c 'cmd &'` does
-    wait_for_agents(proc, pidfile, log)
+    proc, pidfile, _ = start_cli_run(  # SIGINT ignored, as `sh -c 'cmd &'` starts it
+        tmp_path, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 143, stderr
