@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
+from .logtext import neutralise  # how a log line shows a secret ("a::b" -> "a: :b")
+
 if TYPE_CHECKING:  # pydantic itself is not needed to redact text (evalcheck --help stays fast)
     from pydantic import BaseModel
 
@@ -66,8 +68,6 @@ class Redactor:
         self.add(*secrets)
 
     def add(self, *values: str | None) -> None:
-        from .output import neutralise  # how a log line shows it ("a::b" -> "a: :b")
-
         forms = set()
         for value in values:
             value = (value or "").strip()
