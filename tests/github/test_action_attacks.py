@@ -118,9 +118,11 @@ def test_setup_command_and_what_it_leaves_running_cannot_issue_commands(tmp_path
     while not done.exists():
         assert time.monotonic() < deadline, "the background process never printed"
         time.sleep(0.05)
-    time.sleep(0.3)  # its lines cross the pipe
-    out = capfd.readouterr()
-    log += out.out + out.err
+    while "gotcha" not in log:  # its last line crosses the pipe and the echo
+        assert time.monotonic() < deadline, "the late lines never reached the log"
+        time.sleep(0.05)
+        out = capfd.readouterr()
+        log += out.out + out.err
     assert code == 1  # the example suite fails on purpose; the setup succeeded
     assert ": :error: :forged now ***" in log
     assert "setup-command: : :warning: :forged later" in log
