@@ -199,6 +199,8 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
     results = asyncio.run(context.scoring(
         score_all(targets, runs, context, rule, known=adaptive.scored if adaptive else None,
                   release_cases=True)))  # targets are not used after scoring
+    if options.sandbox is not None:  # custom metrics ran as the agent's user: none lives on
+        options.sandbox.settle()
     results.shard = shard
     empty = None
     if shard is not None:

@@ -19,6 +19,7 @@ import contextlib
 import ctypes
 import os
 import pwd
+import stat
 import subprocess
 import sys
 import time
@@ -118,19 +119,31 @@ class AgentSandbox:
 
     def end(self) -> None:
         """After the last agent: kill every process of the agent's user, give the working
-        directory back to the workspace's owner, and refuse paths the agent bent."""
+        directory back to the workspace's owner - with no write permission left for group
+        and others, so that the agent's user, which still runs custom metrics, can write
+        none of it - and refuse paths the agent bent."""
         if self._ended:
             return
         self._ended = True
         kill_user_processes(self.uid, self.popen_kwargs())
         for path in _walk(self.workdir, lambda p: p.name == ".git"):
             with contextlib.suppress(OSError):
-                if os.lstat(path).st_uid == self.uid:
+                st = os.lstat(path)
+                if st.st_uid == self.uid:
                     os.chown(path, *self.owner, follow_symlinks=False)
+                    if not stat.S_ISLNK(st.st_mode):  # e.g. a `chmod 777 .` of the agent's
+                        os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o022)
         for p, identity in self._identity.items():
             if _identity(p) != identity:  # replaced, removed, or made by the agent
                 raise InputError("was replaced while the agent ran (the agent under test may not "
                                  "write it)", file=str(p), fix="the agent must leave this path alone")
+        self.settle()
+
+    def settle(self) -> None:
+        """Kill every process of the agent's user and clear the outputs' paths: at the end
+        of the agents, and again after scoring, which may have run custom metrics as that
+        user (checker/custom_metric_worker.py) - nothing of theirs outlives it."""
+        kill_user_processes(self.uid, self.popen_kwargs())
         for out in self.outputs:
             unbend_output(out, self.boundary)
 

@@ -79,3 +79,55 @@ def test_a_custom_metric_runs_as_the_agents_user_not_as_root(image, tmp_path):  
         scores = {m["score"] for s in results["evalSets"] for c in s["cases"]
                   for m in c["metrics"] if m["name"] == "short"}
         assert scores == {48151.0}, scores  # the rewritten module ran, as evalcheck-agent (not 0: root)
+
+
+PROBE_AGENT = r'''
+import json, os, sys
+os.chmod(".", 0o777)  # the working directory, world-writable: a later custom metric...
+os.makedirs("evalcheck-report", exist_ok=True)
+os.chmod("evalcheck-report", 0o777)
+''' + ANSWER
+
+PROBE_METRIC = """
+import os
+
+def probe(eval_metric, actual, expected, scenario):
+    wrote = 0
+    try:  # ... would write the workspace as the agent's user after the agents ended
+        open("/github/workspace/metric-wrote.txt", "w").write("x")
+        wrote += 1
+    except OSError:
+        pass
+    try:  # ... and point the results file, which root writes next, elsewhere
+        os.symlink("/github/workspace/planted.txt", "/github/workspace/evalcheck-report/results.json")
+        wrote += 2
+    except OSError:
+        pass
+    return float(wrote)
+"""
+
+
+def test_a_custom_metric_after_the_agents_can_write_nothing_of_the_workspace(image, tmp_path):  # noqa: F811
+    with FakeGitHub() as fake:
+        runner = Runner.create(tmp_path / "ws", event())
+        (runner.workspace / "agent.py").write_text(PROBE_AGENT)
+        (runner.workspace / "evalmetrics").mkdir()
+        (runner.workspace / "evalmetrics" / "__init__.py").write_text("")
+        (runner.workspace / "evalmetrics" / "probe.py").write_text(PROBE_METRIC)
+        config = runner.workspace / "agent_evals" / "test_config.json"
+        data = json.loads(config.read_text())
+        data["criteria"]["probe"] = 0.0
+        data["custom_metrics"] = {"probe": {"code_config": {"name": "evalmetrics.probe.probe"}}}
+        config.write_text(json.dumps(data))
+        env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
+               **input_env(fake.token, paths="agent_evals", agent_command="python agent.py",
+                           num_runs="1", baseline="off")}
+        done = docker_run(image, runner, env)
+        assert done.returncode == 1, done.stdout + done.stderr
+        report = runner.workspace / "evalcheck-report" / "results.json"
+        assert not report.is_symlink() and not (runner.workspace / "planted.txt").exists()
+        assert not (runner.workspace / "metric-wrote.txt").exists()
+        results = json.loads(report.read_text())
+        scores = {m["score"] for s in results["evalSets"] for c in s["cases"]
+                  for m in c["metrics"] if m["name"] == "probe"}
+        assert scores == {0.0}, scores
