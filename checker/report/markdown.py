@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from jinja2.sandbox import SandboxedEnvironment
 
 from ..models.results import Results
+from .user_template import BoundedSandbox, render_bounded
 from .explain import explain, fmt_call, fmt_score  # noqa: F401  (re-exported)
 from .text import md_code, md_fence, printable
 from .view import (Budget, Links, ReportView, build_view, columns_for, fmt_range,  # noqa: F401
@@ -62,7 +62,7 @@ def environment(template_dir: Path | None = None) -> jinja2.Environment:
         loaders.insert(0, jinja2.FileSystemLoader(str(template_dir)))
     # A user's template is the repository's code, and the checker may run as root: it is
     # rendered sandboxed (no attribute path to Python internals, no code run), ours is not.
-    kind = jinja2.Environment if template_dir is None else SandboxedEnvironment
+    kind = jinja2.Environment if template_dir is None else BoundedSandbox
     env = kind(loader=jinja2.ChoiceLoader(loaders), autoescape=False,
                undefined=jinja2.StrictUndefined, trim_blocks=True,
                lstrip_blocks=True, keep_trailing_newline=True)
@@ -87,7 +87,9 @@ def render_markdown(results: Results, *, template: Path | None = None,
     context.update(extra)
     env = environment(template.parent if template else None)
     try:
-        return env.get_template(template.name if template else "report.md.j2").render(**context)
+        if template is None:
+            return env.get_template("report.md.j2").render(**context)
+        return render_bounded(env.get_template(template.name), context)
     except jinja2.TemplateError as exc:
         if template is None:
             raise

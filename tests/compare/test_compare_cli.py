@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from corehelpers import call, case, evalset, invocation, replay, run_cli, write_json
 
 RIGHT = invocation("Weather in Paris?", "Sunny", [call("get_weather", city="Paris")])
@@ -234,3 +236,24 @@ def test_the_actions_private_template_copy_is_what_is_rendered(tmp_path):
     copy = private_template_copy(original, private)
     original.write_text("rewritten by the agent\n")  # while the agent runs
     assert copy.read_text() == "ours\n" and copy.parent == private
+
+
+@pytest.mark.parametrize("body, message", [
+    ("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "recursion too deep"),
+    ("{{ 'a' * 3000000000 }}", "a repetition of more than 1,000,000 items"),
+    ("{{ 9 ** 9999999 }}", "a power of more than 100,000 bits"),
+    ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+     "rendering took longer than 1 s"),
+])
+def test_a_template_that_would_exhaust_memory_or_time_is_a_template_error(repo, monkeypatch, body, message):
+    """Red-team: a traceback (recursion), 8.8 GB of memory, a render without end."""
+    import checker.report.user_template as bounds
+
+    monkeypatch.setattr(bounds, "RENDER_SECONDS", 1.0)
+    setup(repo)
+    run(repo, "base", MAIN)
+    (repo / "heavy.md.j2").write_text(body + "\n")
+    out = run_cli(["compare", "base.json", "base.json", "--template", "heavy.md.j2",
+                   "--markdown", "c.md"], repo)
+    assert out.code == 2, out.output
+    assert "template error" in out.stderr and message in out.stderr
