@@ -81,7 +81,8 @@ class Redactor:
             self._secrets |= forms
             # Longest first: a secret that contains another is hidden whole.
             ordered = sorted(self._secrets, key=len, reverse=True)
-            self._pattern = re.compile("|".join(re.escape(s) for s in ordered))
+            # In any case: a swapped case is the secret, readable back.
+            self._pattern = re.compile("|".join(re.escape(s) for s in ordered), re.IGNORECASE)
 
     def __bool__(self) -> bool:
         return self._pattern is not None

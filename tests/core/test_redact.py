@@ -41,3 +41,8 @@ def test_a_piece_of_a_secret_left_by_a_cut_is_hidden_and_only_there():
     assert redactor.text(secret[:7] + "\u2026") == secret[:7] + "\u2026"               # too short to tell
     middle = "quoted " + secret[5:25] + " in the middle"                               # not at a cut
     assert redactor.text(middle) == middle
+
+
+def test_a_secret_in_another_case_is_hidden_too():
+    redactor = Redactor(["sk-AbCdEf0123456789"])
+    assert redactor.text("key SK-abcdef0123456789 and sK-aBcDeF0123456789") == "key *** and ***"
