@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -76,8 +77,13 @@ class CustomMetricWorker:
                                   "(did the metric call sys.exit or crash the interpreter?)")
         try:
             reply = json.loads(line)
-            return RunScore.model_validate(reply["score"]) if "score" in reply else \
-                RunScore(error=str(reply["error"])[:2000])
+            if "score" not in reply:
+                return RunScore(error=str(reply["error"])[:2000])
+            score = RunScore.model_validate(reply["score"])
+            numbers = [score.score, *(i.score for i in score.invocations)]
+            if not all(n is None or math.isfinite(n) for n in numbers):  # Infinity is JSON to Python
+                raise ValueError("a score that is not a finite number")
+            return score
         except (ValueError, KeyError, TypeError, ValidationError):
             await self._stop()
             return RunScore(error=f"custom metric '{path}': its worker answered something "

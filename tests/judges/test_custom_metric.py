@@ -208,3 +208,15 @@ def test_a_metric_written_for_adk_gets_adks_own_invocations(repo, mode):
     result = run_custom("my_evals_pkg.adk_way.tool_count", mode)
     assert (result.error, result.score) == (None, 0.0)
     assert [i.details for i in result.invocations] == [{"status": "passed"}] * 2
+
+
+def test_a_worker_answer_with_an_infinite_score_is_refused(repo):
+    """The metric's own process could write a reply line itself: Infinity parses, and must
+    not pass a threshold."""
+    (repo / "my_evals_pkg" / "forger.py").write_text(
+        "import os\n"
+        "def forge(eval_metric, actual, expected, scenario):\n"
+        "    os.write(3, b'{\"score\": {\"score\": Infinity}}\\n')\n"  # the protocol's fd
+        "    return 0.0\n")
+    result = run_custom("my_evals_pkg.forger.forge", "worker")
+    assert result.score is None and "not a score" in result.error
