@@ -37,6 +37,33 @@ def log_lines(done) -> list[str]:
     return (done.stdout + done.stderr).splitlines()
 
 
+def run_with_custom_metric(image, runner, fake, agent: str, name: str, module: str, *,  # noqa: F811
+                           threshold: float):
+    """The Action in the image, the agent ``agent``, and custom metric ``name`` (module
+    ``evalmetrics/NAME.py``, function NAME) added to the example's criteria."""
+    (runner.workspace / "agent.py").write_text(agent)
+    (runner.workspace / "evalmetrics").mkdir()
+    (runner.workspace / "evalmetrics" / "__init__.py").write_text("")
+    (runner.workspace / "evalmetrics" / f"{name}.py").write_text(module)
+    config = runner.workspace / "agent_evals" / "test_config.json"
+    data = json.loads(config.read_text())
+    data["criteria"][name] = threshold
+    data["custom_metrics"] = {name: {"code_config": {"name": f"evalmetrics.{name}.{name}"}}}
+    config.write_text(json.dumps(data))
+    env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
+           **input_env(fake.token, paths="agent_evals", agent_command="python agent.py",
+                       num_runs="1", baseline="off")}
+    done = docker_run(image, runner, env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    return done
+
+
+def metric_scores(runner, name: str) -> set:
+    results = json.loads((runner.workspace / "evalcheck-report" / "results.json").read_text())
+    return {m["score"] for s in results["evalSets"] for c in s["cases"]
+            for m in c["metrics"] if m["name"] == name}
+
+
 def test_a_template_the_agent_rewrites_is_not_what_is_rendered(image, tmp_path):  # noqa: F811
     with FakeGitHub() as fake:
         runner = Runner.create(tmp_path / "ws", event())
@@ -59,25 +86,11 @@ def test_a_template_the_agent_rewrites_is_not_what_is_rendered(image, tmp_path):
 def test_a_custom_metric_runs_as_the_agents_user_not_as_root(image, tmp_path):  # noqa: F811
     with FakeGitHub() as fake:
         runner = Runner.create(tmp_path / "ws", event())
-        (runner.workspace / "agent.py").write_text(METRIC_AGENT)
-        (runner.workspace / "evalmetrics").mkdir()
-        (runner.workspace / "evalmetrics" / "__init__.py").write_text("")
-        (runner.workspace / "evalmetrics" / "short.py").write_text(
-            "def short(eval_metric, actual, expected, scenario):\n    return 0.0\n")
-        config = runner.workspace / "agent_evals" / "test_config.json"
-        data = json.loads(config.read_text())
-        data["criteria"]["short"] = 0.5
-        data["custom_metrics"] = {"short": {"code_config": {"name": "evalmetrics.short.short"}}}
-        config.write_text(json.dumps(data))
-        env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
-               **input_env(fake.token, paths="agent_evals", agent_command="python agent.py",
-                           num_runs="1", baseline="off")}
-        done = docker_run(image, runner, env)
-        assert done.returncode == 1, done.stdout + done.stderr
+        done = run_with_custom_metric(image, runner, fake, METRIC_AGENT, "short",
+                                      "def short(eval_metric, actual, expected, scenario):\n"
+                                      "    return 0.0\n", threshold=0.5)
         assert not [line for line in log_lines(done) if line.startswith("::warning::forged")]
-        results = json.loads((runner.workspace / "evalcheck-report" / "results.json").read_text())
-        scores = {m["score"] for s in results["evalSets"] for c in s["cases"]
-                  for m in c["metrics"] if m["name"] == "short"}
+        scores = metric_scores(runner, "short")
         assert scores == {48151.0}, scores  # the rewritten module ran, as evalcheck-agent (not 0: root)
 
 
@@ -110,24 +123,8 @@ def probe(eval_metric, actual, expected, scenario):
 def test_a_custom_metric_after_the_agents_can_write_nothing_of_the_workspace(image, tmp_path):  # noqa: F811
     with FakeGitHub() as fake:
         runner = Runner.create(tmp_path / "ws", event())
-        (runner.workspace / "agent.py").write_text(PROBE_AGENT)
-        (runner.workspace / "evalmetrics").mkdir()
-        (runner.workspace / "evalmetrics" / "__init__.py").write_text("")
-        (runner.workspace / "evalmetrics" / "probe.py").write_text(PROBE_METRIC)
-        config = runner.workspace / "agent_evals" / "test_config.json"
-        data = json.loads(config.read_text())
-        data["criteria"]["probe"] = 0.0
-        data["custom_metrics"] = {"probe": {"code_config": {"name": "evalmetrics.probe.probe"}}}
-        config.write_text(json.dumps(data))
-        env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
-               **input_env(fake.token, paths="agent_evals", agent_command="python agent.py",
-                           num_runs="1", baseline="off")}
-        done = docker_run(image, runner, env)
-        assert done.returncode == 1, done.stdout + done.stderr
+        run_with_custom_metric(image, runner, fake, PROBE_AGENT, "probe", PROBE_METRIC, threshold=0.0)
         report = runner.workspace / "evalcheck-report" / "results.json"
         assert not report.is_symlink() and not (runner.workspace / "planted.txt").exists()
         assert not (runner.workspace / "metric-wrote.txt").exists()
-        results = json.loads(report.read_text())
-        scores = {m["score"] for s in results["evalSets"] for c in s["cases"]
-                  for m in c["metrics"] if m["name"] == "probe"}
-        assert scores == {0.0}, scores
+        assert metric_scores(runner, "probe") == {0.0}
