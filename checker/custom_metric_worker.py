@@ -25,7 +25,6 @@ from pydantic import ValidationError
 from .metrics.base import RunInput, RunScore
 
 MAX_REPLY = 1 << 20  # bytes of one answer line
-_PROTOCOL_FD_NOTE = "the protocol's own copy of stdout; the metric's prints go to stderr"
 
 
 class CustomMetricWorker:
@@ -120,7 +119,8 @@ def _serve(root: Path) -> int:
     from .custom_metric import score_in_process
     from .models.evalset import ConversationScenario, Invocation
 
-    out = os.fdopen(os.dup(1), "w", encoding="utf-8")  # noqa: SIM115 - _PROTOCOL_FD_NOTE
+    # The protocol gets its own copy of stdout; the metric's prints (fd 1) go to stderr.
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     for line in sys.stdin:
         try:

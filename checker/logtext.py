@@ -50,7 +50,8 @@ def _transparent(ch: str) -> bool:
                for c in unicodedata.normalize("NFKD", ch))
 
 
-def _escape(ch: str) -> str:
+def escape_char(ch: str) -> str:
+    """``ch`` as a visible escape: ``\\n``, ``\\x1b``, ``\\u200b``."""
     if ch == "\n":
         return "\\n"
     if ch == "\r":
@@ -70,12 +71,12 @@ def neutralise(line: str) -> str:
         for ch in line:
             if ch.isascii() or not (after_marker and _transparent(ch)):
                 if _always_escaped(ch):
-                    out.append(_escape(ch))
+                    out.append(escape_char(ch))
                     after_marker = False
                     continue
                 out.append(ch)
                 after_marker = ch in ":#"
             else:
-                out.append(_escape(ch))  # keeps after_marker: a run of marks stays escaped
+                out.append(escape_char(ch))  # keeps after_marker: a run of marks stays escaped
         line = "".join(out)
     return _BREAK.sub(lambda m: m.group(0) + " ", line)

@@ -96,15 +96,14 @@ class Redactor:
         """Hide a secret's piece left by a cut: one that ends the text (or a ``…``), or
         starts it (or follows a ``…``). A window lookup first: most text has none."""
         spans = []
-        ends = [len(text), *(i for i, ch in enumerate(text) if ch == CUT)] if CUT in text else [len(text)]
-        for end in ends:
+        cuts = [i for i, ch in enumerate(text) if ch == CUT] if CUT in text else []
+        for end in (len(text), *cuts):
             if text[max(0, end - FRAGMENT):end] in self._grams:
                 k = max((k for raw in self._raw for k in range(FRAGMENT, min(len(raw), end + 1))
                          if text.startswith(raw[:k], end - k)), default=0)
                 if k:
                     spans.append((end - k, end))
-        starts = [0, *(i + 1 for i, ch in enumerate(text) if ch == CUT)] if CUT in text else [0]
-        for start in starts:
+        for start in (0, *(i + 1 for i in cuts)):
             if text[start:start + FRAGMENT] in self._grams:
                 k = max((k for raw in self._raw for k in range(FRAGMENT, min(len(raw), len(text) - start + 1))
                          if text.startswith(raw[-k:], start)), default=0)

@@ -137,13 +137,16 @@ class AgentSandbox:
             if _identity(p) != identity:  # replaced, removed, or made by the agent
                 raise InputError("was replaced while the agent ran (the agent under test may not "
                                  "write it)", file=str(p), fix="the agent must leave this path alone")
-        self.settle()
+        self._clear_outputs()
 
     def settle(self) -> None:
         """Kill every process of the agent's user and clear the outputs' paths: at the end
         of the agents, and again after scoring, which may have run custom metrics as that
         user (checker/custom_metric_worker.py) - nothing of theirs outlives it."""
         kill_user_processes(self.uid, self.popen_kwargs())
+        self._clear_outputs()
+
+    def _clear_outputs(self) -> None:
         for out in self.outputs:
             unbend_output(out, self.boundary)
 

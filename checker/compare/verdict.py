@@ -33,12 +33,15 @@ class VerdictRule:
             return None
         if self.kind == "mean":
             return sum(scored) / len(scored) >= threshold
-        passed = sum(s >= threshold for s in scored)
+        return sum(s >= threshold for s in scored) >= self.needed(len(scored))
+
+    def needed(self, scored: int) -> int:
+        """Passing runs a rule that counts runs needs out of ``scored`` (not for ``mean``)."""
         if self.kind == "all-runs":
-            return passed == len(scored)
+            return scored
         if self.kind == "majority":
-            return 2 * passed > len(scored)
-        return passed >= self.k
+            return scored // 2 + 1
+        return self.k
 
     def uncertain(self, runs: list[float | None], threshold: float) -> bool:
         """Could one more run like those seen change this verdict? (adaptive runs)

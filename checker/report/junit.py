@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from ..logtext import escape_char
 from ..models.results import CaseResult, Results
 from ..compare.verdict import baseline_pass_counts, case_pass_counts, rule_of
 from .scores import fmt_score as fmt, shortfall
@@ -16,15 +17,10 @@ from .terminal import case_labels, judge_lines
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
 def _clean(text: str) -> str:
     """Valid XML text: each character XML cannot carry shown as an escape (``\\x1b``,
     ``\\uffff``), as evalcheck's log lines show it, so that distinct ids stay distinct."""
-    return _NOT_XML.sub(_escape, text)
+    return _NOT_XML.sub(lambda m: escape_char(m.group()), text)
 
 
 def _clean_tree(root: ET.Element) -> None:

@@ -13,8 +13,7 @@ def fmt_score(value: float | None) -> str:
 def _runs_short(metric: MetricResult, rule: VerdictRule) -> tuple[int, int, int]:
     """(runs reaching the threshold, runs scored, runs the rule needs)."""
     passed, scored = run_passes(metric)
-    need = {"all-runs": scored, "majority": scored // 2 + 1}.get(rule.kind, rule.k)
-    return passed, scored, need
+    return passed, scored, rule.needed(scored)
 
 
 def shortfall(metric: MetricResult, rule: VerdictRule) -> str:
