@@ -8,7 +8,6 @@ cases or score-changing options), of another shard count or of another evalcheck
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +18,9 @@ from pydantic_core import to_json
 from .bulk import paused_gc
 from .compare.results_file import load_results_file, load_suite_results
 from .errors import InputError
+from .limits import loads_bounded
 from .models.results import CaseResult, EvalSetResult, Results, ShardInfo
 from .pipeline import finish_results
-from .surrogates import repair
 from .validation import validate
 
 # Metadata that describes one machine's run, combined over the shards below.
@@ -30,8 +29,7 @@ _TIMING = ("startedAt", "finishedAt", "durationSeconds")
 
 def _load_json(path: Path) -> Any:
     try:
-        raw = path.read_bytes()
-        return repair(json.loads(raw), raw)
+        return loads_bounded(path.read_bytes())  # depth-bounded, lone surrogates repaired
     except FileNotFoundError:
         raise InputError("file not found", file=str(path)) from None
     except (OSError, UnicodeDecodeError) as exc:
