@@ -18,7 +18,6 @@ from urllib.parse import quote
 
 from ..limits import JsonTooDeep, loads_bounded
 from ..models.records import RecordedRun
-from ..surrogates import repair
 from .base import AgentFailure, RunJob, session_spec
 from .events import ConversionError, events_to_invocation
 from .process import (
@@ -106,7 +105,7 @@ class ApiServerRunner:
             try:
                 response = await self._client.get("/list-apps", timeout=5.0)
                 if response.status_code == 200:
-                    body = repair(response.json(), response.content)
+                    body = loads_bounded(response.content)
                     if isinstance(body, list):
                         self.apps = [str(a) for a in body]
                 return  # any HTTP answer means the server is up
