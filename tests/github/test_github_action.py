@@ -13,6 +13,7 @@ import pytest
 
 from github_data import pr_event
 from fake_github import FakeGitHub
+from action_manifest import manifest_problems
 from runner_env import ROOT, Runner, action_inputs, input_env, run_in_workspace
 
 HEAD = "a" * 40
@@ -133,6 +134,32 @@ def test_action_yml_is_valid_against_the_published_schema():
                            "vendor.github-actions", str(ROOT / "action.yml")],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_action_yml_holds_expressions_only_where_the_runner_gives_a_context():
+    manifest = __import__("yaml").safe_load((ROOT / "action.yml").read_text())
+    assert manifest_problems(manifest) == []
+    assert manifest["inputs"]["github-token"]["default"] == "${{ github.token }}"
+
+
+@pytest.mark.parametrize("path, value, problem", [
+    (("inputs", "shard", "description"), "e.g. `${{ matrix.shard }}/4`", "expressions are not allowed here"),
+    (("inputs", "shard", "default"), "${{ steps.x.outputs.y }}", "Unrecognized named-value: 'steps'"),
+    (("inputs", "shard", "default"), "${{ hashFiles('**/x') }}", None),
+    (("runs", "args"), ["${{ github.sha }}"], "Unrecognized named-value: 'github'"),
+    (("runs", "env"), {"X": "${{ inputs.shard }}"}, None),
+    (("outputs", "passed", "value"), "${{ steps.run.outputs.passed }}", None),
+    (("outputs", "passed", "value"), "${{ secrets.TOKEN }}", "Unrecognized named-value: 'secrets'"),
+    (("name",), "${{ 'x' }}", "expressions are not allowed here"),
+])
+def test_the_manifest_rules_refuse_what_the_runner_refuses(path, value, problem):
+    manifest = __import__("yaml").safe_load((ROOT / "action.yml").read_text())
+    node = manifest
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+    problems = manifest_problems(manifest)
+    assert (problems == []) if problem is None else any(problem in p for p in problems), problems
 
 
 def test_dockerfile_is_hadolint_clean():
