@@ -47,7 +47,7 @@ RUN printf '%s\n' 'path-exclude=/usr/share/doc/*' 'path-include=/usr/share/doc/*
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/* \
  && git config --system --add safe.directory '*'
 # The agent under test is the pull request's code: setup-command, agent-command and
-# agent-server-command run as this unprivileged user (checker/sandbox.py), which owns the
+# agent-server-command run as this unprivileged user (checker/agents/sandbox.py), which owns the
 # agent's environment and its home and nothing of evalcheck's (docs/github-action.md).
 RUN groupadd --system --gid 48151 evalcheck-agent \
  && useradd --system --uid 48151 --gid 48151 --create-home --home-dir /home/evalcheck-agent \

@@ -22,7 +22,7 @@ from pathlib import Path
 from checker.compare.comparison import compare
 from checker.compare.results_file import load_results_file
 from checker.models.results import CaseResult, EvalSetResult, MetricResult, Results, RunResult
-from checker.pipeline import summarize
+from checker.scoring.pipeline import summarize
 
 METRICS = ("tool_trajectory_avg_score", "response_match_score", "final_response_match_v2",
            "hallucinations_v1", "safety_v1", "rubric_based_final_response_quality_v1")

@@ -1,7 +1,7 @@
 """Benchmark of the judge pipeline (prints figures; not a test).
 
 N eval cases (default 100), one turn each, scored with final_response_match_v2 at
-num_samples S (default 5) through the real scoring path (checker.scoring.score_case, the
+num_samples S (default 5) through the real scoring path (checker.scoring.case.score_case, the
 real google-genai client, real HTTP) against the fake Gemini server of the tests, running in
 its own process and answering every call after a fixed latency (default 200 ms). For each
 judge concurrency K the wall time is compared with the ideal, ceil(N * S / K) * latency: the
@@ -27,13 +27,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from checker.config import build_config  # noqa: E402
+from checker.inputs.criteria import build_config  # noqa: E402
 from checker.judges.client import RetryPolicy  # noqa: E402
 from checker.judges.service import JudgeService  # noqa: E402
 from checker.metrics.base import ScoringContext  # noqa: E402
 from checker.models.evalset import EvalCase, Invocation  # noqa: E402
 from checker.models.records import RecordedRun  # noqa: E402
-from checker.scoring import score_case  # noqa: E402
+from checker.scoring.case import score_case  # noqa: E402
 from tests.judges.fake_gemini import FakeGemini, verdict  # noqa: E402
 
 

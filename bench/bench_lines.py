@@ -3,7 +3,7 @@
 Annotations and report links point at the line of each case's ``eval_id``. The previous way
 searched the file once per case from the start and counted newlines up to each match:
 quadratic in the file size (398 s for one case of a 60,000-case file). The current way
-(checker.evalfile._find_lines) is one pass. Both run side by side on the same generated
+(checker.inputs.evalfile._find_lines) is one pass. Both run side by side on the same generated
 files; the previous way only on the smaller ones (it would take minutes on the largest).
 Each figure is the best of --repeat passes, on a machine that may be shared.
 
@@ -17,7 +17,7 @@ import json
 import re
 import time
 
-from checker.evalfile import _find_lines
+from checker.inputs.evalfile import _find_lines
 
 KEYS = ("eval_id", "evalId")
 

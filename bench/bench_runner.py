@@ -23,10 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from checker.discover import discover
+from checker.inputs.discover import discover
 from checker.options import RunOptions
-from checker.runners.process import kill_group, reap, spawn
-from checker.runners.schedule import Progress, plan_jobs, run_agent_jobs
+from checker.agents.process import kill_group, reap, spawn
+from checker.agents.schedule import Progress, plan_jobs, run_agent_jobs
 
 AGENT = ("read start; n=0; while read line; do n=$((n+1)); sleep {sleep}; "
          "echo '{{\"type\":\"response\",\"invocationId\":\"inv-'$n'\",\"finalResponse\":\"ok\"}}'; done")

@@ -20,13 +20,13 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from checker.config import default_config
-from checker.discover import EvalTarget
-from checker.evalfile import LoadedEvalSet
+from checker.inputs.criteria import default_config
+from checker.inputs.discover import EvalTarget
+from checker.inputs.evalfile import LoadedEvalSet
 from checker.models.evalset import EvalSet
 from checker.models.records import RecordedRun
 from checker.options import RunOptions
-from checker.runners.schedule import Progress, plan_jobs, run_agent_jobs
+from checker.agents.schedule import Progress, plan_jobs, run_agent_jobs
 
 
 class Instant:

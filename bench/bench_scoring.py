@@ -36,7 +36,7 @@ from checker.metrics.base import Criterion, RunInput, ScoringContext
 from checker.metrics.response_match_score import ResponseMatchScore
 from checker.metrics.tool_trajectory_avg_score import ToolTrajectoryAvgScore, TrajectoryCriterion
 from checker.models.evalset import EvalCase, Invocation
-from checker.validation import parse_json_text
+from checker.inputs.validation import parse_json_text
 
 TOOLS = ["search", "get_weather", "lookup_user", "send_email", "read_file", "write_file",
          "list_dir", "calculator"]

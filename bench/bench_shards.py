@@ -22,10 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from checker.discover import discover
+from checker.inputs.discover import discover
 from checker.main import RunOptions, execute
-from checker.merge import MergeRequest, merge_files
-from checker.shards import expected_costs, shard_loads
+from checker.scale.merge import MergeRequest, merge_files
+from checker.scale.shards import expected_costs, shard_loads
 
 
 def write_suite(root: Path, cases: int, runs: int, rnd: random.Random) -> dict[tuple[str, str], int]:

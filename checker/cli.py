@@ -16,21 +16,21 @@ class InputProblem(click.ClickException):
     exit_code = EXIT_BAD_INPUT
 
     def show(self, file=None) -> None:  # type: ignore[override]
-        from .output import clean, say
+        from .safety.output import clean, say
 
         say(f"evalcheck: error: {clean(self.message)}", err=True)
 
 
 class GuardedGroup(click.Group):
     """Every line any command prints - click's own errors and tracebacks included - goes
-    through checker/output.py's guard: it cannot issue a workflow command or show a secret."""
+    through checker/safety/output.py's guard: it cannot issue a workflow command or show a secret."""
 
     def main(self, *args, **kwargs):  # type: ignore[override]
         import os
 
-        from .interrupt import sigterm_as_ctrl_c
-        from .output import guarded
-        from .redact import secret_values
+        from .safety.interrupt import sigterm_as_ctrl_c
+        from .safety.output import guarded
+        from .safety.redact import secret_values
 
         with guarded(secret_values(os.environ)), sigterm_as_ctrl_c() as seen:
             try:
@@ -42,8 +42,8 @@ class GuardedGroup(click.Group):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM outside the agent runs (scoring ...)
-            from .interrupt import EXIT_SIGINT
-            from .output import say
+            from .safety.interrupt import EXIT_SIGINT
+            from .safety.output import say
 
             say("evalcheck: interrupted", err=True)
             raise SystemExit(EXIT_SIGINT) from None
@@ -146,8 +146,8 @@ def merge(files: tuple[Path, ...], **options) -> None:
     (a shard missing or given twice, a case in two shards, other selections or versions).
     """
     from .errors import InputError
-    from .finish import report_gate
-    from .merge import MergeRequest, merge_files
+    from .report.finish import report_gate
+    from .scale.merge import MergeRequest, merge_files
     from .report.terminal import failure_lines
     from .report.text import log_safe
 
@@ -169,7 +169,7 @@ def merge(files: tuple[Path, ...], **options) -> None:
 def migrate(old: Path, new: Path, initial_session: Path | None) -> None:
     """Convert a legacy .test.json file to the EvalSet format (ADK's migrate_eval_data_to_new_schema)."""
     from .errors import InputError
-    from .evalfile import migrate as do_migrate
+    from .inputs.evalfile import migrate as do_migrate
     from .report.text import log_safe
 
     notes: list[str] = []
@@ -201,7 +201,7 @@ def publish(results_file: Path, event_file: Path | None, **options) -> None:
     the GITHUB_TOKEN environment variable, never from the command line. Exit status: 0
     published (refusals are warnings), 2 bad input.
     """
-    from .publish_command import PublishRequest, publish_command
+    from .action.publish_command import PublishRequest, publish_command
 
     sys.exit(publish_command(PublishRequest(results=results_file, event=event_file, **options)))
 

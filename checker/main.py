@@ -12,24 +12,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .compare.verdict import VerdictRule, parse_verdict_rule, runs_needed
-from .discover import EvalTarget, discover, find_repo_root
-from .confine import confined
+from .inputs.discover import EvalTarget, discover, find_repo_root
+from .safety.confine import confined
 from .errors import InputError
-from .limits import check_runs, check_turn_timeout
+from .safety.limits import check_runs, check_turn_timeout
 from .metrics.base import ScoringContext
 from .models.records import RecordedRun, RecordedRuns
 from .models.results import Results
 from .options import RunOptions
-from .pipeline import RunKey, run_counts, score_all
-from .output import clean, say
-from .redact import Redactor, secret_values
+from .scoring.pipeline import RunKey, run_counts, score_all
+from .safety.output import clean, say
+from .safety.redact import Redactor, secret_values
 from .report.terminal import failure_lines
-from .finish import report_gate, write_reports
+from .report.finish import report_gate, write_reports
 from .version import evalcheck_version
-from .writes import Named, OutputFiles, check_outputs, say_error
+from .report.writes import Named, OutputFiles, check_outputs, say_error
 
 if TYPE_CHECKING:
-    from .adaptive import AdaptiveRuns
+    from .compare.adaptive import AdaptiveRuns
     from .simulation.model import SimulatorStats
 
 
@@ -37,10 +37,10 @@ def collect_runs(targets: list[EvalTarget], options: RunOptions,
                  simulator_stats: SimulatorStats | None = None,
                  adaptive: AdaptiveRuns | None = None) -> Mapping[RunKey, list[RecordedRun]]:
     if options.replay is not None:
-        from .replay import index_replay
+        from .inputs.replay import index_replay
 
         return index_replay(options.replay, targets)
-    from .runners.schedule import RunInterrupted, run_agent_jobs
+    from .agents.schedule import RunInterrupted, run_agent_jobs
 
     try:
         jobs = run_agent_jobs(targets, options, simulator_stats=simulator_stats,
@@ -151,7 +151,7 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
                        confine=options.confine, outline_only=options.shard is not None)
     shard = None
     if options.shard is not None:
-        from .shards import shard_targets
+        from .scale.shards import shard_targets
 
         targets, shard = shard_targets(targets, options, baseline)
         for target in targets:  # outlined so far: load this shard's cases, only them
@@ -165,7 +165,7 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
     simulated = SimulatorStats()  # conversation_scenario cases' simulated users
     context = build_context(options)
     if options.sandbox is not None:  # custom metrics are the PR's code too: run as the agent
-        from .custom_metric_worker import CustomMetricWorker
+        from .scoring.custom_metric_worker import CustomMetricWorker
 
         context.services["custom_metric_worker"] = CustomMetricWorker(
             root, env=options.sandbox.environ(os.environ), popen=options.sandbox.popen_kwargs())
@@ -174,14 +174,14 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
         if options.replay is not None:
             say("evalcheck: note: --max-runs is ignored in replay mode (nothing to run)", err=True)
         else:
-            from .adaptive import AdaptiveRuns
+            from .compare.adaptive import AdaptiveRuns
 
             adaptive = AdaptiveRuns(targets, options.max_runs, rule, context)
     runs = collect_runs(targets, options, simulated, adaptive)
     if options.replay is not None:
         check_replayed_counts(options.replay, run_counts(runs), rule)
     # Known secrets never reach a file: agent output, judge errors and server bodies are
-    # outside text (checker/redact.py). The one place: here, before anything is written.
+    # outside text (checker/safety/redact.py). The one place: here, before anything is written.
     redactor = Redactor([*secret_values(os.environ), *secrets, *simulated.credentials])
     if options.sandbox is not None:  # nothing of the agent's may run past this point
         options.sandbox.end()
@@ -190,7 +190,7 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
                    for r in sorted(runs.get((t.eval_set_id, c), []), key=lambda r: r.run)]
         records = RecordedRuns(runs=ordered)
         if shard is not None:
-            from .shards import recorded_runs_shard
+            from .scale.shards import recorded_runs_shard
 
             # the version too: the merge refuses recorded runs of another evalcheck's run
             records.metadata = {"evalcheckVersion": evalcheck_version(), "shard": recorded_runs_shard(
@@ -204,7 +204,7 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
     results.shard = shard
     empty = None
     if shard is not None:
-        from .shards import empty_shard_line
+        from .scale.shards import empty_shard_line
 
         empty = empty_shard_line(shard)
         if empty is not None:  # not "0 of 0 failed": an empty shard is no failure (docs/sharding.md)

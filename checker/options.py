@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .sandbox import AgentSandbox
+    from .agents.sandbox import AgentSandbox
 
 
 @dataclass
@@ -36,12 +36,12 @@ class RunOptions:
     fail_on: str = "failure"
     max_runs: int | None = None  # adaptive runs up to this many a case; None: --num-runs
     shard: str | None = None  # "I/N": evaluate only that shard of the selected cases
-    # Who agents run as: the Action's unprivileged user (checker/sandbox.py); None runs
+    # Who agents run as: the Action's unprivileged user (checker/agents/sandbox.py); None runs
     # them as the caller, with the caller's environment (plain `evalcheck run`).
     sandbox: AgentSandbox | None = None
     # The workspace, in the Action: symlinks under it that lead out of it are not followed
-    # (checker/confine.py). None: follow them, as any command-line tool does.
+    # (checker/safety/confine.py). None: follow them, as any command-line tool does.
     confine: Path | None = None
     # Files the caller writes after the run (the Action's markdown report): checked against
-    # the inputs with the run's own outputs (checker/writes.py check_outputs).
+    # the inputs with the run's own outputs (checker/report/writes.py check_outputs).
     written_after: tuple[tuple[str, Path], ...] = ()

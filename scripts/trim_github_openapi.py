@@ -23,7 +23,7 @@ from typing import Any
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "github-openapi-subset.json"
 
-# (path, method): the calls checker/github/client.py makes.
+# (path, method): the calls checker/action/github/client.py makes.
 OPERATIONS: list[tuple[str, str]] = [
     ("/repos/{owner}/{repo}/issues/{issue_number}/comments", "get"),
     ("/repos/{owner}/{repo}/issues/{issue_number}/comments", "post"),
@@ -34,7 +34,7 @@ OPERATIONS: list[tuple[str, str]] = [
     ("/repos/{owner}/{repo}/commits/{ref}/check-runs", "get"),
     ("/repos/{owner}/{repo}/statuses/{sha}", "post"),
     ("/repos/{owner}/{repo}/pulls/{pull_number}", "get"),
-    # the automatic baseline (checker/github/baseline.py)
+    # the automatic baseline (checker/action/github/baseline.py)
     ("/repos/{owner}/{repo}/compare/{basehead}", "get"),
     ("/repos/{owner}/{repo}/commits", "get"),
     ("/repos/{owner}/{repo}/actions/artifacts", "get"),

@@ -23,11 +23,11 @@ class CompareRequest:
 def compare_files(request: CompareRequest) -> bool:
     """Compare, write the reports asked for, print the summary; returns whether the gate
     passed. Raises InputError for a file that is not a results file."""
-    from ..finish import report_gate, write_reports
+    from ..report.finish import report_gate, write_reports
     from ..options import RunOptions
-    from ..output import clean, say
+    from ..safety.output import clean, say
     from ..report.terminal import failure_lines
-    from ..writes import check_outputs
+    from ..report.writes import check_outputs
     from .comparison import compare
     from .results_file import load_suite_results
 

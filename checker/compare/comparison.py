@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..bulk import paused_gc
+from ..inputs.bulk import paused_gc
 from ..models.results import (BaselineInfo, CaseRef, CaseResult, ChangeSummary, Comparison,
                               MetricResult, Results)
 from .stats import BOOTSTRAP_SEED, fisher_better, fisher_worse, paired_bootstrap, wilson

@@ -8,8 +8,8 @@ from pydantic import ValidationError
 
 from ..errors import InputError
 from ..models.results import Results
-from ..validation import read_json, validate
-from ..bulk import paused_gc
+from ..inputs.validation import read_json, validate
+from ..inputs.bulk import paused_gc
 
 
 def load_suite_results(path: Path, what: str) -> Results:

@@ -1,7 +1,7 @@
 """Application default credentials (ADC) that evalcheck creates itself and hands to the
 google-genai / Vertex AI clients, so that it knows the access tokens they send: a judge or
 Vertex endpoint that echoes its request's bearer token in an error body must not get it into
-results, reports or logs (checker/redact.py). The google-auth import stays lazy."""
+results, reports or logs (checker/safety/redact.py). The google-auth import stays lazy."""
 
 from __future__ import annotations
 

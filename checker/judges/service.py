@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..redact import Redactor
+from ..safety.redact import Redactor
 from .cache import JudgeCache, cache_key
 from .adc import access_tokens
 from .client import Backend, CallStats, GeminiClient, JudgeConfigError, JudgeError, JudgeReply

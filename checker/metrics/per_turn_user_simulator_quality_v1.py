@@ -13,7 +13,7 @@ could not be evaluated is left out of the denominator (ADK counts it as a failed
 the judge could not decide makes the metric ``error`` naming it (ADK lets the exception void
 the whole metric); a case without a scenario is ``not_evaluated`` with the reason (ADK
 raises); the stop signal is the simulator's (``user_simulator_config.stop_signal``) unless the
-criterion sets the same one (see checker/config.py); inputs are JSON-encoded in a data block.
+criterion sets the same one (see checker/inputs/criteria.py); inputs are JSON-encoded in a data block.
 """
 
 from __future__ import annotations

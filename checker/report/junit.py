@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from ..logtext import escape_char
+from ..safety.logtext import escape_char
 from ..models.results import CaseResult, Results
 from ..compare.verdict import baseline_pass_counts, case_pass_counts, rule_of
 from .scores import fmt_score as fmt, shortfall

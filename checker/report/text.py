@@ -16,8 +16,8 @@ def one_line(text: str, limit: int) -> str:
 
 
 def log_safe(text: str) -> str:
-    """Untrusted text for a log line: see checker/output.py ``clean`` (the one sanitiser)."""
-    from ..output import clean
+    """Untrusted text for a log line: see checker/safety/output.py ``clean`` (the one sanitiser)."""
+    from ..safety.output import clean
 
     return clean(text)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from checker.models.results import CaseResult, EvalSetResult, MetricResult, Results, RunResult
-from checker.pipeline import summarize
+from checker.scoring.pipeline import summarize
 
 
 def metric(runs: list[float | None], threshold: float = 1.0, name: str = "tool_trajectory_avg_score") -> MetricResult:

@@ -8,12 +8,12 @@ import pytest
 
 from checker.compare.fingerprint import case_fingerprint
 from checker.compare.verdict import MEAN, baseline_pass_counts, case_pass_counts, parse_verdict_rule
-from checker.config import build_config
+from checker.inputs.criteria import build_config
 from checker.errors import InputError
 from checker.metrics.base import ScoringContext
 from checker.models.evalset import EvalCase
 from checker.models.records import RecordedRun
-from checker.scoring import score_case
+from checker.scoring.case import score_case
 from comparehelpers import case_result, metric
 from corehelpers import call, case, invocation
 

@@ -48,7 +48,7 @@ def attack():
     report["rouge_score_found"] = bool(targets)
     for path in targets:
         attempt(report, "append_rouge_score", lambda: append(path, FORGE))
-    for path in glob.glob(f"{site[0]}/checker/scoring.py*") if site else []:
+    for path in glob.glob(f"{site[0]}/checker/scoring/case.py*") if site else []:
         attempt(report, "append_checker", lambda: append(path, "\nraise SystemExit(0)\n"))
     if site:
         attempt(report, "add_rouge_score_source",

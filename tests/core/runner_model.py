@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from checker.output import ignorable
+from checker.safety.output import ignorable
 
 LINE_BREAKS = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-_])")

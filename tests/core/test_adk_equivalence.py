@@ -41,7 +41,7 @@ from checker.metrics.base import RunInput, ScoringContext
 from checker.metrics.response_match_score import UnicodeTokenizer
 from checker.metrics.tool_trajectory_avg_score import TrajectoryCriterion
 from checker.models.evalset import EvalCase, Invocation
-from checker.validation import parse_json_text
+from checker.inputs.validation import parse_json_text
 from corehelpers import camelize
 
 SETTINGS = settings(max_examples=200, derandomize=True, deadline=None,

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from checker.discover import discover
+from checker.inputs.discover import discover
 from corehelpers import call, case, evalset, invocation, replay, run_cli, write_json
 from test_input_errors import assert_input_error
 
@@ -277,7 +277,7 @@ def test_criteria_coerce_exactly_where_adk_coerces(criterion):
     from google.adk.evaluation.eval_config import EvalConfig as AdkEvalConfig
     from google.adk.evaluation.eval_config import get_eval_metrics_from_config
 
-    from checker.config import build_config
+    from checker.inputs.criteria import build_config
     from checker.errors import InputError
 
     try:

@@ -1,4 +1,4 @@
-"""Aggregation over runs and metrics (CONTRACT section 4), through checker.scoring directly.
+"""Aggregation over runs and metrics (CONTRACT section 4), through checker.scoring.case directly.
 
 Test metrics are small Metric subclasses defined here and handed to the scorer in a
 ConfiguredMetric; they are not added to checker/metrics, so the registry never sees them.
@@ -16,13 +16,13 @@ from google.adk.evaluation.eval_case import Invocation as AdkInvocation
 from google.adk.evaluation.eval_metrics import EvalMetric
 from google.adk.evaluation.final_response_match_v1 import RougeEvaluator
 
-from checker.config import ConfiguredMetric, EvalConfig, build_config
+from checker.inputs.criteria import ConfiguredMetric, EvalConfig, build_config
 from checker.metrics.base import InvocationScore, Metric, RunInput, RunScore, ScoringContext
 from checker.models.evalset import EvalCase
 from checker.models.records import RecordedRun
 from checker.models.results import EvalSetResult
-from checker.pipeline import summarize
-from checker.scoring import aggregate_metric, case_status, score_case
+from checker.scoring.pipeline import summarize
+from checker.scoring.case import aggregate_metric, case_status, score_case
 from corehelpers import call, case, evalset, invocation, replay, run_cli, write_json
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from corehelpers import case, evalset, invocation, replay, run_cli, write_json
 
-from checker.limits import MAX_RUNS, MAX_TURN_TIMEOUT
+from checker.safety.limits import MAX_RUNS, MAX_TURN_TIMEOUT
 
 
 def assert_one_line_error(outcome, *fragments: str) -> str:
@@ -63,7 +63,7 @@ def test_turn_timeout_cap_is_a_day(evals):
 def test_case_lines_with_escapes_and_decoys(repo):
     """One pass over the file finds each id however it is escaped, skipping an earlier
     mention of the same text as another key's value, and keeps file order for the rest."""
-    from checker.evalfile import load_eval_file
+    from checker.inputs.evalfile import load_eval_file
 
     text = ('{"eval_set_id": "s", "eval_cases": [\n'
             '  {"eval_id": "\\u0063afe", "conversation": [{"invocation_id": "i",\n'
@@ -199,7 +199,7 @@ def test_concurrency_is_lowered_to_what_ulimit_allows(evals):
     files: evalcheck runs fewer at once, says so, and every run passes."""
     import resource
 
-    from checker.limits import FD_RESERVE, FDS_PER_RUN
+    from checker.safety.limits import FD_RESERVE, FDS_PER_RUN
 
     write_json(evals / "evals" / "s.evalset.json", evalset("s", *[case(f"c{i}") for i in range(6)]))
     (evals / "agent.py").write_text(ECHO_AGENT, encoding="utf-8")
@@ -224,8 +224,8 @@ def test_running_out_of_descriptors_fails_only_the_runs_it_hits(tmp_path):
     import resource
 
     from checker.models.evalset import EvalCase
-    from checker.runners.base import RunJob
-    from checker.runners.stdio import StdioRunner
+    from checker.agents.base import RunJob
+    from checker.agents.stdio import StdioRunner
 
     (tmp_path / "agent.py").write_text(ECHO_AGENT, encoding="utf-8")
     case_ = EvalCase.model_validate(case("c1"))

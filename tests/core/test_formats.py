@@ -15,9 +15,9 @@ from google.adk.evaluation.eval_config import EvalConfig as AdkEvalConfig
 from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
 from google.adk.evaluation.local_eval_sets_manager import convert_eval_set_to_pydantic_schema
 
-from checker.config import DEFAULT_CRITERIA
-from checker.discover import discover
-from checker.evalfile import load_eval_file
+from checker.inputs.criteria import DEFAULT_CRITERIA
+from checker.inputs.discover import discover
+from checker.inputs.evalfile import load_eval_file
 from checker.models.evalset import content_text, tool_calls
 from corehelpers import call, camelize, case, evalset, invocation, replay, run_cli, write_json
 

@@ -51,7 +51,7 @@ def setup(repo: Path, data: Any = None, *, text: str | None = None, runs: Any = 
 
 
 # Every eval file check runs twice: as a whole run, and as a shard, whose first look at
-# the suite reads the eval files case by case (checker/evalfile.py, outline_only) and
+# the suite reads the eval files case by case (checker/inputs/evalfile.py, outline_only) and
 # must give the same one line.
 SHARD_ARGS: list[str] = []
 

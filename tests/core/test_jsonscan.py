@@ -1,4 +1,4 @@
-"""checker/jsonscan.py reads a large JSON file in chunks: every element, its text, line and
+"""checker/inputs/jsonscan.py reads a large JSON file in chunks: every element, its text, line and
 byte offsets must be what reading the whole file gives, wherever the chunks are cut."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checker.jsonscan import Irregular, read_spans, scan_array_member
+from checker.inputs.jsonscan import Irregular, read_spans, scan_array_member
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12),
                     st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12))
@@ -79,7 +79,7 @@ def test_a_number_cut_by_a_chunk_is_read_whole(tmp_path):
 
 
 def test_lone_surrogates_are_replaced_wherever_a_chunk_cuts(tmp_path):
-    """As the whole-file reader does (checker/surrogates.py): a lone surrogate becomes
+    """As the whole-file reader does (checker/inputs/surrogates.py): a lone surrogate becomes
     U+FFFD in members, keys and elements; a pair, even cut by a chunk, stays one character."""
     path = tmp_path / "f.json"
     path.write_text('{"version": "\\ud800", "runs": [{"t\\udc00": "a\\uD800b\\ud83d\\ude00"}, "\\udfff", "c"]}')

@@ -1,4 +1,4 @@
-"""checker/output.py fuzzed against a model of the runner's command parser
+"""checker/safety/output.py fuzzed against a model of the runner's command parser
 (tests/core/runner_model.py): untrusted text can never become a workflow command."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from checker import output
-from checker.output import Commands, GuardedStream, clean, neutralise
-from checker.redact import Redactor
+from checker.safety import output
+from checker.safety.output import Commands, GuardedStream, clean, neutralise
+from checker.safety.redact import Redactor
 from runner_model import LINE_BREAKS, commands_in, parse_line, unescape_data
 
 ATTACKS = [
@@ -158,8 +158,8 @@ def test_cli_lines_cannot_forge_commands_or_show_secrets(tmp_path, monkeypatch):
 def test_progress_lines_show_an_eval_ids_newline_as_an_escape():
     from checker.models.evalset import EvalCase
     from checker.models.records import RecordedRun
-    from checker.runners.base import RunJob
-    from checker.runners.schedule import Progress
+    from checker.agents.base import RunJob
+    from checker.agents.schedule import Progress
 
     forged = "x\n::set-output name=passed::true"
     case = EvalCase.model_validate({"eval_id": forged, "conversation": [

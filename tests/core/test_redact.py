@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from checker.redact import Redactor, secret_values
+from checker.safety.redact import Redactor, secret_values
 
 
 @pytest.mark.parametrize("name", [

@@ -1,4 +1,4 @@
-"""Replay mode reads a case's recorded runs when the case is scored (checker/replay.py):
+"""Replay mode reads a case's recorded runs when the case is scored (checker/inputs/replay.py):
 the same results and the same errors as reading the whole file, less memory."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from checker.discover import discover
-from checker.replay import ReplayRuns, index_replay
+from checker.inputs.discover import discover
+from checker.inputs.replay import ReplayRuns, index_replay
 from corehelpers import case, evalset, invocation, replay, run_cli, write_json
 
 
@@ -34,7 +34,7 @@ def test_results_equal_the_whole_file_reader(repo, monkeypatch):
     out = run_cli(["run", "e", "--replay", "runs.json", "--results", "lazy.json"], repo)
     assert out.code == 1, out.output
     # A top-level array is not the shape the scanner reads: the whole-file reader runs.
-    import checker.replay as module
+    import checker.inputs.replay as module
 
     monkeypatch.setattr(module, "_scan", lambda *args: (_ for _ in ()).throw(module.Irregular()))
     again = run_cli(["run", "e", "--replay", "runs.json", "--results", "whole.json"], repo)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from checker.errors import InputError
-from checker.shards import assign, parse_shard, shard_loads
+from checker.scale.shards import assign, parse_shard, shard_loads
 from corehelpers import call, case, evalset, invocation, replay, run_cli, write_json
 
 TIMING = {"startedAt", "finishedAt", "durationSeconds", "shards"}
@@ -184,9 +184,9 @@ def test_baseline_durations_balance_the_shards(repo, monkeypatch):
     base = run_cli(["run", "evals", "--replay", "recorded.json", "--results", "base.json"], repo)
     assert base.code == 1
     _one_slow_case(repo / "base.json")
-    from checker.discover import discover
+    from checker.inputs.discover import discover
     from checker.options import RunOptions
-    from checker.shards import shard_targets
+    from checker.scale.shards import shard_targets
 
     monkeypatch.chdir(repo)
     targets = discover(["evals"], root=repo)
@@ -462,9 +462,9 @@ def test_a_shard_holds_only_its_own_cases(repo, monkeypatch):
     """A shard's first look at the suite checks every case but keeps outlines (memory for
     one case at a time); then it loads its own cases, equal to a whole read's."""
     _suite(repo)
-    from checker.discover import discover
+    from checker.inputs.discover import discover
     from checker.options import RunOptions
-    from checker.shards import shard_targets
+    from checker.scale.shards import shard_targets
 
     monkeypatch.chdir(repo)
     whole = {(t.eval_set_id, c.eval_id): c for t in discover(["evals"], root=repo)
@@ -484,7 +484,7 @@ def test_a_shard_holds_only_its_own_cases(repo, monkeypatch):
 
 def test_an_eval_file_that_changes_under_a_shard_is_bad_input(repo, monkeypatch):
     _suite(repo)
-    from checker.discover import discover
+    from checker.inputs.discover import discover
 
     monkeypatch.chdir(repo)
     target = discover(["evals/alpha"], root=repo, outline_only=True)[0]
@@ -501,8 +501,8 @@ def test_a_simulated_case_is_priced_by_its_simulator_limit(repo, monkeypatch):
     write_json(repo / "evals/s.evalset.json", evalset("s", case("two", invocation(), invocation()), scenario))
     write_json(repo / "evals/test_config.json", {"criteria": {"response_match_score": 0.5},
                                                  "user_simulator_config": {"max_allowed_invocations": 3}})
-    from checker.discover import discover
-    from checker.shards import expected_costs
+    from checker.inputs.discover import discover
+    from checker.scale.shards import expected_costs
 
     monkeypatch.chdir(repo)
     targets = discover(["evals"], root=repo, outline_only=True)

@@ -187,7 +187,7 @@ def test_cli_gates_on_the_threshold_and_explains_the_argument(repo):
 
 
 def test_check_run_annotation_names_the_argument(repo):
-    from checker.github.publish import annotation_message
+    from checker.action.github.publish import annotation_message
     from checker.models.results import Results
 
     assert run_hotel_search(repo, 1.0).code == 1

@@ -116,7 +116,7 @@ def run_in_workspace(runner: Runner, env: dict[str, str]) -> int:
     """The action's entrypoint in-process, in the workspace (the runner's --workdir)."""
     import os
 
-    from checker import action
+    from checker.action import entry as action
 
     cwd = os.getcwd()
     os.chdir(runner.workspace)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from checker import action
+from checker.action import entry as action
 from fake_github import FakeGitHub
 from github_data import pr_event
 from runner_env import Runner, input_env
@@ -155,7 +155,7 @@ def test_a_secret_the_log_would_escape_is_still_hidden(tmp_path, fake, capfd):
 
 
 def test_setup_command_output_without_newlines_is_shown_in_bounded_pieces(tmp_path, fake, capfd):
-    from checker.setup_command import MAX_LINE
+    from checker.agents.setup_command import MAX_LINE
 
     setup = "yes x | head -n 300000 | tr -d '\\n'; echo; echo '::error::after the flood'"
     code, runner, log = run_action(tmp_path, fake, capfd, replay="recorded_runs.json", setup_command=setup)

@@ -1,5 +1,5 @@
 """Through the action's entrypoint, on the runner's layout: symlinks under the workspace
-that lead out of it are not followed (checker/confine.py), and the caps of checker/limits.py
+that lead out of it are not followed (checker/safety/confine.py), and the caps of checker/safety/limits.py
 hold for the inputs too."""
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def test_a_results_file_linking_out_is_replaced_not_followed(tmp_path, fake, cap
 
 
 def test_num_runs_above_the_cap_is_bad_input_in_the_action(tmp_path, fake, capfd):
-    from checker.limits import MAX_RUNS
+    from checker.safety.limits import MAX_RUNS
 
     code, runner, _, log = run_action(tmp_path, fake, capfd, lambda ws, out: None,
                                       num_runs=str(MAX_RUNS + 1), turn_timeout="inf")

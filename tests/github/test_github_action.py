@@ -114,10 +114,10 @@ def test_bad_eval_file_exits_2_naming_the_file(tmp_path, fake, capfd):
 
 def test_every_input_is_declared_read_and_documented():
     declared = set(action_inputs())
-    from checker.action_config import INPUTS
+    from checker.action.config import INPUTS
 
     assert declared == set(INPUTS)
-    source = "".join((ROOT / "checker" / name).read_text() for name in ("action.py", "action_config.py"))
+    source = "".join((ROOT / "checker" / "action" / name).read_text() for name in ("entry.py", "config.py"))
     read = set(re.findall(r'inputs\.(?:text|flag|integer|number|choice|lines)\("([a-z-]+)"', source))
     read |= set(re.findall(r'_path\(inputs, "([a-z-]+)"', source))
     read |= set(re.findall(r'Inputs\(env\)\.text\("([a-z-]+)"\)', source))
@@ -171,7 +171,7 @@ def test_dockerfile_is_hadolint_clean():
 def test_help_does_not_import_publishing_modules():
     code = ("import sys, checker.cli; from click.testing import CliRunner; "
             "r = CliRunner().invoke(checker.cli.main, ['--help']); assert r.exit_code == 0; "
-            "print(sorted(m for m in ('httpx', 'jinja2', 'checker.github.client') if m in sys.modules))")
+            "print(sorted(m for m in ('httpx', 'jinja2', 'checker.action.github.client') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 

@@ -1,4 +1,4 @@
-"""The automatic baseline (checker/github/baseline.py) against the fake GitHub: merge base,
+"""The automatic baseline (checker/action/github/baseline.py) against the fake GitHub: merge base,
 walk-back, expired and foreign artifacts, the download host, read-only tokens, bad zips."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import zipfile
 
 import pytest
 
-from checker.github.baseline import ARTIFACT_NAME, MAX_WALK_BACK, find_baseline, results_from_zip
-from checker.github.client import GitHubClient
+from checker.action.github.baseline import ARTIFACT_NAME, MAX_WALK_BACK, find_baseline, results_from_zip
+from checker.action.github.client import GitHubClient
 from fake_github import FakeGitHub, Fault
 from github_data import realistic_results
 
@@ -169,7 +169,7 @@ def test_results_from_zip_never_uses_member_names_as_paths(tmp_path, monkeypatch
 
 
 def test_results_from_zip_bounds_sizes(monkeypatch):
-    import checker.github.baseline as baseline
+    import checker.action.github.baseline as baseline
 
     monkeypatch.setattr(baseline, "MAX_RESULTS_BYTES", 1000)
     bomb = artifact_zip(extra={"results.json": " " * 100_000})  # deflates to almost nothing
@@ -183,7 +183,7 @@ def test_results_from_zip_bounds_sizes(monkeypatch):
 
 
 def test_an_oversized_download_is_refused(repo, tmp_path, monkeypatch):
-    import checker.github.baseline as baseline
+    import checker.action.github.baseline as baseline
 
     monkeypatch.setattr(baseline, "MAX_ZIP_BYTES", 100)
     repo.add_artifact(MERGE_BASE, artifact_zip(baseline_results("big")))

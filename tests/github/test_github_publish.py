@@ -6,10 +6,10 @@ import io
 
 import pytest
 
-from checker.github.client import GitHubClient, GitHubError, RetryPolicy
-from checker.github.publish import (ANNOTATION_BATCH, PublishOptions, Target, marker, post_comment,
+from checker.action.github.client import GitHubClient, GitHubError, RetryPolicy
+from checker.action.github.publish import (ANNOTATION_BATCH, PublishOptions, Target, marker, post_comment,
                                     publish)
-from checker.github.workflow import Commands
+from checker.action.github.workflow import Commands
 from checker.models.results import Results
 from github_data import realistic_results
 from fake_github import Fault

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from checker.github.publish import COMMENT_LIMIT, PublishOptions, Target, marker, render_body
+from checker.action.github.publish import COMMENT_LIMIT, PublishOptions, Target, marker, render_body
 from checker.models.results import Results
 from checker.report.markdown import Links, render_markdown, render_within
 from checker.report.text import md_code, md_fence, utf16_len
@@ -191,7 +191,7 @@ def test_long_rationales_are_cut_and_the_verdict_stays(judged):
 
 
 def test_terminal_and_annotations_say_what_the_judge_said(judged):
-    from checker.github.publish import annotations
+    from checker.action.github.publish import annotations
     from checker.report.terminal import failure_lines
 
     lines = failure_lines(judged)

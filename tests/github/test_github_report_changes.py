@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from checker.github.publish import COMMENT_LIMIT
+from checker.action.github.publish import COMMENT_LIMIT
 from checker.models.results import Results
 from checker.report.markdown import Links, render_markdown
 from checker.report.text import utf16_len

@@ -51,7 +51,7 @@ def run_input(actual: list[Invocation], expected: list[Invocation] | None = None
 
 def score(metric_name: str, criterion: dict[str, Any], run: RunInput,
           service: JudgeService) -> RunScore:
-    """Score one run with a registered metric, as checker.scoring does, then close the client."""
+    """Score one run with a registered metric, as checker.scoring.case does, then close the client."""
     metric = get_metric(metric_name)
     assert metric is not None
     parsed = metric.criterion_model.model_validate(criterion)

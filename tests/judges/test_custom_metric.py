@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from checker.config import build_config
-from checker.custom_metric import score_custom
-from checker.custom_metric_worker import CustomMetricWorker
+from checker.inputs.criteria import build_config
+from checker.scoring.custom_metric import score_custom
+from checker.scoring.custom_metric_worker import CustomMetricWorker
 from checker.metrics.base import ScoringContext
 
 from .conftest import invocation, run_input
@@ -97,7 +97,7 @@ def repo(tmp_path: Path, monkeypatch) -> Path:
 @pytest.fixture(params=["in-process", "worker"])
 def mode(request) -> str:
     """Each behaviour holds in this process (the CLI) and in the worker process the Action
-    runs custom metrics in, as the agent's user (checker/custom_metric_worker.py)."""
+    runs custom metrics in, as the agent's user (checker/scoring/custom_metric_worker.py)."""
     return request.param
 
 

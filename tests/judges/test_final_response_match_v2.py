@@ -168,9 +168,9 @@ def test_no_reference_is_not_evaluated_and_length_mismatch_is_an_error(fake, env
 def test_missing_credentials_make_the_metric_fail_with_the_variables_to_set(fake):
     import asyncio
 
-    from checker.config import build_config
+    from checker.inputs.criteria import build_config
     from checker.metrics.base import ScoringContext
-    from checker.scoring import score_run
+    from checker.scoring.case import score_run
 
     config = build_config({"criteria": {METRIC: criterion()}}, None, "test_config.json")
     service = service_for({})

@@ -1,5 +1,5 @@
 """The reports explain what the real judge metrics said: each metric scored against the fake
-Gemini server, aggregated as checker.scoring does, then rendered (markdown and terminal)."""
+Gemini server, aggregated as checker.scoring.case does, then rendered (markdown and terminal)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,16 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
-from checker.config import ConfiguredMetric
+from checker.inputs.criteria import ConfiguredMetric
 from checker.metrics import get_metric
 from checker.metrics.base import RunInput
 from checker.metrics.per_turn_user_simulator_quality_v1 import DEFAULT_CRITERIA
 from checker.models.evalset import EvalCase
 from checker.models.results import CaseResult, EvalSetResult, Results, RunResult
-from checker.pipeline import summarize
+from checker.scoring.pipeline import summarize
 from checker.report.markdown import render_markdown
 from checker.report.terminal import failure_lines
-from checker.scoring import aggregate_metric
+from checker.scoring.case import aggregate_metric
 
 from .conftest import invocation, run_input, score, service_for
 from .fake_gemini import error_reply, json_reply, labels, rubric_verdicts, sentences, verdict

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from checker.config import build_config
+from checker.inputs.criteria import build_config
 from checker.judges.client import RetryPolicy
 from checker.metrics.base import RunInput
 from checker.metrics.per_turn_user_simulator_quality_v1 import (DEFAULT_CRITERIA, adk_is_valid,
                                                                 parse)
 from checker.models.evalset import EvalCase, Invocation
-from checker.scoring import score_run
+from checker.scoring.case import score_run
 from checker.models.evalset import BUILT_IN_PERSONA_IDS
 from checker.simulation.personas import BUILT_IN
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from checker.config import build_config
+from checker.inputs.criteria import build_config
 from checker.errors import InputError
 from checker.judges.client import RetryPolicy
 from checker.metrics.machinery.safety_judge import CATEGORIES
 from checker.metrics.base import ScoringContext
 from checker.metrics.safety_v1 import choose_backend
-from checker.scoring import score_run
+from checker.scoring.case import score_run
 
 from .conftest import invocation, run_input, score, service_for
 from .fake_gemini import error_reply, json_reply

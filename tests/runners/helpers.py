@@ -11,7 +11,7 @@ from pathlib import Path
 
 from checker.models.evalset import EvalCase
 from checker.models.records import RecordedRun
-from checker.runners.base import RunJob
+from checker.agents.base import RunJob
 
 AGENTS = Path(__file__).parent / "agents"
 REPO = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from checker.runners.base import RunJob
-from checker.runners.stdio import StdioRunner
+from checker.agents.base import RunJob
+from checker.agents.stdio import StdioRunner
 
 from .helpers import PY, REPO, case, cli_env, write_eval_set
 

@@ -184,7 +184,7 @@ def test_scores_equal_adk_agent_evaluator(via_bridge, via_api_server):
 
 
 def test_bridge_reports_an_agent_that_cannot_load(tmp_path):
-    from checker.runners.stdio import StdioRunner
+    from checker.agents.stdio import StdioRunner
 
     from .helpers import case, run_one
 

@@ -7,8 +7,8 @@ import shlex
 import socket
 
 from checker.models.evalset import EvalCase
-from checker.runners.api_server import ApiServerRunner, ServerStartError
-from checker.runners.base import RunJob
+from checker.agents.api_server import ApiServerRunner, ServerStartError
+from checker.agents.base import RunJob
 
 from .helpers import AGENTS, PY, assert_all_gone, case, read_pids
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from checker.models.evalset import FunctionCall, FunctionResponse, text_content
-from checker.runners.events import ConversionError, events_to_invocation, fields_to_invocation
+from checker.agents.events import ConversionError, events_to_invocation, fields_to_invocation
 
 USER = text_content("Weather in Paris?", "user")
 

@@ -1,4 +1,4 @@
-"""The Action's agent sandbox (checker/sandbox.py) on this machine, as root, with a uid no
+"""The Action's agent sandbox (checker/agents/sandbox.py) on this machine, as root, with a uid no
 one else uses: hand-over and give-back of the working directory, processes that detach
 killed, the judge cache guarded, the environment scrubbed. The container test
 (tests/container/test_container_action.py) runs the same through the real image."""
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from checker.errors import InputError
-from checker.sandbox import AgentSandbox, _user_processes, scrub_environ
+from checker.agents.sandbox import AgentSandbox, _user_processes, scrub_environ
 
 AGENT_UID = 48159  # no account needed: root may run a process as any uid
 OWNER_UID = 48158

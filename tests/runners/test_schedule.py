@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from checker.discover import discover
+from checker.inputs.discover import discover
 from checker.options import RunOptions
 from checker.models.evalset import EvalCase
-from checker.runners.schedule import Progress, run_agent_jobs
+from checker.agents.schedule import Progress, run_agent_jobs
 
 from .helpers import (
     AGENTS,
@@ -43,7 +43,7 @@ def run_jobs(tmp_path: Path, cases: list[EvalCase], **options) -> tuple[list, st
 
 
 def _progress(targets, opts, stream):
-    from checker.runners.schedule import plan_jobs
+    from checker.agents.schedule import plan_jobs
 
     return Progress(plan_jobs(targets, opts), stream=stream, interactive=False)
 
@@ -125,11 +125,11 @@ def test_one_bad_run_does_not_stop_the_others(tmp_path):
 def test_progress_on_a_terminal_is_one_updated_line():
     jobs_case = case("a", turns=1)
     from checker.models.records import RecordedRun
-    from checker.runners.base import RunJob
+    from checker.agents.base import RunJob
 
     jobs = [RunJob("s", jobs_case, 1), RunJob("s", jobs_case, 2)]
-    from checker.output import GuardedStream
-    from checker.redact import Redactor
+    from checker.safety.output import GuardedStream
+    from checker.safety.redact import Redactor
 
     raw = io.StringIO()
     progress = Progress(jobs, stream=GuardedStream(raw, Redactor()), interactive=True)
@@ -209,7 +209,7 @@ def test_zombie_check_helper_sees_a_zombie():
 
 def test_the_plan_keeps_one_job_per_case_and_makes_each_run_when_taken(tmp_path):
     """--num-runs x cases jobs are not held: a job per case, each run's made on demand."""
-    from checker.runners.schedule import plan_jobs
+    from checker.agents.schedule import plan_jobs
 
     path = write_eval_set(tmp_path / "evals", "set", [case(f"c{i}", turns=1) for i in range(3)])
     targets = discover([str(path)], root=tmp_path)

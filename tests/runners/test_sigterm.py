@@ -109,8 +109,8 @@ def test_an_interrupt_while_the_setup_output_echo_starts_still_stops_the_group(t
 
     import pytest
 
-    from checker import setup_command
-    from checker.github.workflow import Commands
+    from checker.agents import setup_command
+    from checker.action.github.workflow import Commands
 
     pidfile = tmp_path / "setup.pids"
     started = setup_command._Echo.start

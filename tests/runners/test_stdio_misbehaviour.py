@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from checker.runners.stdio import StdioRunner
+from checker.agents.stdio import StdioRunner
 
 from .helpers import AGENTS, PY, assert_all_gone, case, read_pids, run_one
 

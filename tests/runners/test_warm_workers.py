@@ -11,11 +11,11 @@ import shlex
 from collections import Counter
 from pathlib import Path
 
-from checker.discover import discover
+from checker.inputs.discover import discover
 from checker.options import RunOptions
 from checker.models.evalset import EvalCase
-from checker.runners.schedule import Progress, plan_jobs, run_agent_jobs
-from checker.runners.stdio import StdioRunner
+from checker.agents.schedule import Progress, plan_jobs, run_agent_jobs
+from checker.agents.stdio import StdioRunner
 
 from .helpers import AGENTS, PY, assert_all_gone, case, write_eval_set
 

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 
-from checker.config import UserSimulatorConfig
+from checker.inputs.criteria import UserSimulatorConfig
 from checker.judges.service import JudgeService
 from checker.models.evalset import ConversationScenario, Invocation
 from checker.simulation.model import JudgeServiceModel, SimulatorStats

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from checker.models.evalset import Content, text_content
-from checker.runners.events import events_to_invocation, fields_to_invocation
+from checker.agents.events import events_to_invocation, fields_to_invocation
 from checker.simulation.history import conversation_history
 
 pytest.importorskip("google.adk")

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from fake_vertex import FakeVertex
 
-from checker.config import build_config
+from checker.inputs.criteria import build_config
 from checker.errors import InputError
 from checker.metrics import get_metric
 from checker.metrics.machinery.vertex import RetryPolicy, retry_after_seconds
 from checker.metrics.base import Criterion, RunInput, RunScore, ScoringContext
 from checker.models.evalset import EvalCase, Invocation
-from checker.scoring import score_run
+from checker.scoring.case import score_run
 
 MULTI_TURN = ("multi_turn_task_success_v1", "multi_turn_trajectory_quality_v1",
               "multi_turn_tool_use_quality_v1")
@@ -64,7 +64,7 @@ def context(attempts: int = 4, **services: Any) -> tuple[ScoringContext, Recorde
 
 
 def score(name: str, run: RunInput, ctx: ScoringContext, threshold: float = 0.5) -> RunScore:
-    """Through checker.scoring.score_run, as the pipeline calls a metric."""
+    """Through checker.scoring.case.score_run, as the pipeline calls a metric."""
     metric = get_metric(name)
     assert metric is not None, name
     configured = type("Configured", (), {"metric": metric, "criterion": Criterion(threshold=threshold),

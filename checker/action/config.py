@@ -1,0 +1,140 @@
+"""The GitHub Action's inputs (action.yml) read into one ActionConfig: run options, what
+to publish, the gate. Bad inputs are InputError (exit 2) before anything runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..compare.gate import FAIL_ON
+from ..errors import InputError
+from .github.publish import PublishOptions, check_comment_key
+from .github.workflow import Inputs
+from ..options import RunOptions
+
+COMMENT_MODES = ("update", "new", "off")
+DEFAULT_RESULTS = "evalcheck-report/results.json"
+DEFAULT_MARKDOWN = "evalcheck-report/report.md"
+BUDGET_VARIABLE = "EVALCHECK_PUBLISH_BUDGET"
+
+# Every input action.yml declares; tests check this list against action.yml and README.
+INPUTS = (
+    "paths", "agent-command", "agent-url", "agent-server-command", "app-name", "replay",
+    "config", "num-runs", "concurrency", "turn-timeout", "judge-concurrency", "judge-cache",
+    "template", "results", "markdown", "junit", "inference-out",
+    "github-token", "setup-command", "working-directory", "comment", "comment-key",
+    "check-run", "commit-status", "fail-on", "shard", "publish", "merge",
+    "baseline", "verdict", "max-runs",
+)
+
+
+@dataclass
+class ActionConfig:
+    run: RunOptions
+    publish: PublishOptions
+    fail_on: str
+    token: str
+    setup_command: str
+    workdir: Path
+    results_path: Path
+    markdown_path: Path
+    merge: str = ""  # glob of shards' results files to merge instead of evaluating
+    publish_enabled: bool = True  # false: write files, post nothing (a shard's job)
+    auto_baseline: bool = True  # `baseline: auto`: the PR's merge base's results artifact
+
+
+def _path(inputs: Inputs, name: str, base: Path, *, must_exist: bool = False,
+          default: str = "") -> Path | None:
+    raw = inputs.text(name, default) or default
+    if not raw:
+        return None
+    path = Path(raw) if Path(raw).is_absolute() else base / raw
+    if must_exist and not path.exists():
+        raise InputError(f"input '{name}': {raw} does not exist (paths are relative to working-directory)")
+    return path
+
+
+def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
+    inputs = Inputs(env)
+    workspace = Path(env.get("GITHUB_WORKSPACE") or cwd)
+    workdir = _path(inputs, "working-directory", workspace) or workspace
+    if not workdir.is_dir():
+        raise InputError(f"input 'working-directory': {workdir} is not a directory")
+    modes = [n for n in ("agent-command", "agent-url", "replay") if inputs.text(n)]
+    merge = inputs.text("merge")
+    if merge:
+        from ..scale.merge import check_merge_inputs
+
+        check_merge_inputs(modes, inputs.text("shard"))
+    elif inputs.text("shard"):
+        from ..scale.shards import parse_shard
+
+        parse_shard(inputs.text("shard"), source="input 'shard'")  # named as the user wrote it
+    if not merge and len(modes) != 1:
+        raise InputError("give exactly one of the inputs agent-command, agent-url, replay"
+                         + (f" (got {', '.join(modes)})" if modes else ""))
+    if inputs.text("agent-server-command") and not inputs.text("agent-url"):
+        raise InputError("input 'agent-server-command' goes with 'agent-url'")
+    results_path = _path(inputs, "results", workdir, default=DEFAULT_RESULTS)
+    markdown_path = _path(inputs, "markdown", workdir, default=DEFAULT_MARKDOWN)
+    assert results_path is not None and markdown_path is not None
+    run = RunOptions(
+        paths=inputs.lines("paths") or ["."],
+        agent_command=inputs.text("agent-command") or None,
+        agent_url=inputs.text("agent-url") or None,
+        agent_server_command=inputs.text("agent-server-command") or None,
+        app_name=inputs.text("app-name") or None,
+        replay=_path(inputs, "replay", workdir, must_exist=True),
+        config_file=_path(inputs, "config", workdir, must_exist=True),
+        num_runs=inputs.integer("num-runs", 2),
+        concurrency=inputs.integer("concurrency", 4),
+        turn_timeout=inputs.number("turn-timeout", 300.0),
+        judge_concurrency=inputs.integer("judge-concurrency", 8),
+        judge_cache=_path(inputs, "judge-cache", workdir),
+        results=results_path,
+        inference_out=_path(inputs, "inference-out", workdir),
+        markdown=None,  # written here, with links to the run and files
+        written_after=(("input 'markdown'", markdown_path),),
+        junit=_path(inputs, "junit", workdir),
+        template=_path(inputs, "template", workdir, must_exist=True),
+        shard=inputs.text("shard") or None,
+    )
+    fail_on = inputs.choice("fail-on", FAIL_ON, "failure")
+    baseline = inputs.text("baseline") or "auto"
+    if baseline.lower() not in ("auto", "off"):  # a results file, e.g. restored from a cache
+        run.baseline = _path(inputs, "baseline", workdir, must_exist=True)
+    from ..compare.verdict import parse_verdict_rule
+
+    run.verdict = str(parse_verdict_rule(inputs.text("verdict") or "mean", source="input 'verdict'"))
+    run.max_runs = inputs.integer("max-runs", 0) or None
+    run.fail_on = fail_on
+    publish = PublishOptions(
+        budget=publish_budget(env),
+        comment=inputs.choice("comment", COMMENT_MODES, "update"),
+        comment_key=check_comment_key(inputs.text("comment-key") or "default"),
+        check_run=inputs.flag("check-run", True),
+        commit_status=inputs.flag("commit-status", False),
+        template=run.template,
+    )
+    return ActionConfig(run=run, publish=publish, fail_on=fail_on, token=inputs.text("github-token"),
+                        setup_command=inputs.text("setup-command"), workdir=workdir,
+                        results_path=results_path, markdown_path=markdown_path, merge=merge,
+                        publish_enabled=inputs.flag("publish", True),
+                        auto_baseline=baseline.lower() == "auto")
+
+
+def publish_budget(env: Mapping[str, str]) -> float:
+    """Seconds all GitHub calls of a job may take together (EVALCHECK_PUBLISH_BUDGET)."""
+    from .github.client import DEFAULT_BUDGET
+
+    raw = (env.get(BUDGET_VARIABLE) or "").strip()
+    if not raw:
+        return DEFAULT_BUDGET
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise InputError(f"{BUDGET_VARIABLE} must be a number of seconds above 0, got {raw!r}")
+    return value

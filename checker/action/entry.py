@@ -1,0 +1,304 @@
+"""The GitHub Action's entrypoint: inputs -> setup-command -> evaluation -> publish.
+
+Run by the ``entrypoint`` script inside the container the runner starts (action.yml).
+Exit status: 0 the gate passed (per ``fail-on``), 1 it failed, 2 bad input or setup.
+Its inputs: action_config.py; ``evalcheck publish`` (the fork-safe pair): publish_command.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import traceback
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..compare.gate import gate_failed, gate_message
+from ..safety.confine import unbend_output
+from ..errors import InputError
+from .github.publish import PublishOptions, PublishOutcome
+from .github.workflow import Commands, Inputs, RunContext, summary_room, write_outputs, write_summary
+from .config import ActionConfig, read_config
+from ..models.results import Results
+from ..safety.output import clean, guarded, say
+from ..safety.redact import secret_values
+from ..agents.sandbox import AgentSandbox, scrub_environ
+from ..agents.setup_command import run_setup
+from ..report.writes import OutputFiles
+
+if TYPE_CHECKING:
+    from .github.baseline import BaselineSearch
+
+EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+def agent_sandbox(config: ActionConfig, ctx: RunContext) -> AgentSandbox | None:
+    """The unprivileged user the PR's code runs as, when there is code to run and the
+    container has that user (checker/agents/sandbox.py); None in replay without setup-command."""
+    if not (config.setup_command or config.run.agent_command or config.run.agent_url):
+        return None
+    sandbox = AgentSandbox.for_action(
+        config.workdir, ctx.workspace, secrets=[config.token],
+        outputs=[config.results_path, config.markdown_path, config.run.junit, config.run.inference_out],
+        protected=[config.run.judge_cache])
+    if sandbox is None:
+        say("evalcheck: note: agents run as the checker's own user (not evalcheck's container "
+            "image running as root); see docs/github-action.md#trust-model", err=True)
+    return sandbox
+
+
+def forget_runner_environ(secrets: list[str]) -> None:
+    """Read once, kept in memory: the token, the inputs and the file-command paths leave
+    this process's environment, so that no child can inherit them by mistake."""
+    for name in set(os.environ) - set(scrub_environ(os.environ, secrets)):
+        del os.environ[name]
+
+
+def find_auto_baseline(config: ActionConfig, ctx: RunContext) -> BaselineSearch | None:
+    """``baseline: auto`` on a pull request: the results artifact of its merge base (or up to
+    20 commits older) becomes ``config.run.baseline``. Never fails the job: what it could
+    not find becomes a note in the report (github/baseline.py)."""
+    if not config.auto_baseline or config.run.shard:
+        return None  # shards are compared once merged (docs/sharding.md)
+    from .github.baseline import auto_baseline, describe
+    from ..version import evalcheck_version
+
+    search = auto_baseline(ctx, config.token, user_agent=f"evalcheck/{evalcheck_version() or 'dev'}",
+                           budget=config.publish.budget)
+    if search is None:
+        return None
+    say(clean(describe(search)))
+    if search.found is not None:
+        config.run.baseline = search.found.path
+    return search
+
+
+def record_baseline(results: Results, search: BaselineSearch, config: ActionConfig,
+                    files: OutputFiles) -> Results:
+    """Where the automatic baseline came from (or why there is none) goes into the results
+    file and so into every report; its temporary copy is removed."""
+    import shutil
+
+    from .github.baseline import record_search
+
+    results = record_search(results, search)
+    files.write(config.results_path, results.model_dump_json(indent=2) + "\n", "results file")
+    if search.found is not None:
+        shutil.rmtree(search.found.path.parent, ignore_errors=True)
+    return results
+
+
+def relative_to_workspace(path: Path, workspace: Path | None) -> str:
+    """Paths in outputs are for later steps, which run on the host: workspace-relative."""
+    if workspace is not None:
+        try:
+            return str(path.resolve().relative_to(workspace.resolve()))
+        except ValueError:
+            pass
+    return str(path)
+
+
+def give_back(paths: list[Path], workspace: Path | None) -> None:
+    """Files written as root into the workspace would be read-only for later steps (runner
+    issue #1282): hand them to the workspace's owner."""
+    if workspace is None or os.geteuid() != 0:
+        return
+    try:
+        st = workspace.stat()
+    except OSError:
+        return
+    for path in paths:
+        for p in [path, *path.parents]:
+            try:
+                p.relative_to(workspace)
+            except ValueError:
+                break
+            if p == workspace or not p.exists():
+                continue
+            try:
+                os.chown(p, st.st_uid, st.st_gid)
+            except OSError:
+                pass
+
+
+def write_step_summary(results: Results, ctx: RunContext, template: Path | None) -> None:
+    """The full report in the job summary (1 MiB cap: it degrades like the comment)."""
+    if ctx.summary_path is None:
+        return
+    from ..report.markdown import Links, render_within
+
+    room = summary_room(ctx.summary_path)
+    links = Links(run_url=ctx.run_url, blob_base=ctx.blob_base())
+    text, _ = render_within(results, room, lambda s: len(s.encode("utf-8")), template=template,
+                            extra={"links": links}, reserve=64)
+    write_summary(ctx.summary_path, text)
+
+
+def publish_results(results: Results, ctx: RunContext, publish_options: PublishOptions, token: str,
+                    commands: Commands, *, sha: str | None = None,
+                    pr_number: int | None = None) -> PublishOutcome:
+    """Comment, check run and status; refusals become warnings. Returns the outcome."""
+    from .github.client import GitHubClient
+    from .github.publish import Target, publish
+
+    owner, repo = ctx.owner_repo
+    if not token or not owner:
+        what = "github-token" if not token else "GITHUB_REPOSITORY"
+        commands.warning(f"evalcheck: no {what}, so nothing was posted to GitHub")
+        return PublishOutcome()
+    target = Target(owner=owner, repo=repo, sha=sha or ctx.head_sha,
+                    pr_number=pr_number if pr_number is not None else ctx.pr_number,
+                    run_url=ctx.run_url, blob_base=ctx.blob_base(sha))
+    from ..version import evalcheck_version
+
+    agent = f"evalcheck/{evalcheck_version() or 'dev'}"
+    with GitHubClient(token, ctx.api_url, user_agent=agent, budget=publish_options.budget) as client:
+        return publish(client, results, target, publish_options, commands)
+
+
+def bad_input(commands: Commands, exc: Exception) -> int:
+    """The one report of bad input: an error annotation and a log line, text cleaned."""
+    commands.error(f"evalcheck: {clean(exc)}")
+    say(f"evalcheck: error: {clean(exc)}", err=True)
+    return EXIT_BAD_INPUT
+
+
+def main(env: Mapping[str, str] | None = None) -> int:
+    real_environ = env is None
+    env = dict(os.environ if env is None else env)
+    if real_environ:
+        forget_runner_environ([Inputs(env).text("github-token")])
+    # Every line printed from here on is neutralised and redacted (checker/safety/output.py).
+    with guarded(secret_values(env)):
+        return _main(env)
+
+
+def _main(env: dict[str, str]) -> int:
+    commands = Commands(sys.stdout)
+    # Mask first: nothing later may print it, but a crash message might quote it.
+    token = Inputs(env).text("github-token")
+    commands.add_mask(token)
+    sandboxes: list[AgentSandbox] = []
+    try:
+        return _evaluate(env, commands, sandboxes)
+    finally:
+        for sandbox in sandboxes:  # the workspace goes back to its owner whatever happened
+            with contextlib.suppress(InputError):
+                sandbox.end()
+
+
+def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSandbox]) -> int:
+    """Inputs -> setup-command -> evaluation -> publish; a sandbox made is added to
+    ``sandboxes`` at once, so that the caller ends it whatever happens."""
+    # A file that cannot be written (disk full) is an error naming it; the rest goes on.
+    files = OutputFiles(report=lambda message: commands.error(f"evalcheck: {clean(message)}"))
+    try:
+        ctx = RunContext.from_env(env)
+        config = read_config(env, Path.cwd())
+        boundary = ctx.workspace or config.workdir
+        config.run.confine = boundary
+        for output in (config.results_path, config.markdown_path, config.run.junit, config.run.inference_out):
+            if output is not None:
+                unbend_output(output, boundary)
+        sandbox = agent_sandbox(config, ctx)
+        if sandbox is not None:
+            sandboxes.append(sandbox)
+            if config.run.template is not None:  # before the PR's code runs
+                import tempfile
+
+                from ..report.markdown import private_template_copy
+
+                # Every rendering - report, job summary, comment, check run - reads the copy.
+                config.run.template = config.publish.template = private_template_copy(
+                    config.run.template, Path(tempfile.mkdtemp(prefix="evalcheck-template-")))
+            sandbox.hand_over()
+            config.run.sandbox = sandbox
+        search = find_auto_baseline(config, ctx)
+        if config.setup_command:
+            run_setup(config.setup_command, config.workdir, commands, sandbox)
+        from ..report.finish import report_gate, results_from_file
+        from ..main import evaluate
+
+        os.chdir(config.workdir)
+        commands.group("evalcheck: merge" if config.merge else "evalcheck: evaluation")
+        try:
+            if config.merge:
+                from ..scale.merge import merge_in_action
+
+                if sandbox is not None:  # no agent runs: setup-command's leftovers end here
+                    sandbox.end()
+                merge_in_action(config.merge, config.run, config.fail_on)
+                results = results_from_file(config.results_path)
+            else:
+                results = evaluate(config.run, secret_values(env), files)
+                if search is not None:  # before the lines below: they name the baseline
+                    results, search = record_baseline(results, search, config, files), None
+                report_gate(results, config.run.fail_on, with_baseline=config.run.baseline is not None)
+        finally:
+            commands.endgroup()
+        if search is not None:
+            results = record_baseline(results, search, config, files)
+    except InputError as exc:
+        return bad_input(commands, exc)
+
+    from ..report.markdown import Links, render_markdown
+
+    # A shard's verdict is not the suite's: the merge job gates (docs/sharding.md).
+    failed = gate_failed(results, config.fail_on) and not config.run.shard
+    config.publish.gate_failed = failed
+    try:  # rendered first: a broken user template is bad input, found before any posting
+        report = render_markdown(results, template=config.run.template,
+                                 extra={"links": Links(run_url=ctx.run_url, blob_base=ctx.blob_base())})
+    except InputError as exc:
+        return bad_input(commands, exc)
+    files.write(config.markdown_path, report, "markdown report")
+    if config.publish_enabled:
+        if ctx.summary_path is not None:
+            files.attempt("job summary", ctx.summary_path,
+                          lambda: write_step_summary(results, ctx, config.run.template))
+        outcome = publish_results(results, ctx, config.publish, config.token, commands)
+    else:
+        outcome = PublishOutcome()
+        say(f"evalcheck: publish: false - nothing posted; results in "
+            f"{relative_to_workspace(config.results_path, ctx.workspace)}")
+    written = [p for p in (config.results_path, config.markdown_path, config.run.junit,
+                           config.run.inference_out) if p]
+    give_back(written, ctx.workspace)
+    if ctx.output_path is not None:
+        outputs = {"passed": "true" if results.passed else "false",
+                   "results-path": relative_to_workspace(config.results_path, ctx.workspace),
+                   "markdown-path": relative_to_workspace(config.markdown_path, ctx.workspace),
+                   "comment-url": outcome.comment_url or ""}
+        files.attempt("step outputs (GITHUB_OUTPUT)", ctx.output_path,
+                      lambda: write_outputs(ctx.output_path, outputs))
+    if failed:
+        commands.error(f"evalcheck: {gate_message(results, config.fail_on)}")
+    if files.failed and not failed:
+        return EXIT_BAD_INPUT  # a passing gate whose outputs are missing is not a pass
+    return EXIT_FAILED if failed else EXIT_PASSED
+
+
+def one_line_error(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:300]
+
+
+def entrypoint() -> None:
+    from ..safety.interrupt import sigterm_as_ctrl_c
+
+    with guarded(secret_values(os.environ)), sigterm_as_ctrl_c() as seen:
+        try:
+            code = main()
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM from a cancelled job / docker stop
+            say("evalcheck: interrupted", err=True)
+            code = seen.status
+        except SystemExit as exc:  # the agent runs were interrupted (main.collect_runs)
+            code = seen.exit_status(exc.code)
+        except Exception as exc:  # a bug of ours: say so in one line, keep the trace for a report
+            Commands(sys.stdout).error(f"evalcheck crashed: {type(exc).__name__}: {clean(exc, 500)}")
+            traceback.print_exc()  # through the guard: each line neutralised and redacted
+            code = EXIT_FAILED
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    entrypoint()

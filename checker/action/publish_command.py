@@ -1,0 +1,109 @@
+"""``evalcheck publish``: post a results file made elsewhere - the second half of the
+fork-safe workflow pair (docs/github-action.md)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from .entry import EXIT_BAD_INPUT, EXIT_PASSED, bad_input, one_line_error, publish_results, write_step_summary
+from .config import publish_budget
+from ..compare.gate import gate_failed
+from ..errors import InputError
+from .github.publish import PublishOptions, check_comment_key
+from .github.workflow import Commands, RunContext, write_outputs
+from ..safety.output import clean, guarded
+from ..safety.redact import Redactor, secret_values
+from ..report.writes import OutputFiles
+
+
+@dataclass
+class PublishRequest:
+    """``evalcheck publish``: post a results file made elsewhere (the fork-safe pair)."""
+
+    results: Path
+    event: Path | None = None       # the evaluated run's event (untrusted when from an artifact)
+    sha: str | None = None
+    pr: int | None = None
+    repository: str | None = None
+    comment: str = "update"
+    comment_key: str = "default"
+    check_run: bool = True
+    commit_status: bool = False
+    fail_on: str = "failure"
+    template: Path | None = None
+
+
+def publish_command(request: PublishRequest, env: Mapping[str, str] | None = None) -> int:
+    """Publish ``request.results``. The trusted context is this job's own event (e.g.
+    ``workflow_run``); a PR number taken from an artifact is checked against it: the PR's
+    head must be the commit the evaluated run ran on. Returns the exit status."""
+    env = dict(os.environ if env is None else env)
+    with guarded(secret_values(env)):
+        return _publish(request, env)
+
+
+def _publish(request: PublishRequest, env: dict[str, str]) -> int:
+    from .github.client import GitHubClient, GitHubError
+    from ..report.finish import results_from_file
+    from .github.workflow import load_event
+
+    commands = Commands(sys.stdout)
+    token = env.get("GITHUB_TOKEN", "")
+    commands.add_mask(token)
+    try:
+        ctx = RunContext.from_env(env)
+        if request.repository:
+            ctx.repository = request.repository
+        try:
+            results = results_from_file(request.results)
+        except FileNotFoundError:
+            raise InputError("results file not found", file=str(request.results)) from None
+        except ValueError as exc:
+            raise InputError(f"not a results file: {one_line_error(exc)}", file=str(request.results)) from None
+        trusted_sha = ctx.head_sha if ctx.event else ""
+        pr = request.pr
+        sha = request.sha
+        if request.event is not None:
+            evaluated = RunContext(repository=ctx.repository, event=load_event(request.event))
+            pr = pr if pr is not None else evaluated.pr_number
+            sha = sha or evaluated.head_sha or None
+        if pr is None:
+            pr = ctx.pr_number
+        sha = sha or trusted_sha or ctx.sha
+        if not sha:
+            raise InputError("no commit to publish for", fix="pass --sha or --event, or run on workflow_run")
+        # Results from an artifact are outside text too: no secret of this job in them.
+        results = Redactor(secret_values(env)).model(results)
+        options = PublishOptions(comment=request.comment, comment_key=check_comment_key(request.comment_key),
+                                 check_run=request.check_run, commit_status=request.commit_status,
+                                 gate_failed=gate_failed(results, request.fail_on), template=request.template,
+                                 budget=publish_budget(env))
+        owner, repo = ctx.owner_repo
+        if pr is not None and token and owner and trusted_sha:
+            # An artifact can claim any PR number: only post where the PR's head is the
+            # commit this workflow_run evaluated.
+            with GitHubClient(token, ctx.api_url, budget=options.budget) as client:
+                try:
+                    head = client.get_pull(owner, repo, pr).get("head")
+                    head = head.get("sha") if isinstance(head, dict) else None
+                except GitHubError as exc:
+                    raise InputError(f"cannot read pull request #{pr}: HTTP {exc.status}") from None
+            if head != trusted_sha:
+                raise InputError(f"pull request #{pr} is at {str(head)[:12]}, but the evaluated run was "
+                                 f"on {trusted_sha[:12]}", fix="a stale or forged PR number; not posting")
+    except InputError as exc:
+        return bad_input(commands, exc)
+    files = OutputFiles(report=lambda message: commands.error(f"evalcheck: {clean(message)}"))
+    if ctx.summary_path is not None:
+        files.attempt("job summary", ctx.summary_path, lambda: write_step_summary(results, ctx, request.template))
+    outcome = publish_results(results, ctx, options, token, commands, sha=sha, pr_number=pr)
+    if ctx.output_path is not None:
+        outputs = {"passed": "true" if results.passed else "false", "comment-url": outcome.comment_url or ""}
+        files.attempt("step outputs (GITHUB_OUTPUT)", ctx.output_path,
+                      lambda: write_outputs(ctx.output_path, outputs))
+    # The gate is the evaluating job's; this job only reports (see docs/github-action.md).
+    return EXIT_BAD_INPUT if files.failed else EXIT_PASSED

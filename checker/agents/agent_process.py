@@ -1,0 +1,355 @@
+"""One running stdio agent process and the conversation of one run with it.
+
+A process serves one run (protocol 1), or several in turn when it answered ``start`` with
+``{"type": "ready", "sessions": "many"}`` (a warm worker): then the run ends with an
+``end`` message instead of closed stdin, and the next run's ``start`` must be answered
+with ``ready`` before its first turn is sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import struct
+import termios
+import time
+from typing import Any
+
+from ..safety.limits import JsonTooDeep, loads_bounded
+from .base import AgentFailure, RunJob, session_spec
+from .events import ConversionError, events_to_invocation, fields_to_invocation
+from .process import (
+    OutputTail,
+    describe_status,
+    kill_group,
+    live_group_members,
+    read_lines,
+    reap,
+    wait_exit,
+    READ_CHUNK,
+)
+from .protocol import (
+    ErrorMessage,
+    ProtocolError,
+    ResponseMessage,
+    dumps,
+    end_message,
+    parse_message,
+    start_message,
+    user_message,
+)
+from .turns import UserTurns
+
+_EOF = object()
+
+
+class _Bad:
+    """A stdout line that is meant as a message but cannot be one."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+def _is_ready(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("type") == "ready"
+
+
+class AgentProcess:
+    """The conversation with one agent process, for one run or (a warm worker) several."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, max_line_bytes: int):
+        self.proc = proc
+        self.pgid = proc.pid  # the shell leads its own process group
+        self.tail = OutputTail()
+        self.max_line_bytes = max_line_bytes
+        # Small and bounded: a flooding agent blocks on its own stdout, not our memory.
+        self.messages: asyncio.Queue[Any] = asyncio.Queue(maxsize=4)
+        self.closing = False
+        self.invocations: list = []
+        self.many = False  # it announced {"type": "ready", "sessions": "many"}
+        self.runs = 0  # runs begun in this process
+        self.heard = False  # a ready or response read during the current run
+        self.start_error: str | None = None  # an error message before anything else
+        self.exited = asyncio.ensure_future(wait_exit(proc))
+        # Whether a process that failed had read any of its input tells a failure to start
+        # (a typo, an import error) from a failure at work: the bytes still in its stdin
+        # pipe say so. A second handle on the pipe keeps it readable after asyncio closed
+        # its own; dropped after the first run, or the agent would never see EOF.
+        self.sent = 0  # bytes written to its stdin
+        self._probe: int | None = None
+        assert proc.stdin is not None
+        fileno = getattr(proc.stdin.transport, "_fileno", None)  # asyncio's pipe transport
+        if isinstance(fileno, int):
+            with contextlib.suppress(OSError):
+                self._probe = os.dup(fileno)
+        assert proc.stdout is not None and proc.stderr is not None
+        self.readers = [asyncio.ensure_future(self._read_stdout(proc.stdout)),
+                        asyncio.ensure_future(self._read_stderr(proc.stderr))]
+
+    # ------------------------------------------------------------ reading
+
+    async def _read_stdout(self, stream: asyncio.StreamReader) -> None:
+        await read_lines(stream, self.max_line_bytes, self._on_line, self._on_overlong)
+        await self._put(_EOF)
+
+    async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
+        # Into the current run's tail: a warm worker's log of earlier runs is not this run's.
+        while chunk := await stream.read(READ_CHUNK):
+            self.tail.feed(chunk)
+
+    async def _put(self, item: Any) -> None:
+        if self.closing:
+            return
+        await self.messages.put(item)
+
+    async def _on_line(self, line: bytes) -> None:
+        text = line.decode("utf-8", "replace").strip()
+        if not text:
+            return
+        if text.startswith("{"):
+            try:
+                obj = loads_bounded(text)
+            except JsonTooDeep as exc:
+                obj = _Bad(f"a reply {exc}")  # one bad reply fails its run, never the reader
+            except ValueError:
+                obj = None
+            if isinstance(obj, _Bad):
+                await self._put(obj)
+                return
+            if isinstance(obj, dict):
+                if self.closing:
+                    self.tail.add_line("[stdout, after the last turn] " + text[:300])
+                else:
+                    await self._put(obj)
+                return
+        # Not a JSON object: the agent printing something. Logged, not fatal.
+        self.tail.add_line("[stdout] " + text[:500])
+
+    async def _on_overlong(self, head: bytes) -> None:
+        if head.lstrip().startswith(b"{"):
+            await self._put(_Bad(f"a stdout line longer than {self.max_line_bytes >> 20} MiB"))
+        else:
+            self.tail.add_line("[stdout] " + head.decode("utf-8", "replace") + "\u2026 (cut)")
+
+    # ------------------------------------------------------------ state
+
+    def status(self) -> str | None:
+        """How the process ended ("exited with status 3"), None while it runs."""
+        if self.exited.done() and not self.exited.cancelled() and self.exited.exception() is None:
+            return describe_status(self.exited.result())
+        code = self.proc.returncode
+        return None if code is None else describe_status(code)
+
+    def reusable(self) -> bool:
+        """A warm worker that is alive and said nothing since its last run ended."""
+        return (self.many and not self.closing and not self.exited.done()
+                and self.proc.returncode is None and self.messages.empty())
+
+    def begin_run(self) -> None:
+        self.runs += 1
+        self.invocations = []
+        self.heard = False
+        self.tail = OutputTail()
+
+    # ------------------------------------------------------------ the conversation
+
+    async def _send(self, message: dict, deadline: float, what: str) -> None:
+        assert self.proc.stdin is not None
+        loop = asyncio.get_running_loop()
+        data = dumps(message)
+        try:
+            self.sent += len(data)
+            self.proc.stdin.write(data)
+            await asyncio.wait_for(self.proc.stdin.drain(), max(deadline - loop.time(), 0.001))
+        except (BrokenPipeError, ConnectionResetError):
+            self.sent -= len(data)  # no reader left: none of it reached the pipe
+            await asyncio.wait({self.exited}, timeout=0.5)
+            status = self.status()
+            raise AgentFailure(f"the agent {status or 'closed its stdin'} before reading {what}") from None
+        except asyncio.TimeoutError:
+            raise AgentFailure(f"the agent did not read {what} within the turn timeout "
+                               "(it must read stdin)") from None
+
+    async def _receive(self, deadline: float, what: str, timeout: float) -> Any:
+        loop = asyncio.get_running_loop()
+        getter = asyncio.ensure_future(self.messages.get())
+        try:
+            done, _ = await asyncio.wait({getter, self.exited}, return_when=asyncio.FIRST_COMPLETED,
+                                         timeout=max(deadline - loop.time(), 0.001))
+            if getter not in done and self.exited in done:
+                # Lines written just before exiting may still be on their way.
+                done, _ = await asyncio.wait({getter}, timeout=0.5)
+            if getter in done:
+                item = getter.result()
+                if item is _EOF:
+                    await asyncio.wait({self.exited}, timeout=0.5)
+                    raise AgentFailure(f"the agent {self.status() or 'closed its stdout'} "
+                                       f"without answering {what}")
+                return item
+            if self.exited.done():
+                raise AgentFailure(f"the agent {self.status()} without answering {what}")
+            raise AgentFailure(f"{what}: no answer within {timeout:g} s (--turn-timeout)")
+        finally:
+            getter.cancel()
+
+    def _unread(self) -> int | None:
+        """Bytes written to the agent's stdin that it has not read."""
+        if self._probe is None:
+            return None
+        try:
+            return struct.unpack("i", fcntl.ioctl(self._probe, termios.FIONREAD, b"\0" * 4))[0]
+        except OSError:
+            return None
+
+    def _drop_probe(self) -> None:
+        if self._probe is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._probe)
+            self._probe = None
+
+    def cannot_start(self) -> str | None:
+        """Why a new process failed without reading any of its input (it exited, or it
+        reported an error for no turn), or None when it failed otherwise."""
+        if self.runs != 1 or self.heard:
+            return None
+        if self.sent:  # else its stdin was closed before the start message could be sent
+            unread = self._unread()
+            # >=: a last write may have half-failed; what it did deliver is unread too.
+            if unread is None or unread < self.sent:
+                return None
+        return self.start_error or self.status()
+
+    def _note_ready(self, item: dict) -> None:
+        self.heard = True
+        if self.runs == 1 and item.get("sessions") == "many":
+            self.many = True
+
+    async def converse(self, job: RunJob, turns: UserTurns) -> list:
+        """The run's turns; raises AgentFailure when the agent fails the run."""
+        loop = asyncio.get_running_loop()
+        spec = session_spec(job)
+        timeout = job.turn_timeout
+        await self._send(start_message(eval_set_id=job.eval_set_id, eval_id=job.eval_id,
+                                       run=job.run, app_name=spec.app_name, user_id=spec.user_id,
+                                       state=spec.state),
+                         loop.time() + timeout, "the start message")
+        if self.runs > 1:
+            # A warm worker sets up the run's session before its first turn is sent (and
+            # timed); anything else first is a leftover of another run: fail, never mix.
+            item = await self._receive(loop.time() + timeout, "the start message", timeout)
+            if not _is_ready(item):
+                raise AgentFailure("the agent answered the start message of a run in a warm "
+                                   "worker with something else than {\"type\": \"ready\"}")
+            self._note_ready(item)
+        turn = 0
+        # The next user turn is asked for before the turn's clock starts: a simulated user's
+        # thinking time is not the agent's.
+        while (user_content := await turns.next(self.invocations)) is not None:
+            turn += 1
+            invocation_id = f"inv-{turn}"
+            created = time.time()
+            began = time.perf_counter()
+            deadline = loop.time() + timeout
+            await self._send(user_message(invocation_id, user_content), deadline,
+                             f"turn {turn}")
+            item = await self._receive(deadline, f"turn {turn}", timeout)
+            while _is_ready(item) and turn == 1 and self.runs == 1:
+                # Optional in a new process: the agent is set up. Its start-up is not part
+                # of turn 1's time.
+                self._note_ready(item)
+                began = time.perf_counter()
+                item = await self._receive(deadline, f"turn {turn}", timeout)
+            duration = round(time.perf_counter() - began, 3)
+            if isinstance(item, _Bad):
+                raise AgentFailure(f"turn {turn}: {item.reason}")
+            try:
+                message = parse_message(item)
+            except ProtocolError as exc:
+                raise AgentFailure(f"turn {turn}: invalid protocol message at {exc}") from None
+            if isinstance(message, ErrorMessage):
+                if turn == 1 and self.runs == 1 and not message.invocation_id \
+                        and not self.many:
+                    # An error for no turn before any answer: the agent could not start.
+                    self.start_error = message.message[:300] or "(no message)"
+                raise AgentFailure(f"the agent reported an error in turn {turn}: "
+                                   f"{message.message[:300] or '(no message)'}")
+            assert isinstance(message, ResponseMessage)
+            self.heard = True
+            if message.invocation_id != invocation_id:
+                raise AgentFailure(f"turn {turn}: the response is for invocation "
+                                   f"'{message.invocation_id[:60]}', expected '{invocation_id}'")
+            try:
+                self.invocations.append(to_invocation(message, invocation_id, user_content,
+                                                      duration, created))
+            except ConversionError as exc:
+                raise AgentFailure(f"turn {turn}: invalid events at {exc}") from None
+        return self.invocations
+
+    async def end_run(self, timeout: float) -> None:
+        """A warm worker's run is over: tell it, and keep the process for the next run."""
+        loop = asyncio.get_running_loop()
+        self._drop_probe()
+        await self._send(end_message(), loop.time() + timeout, "the end message")
+
+    async def finish(self, grace: float) -> None:
+        """A one-run process: close stdin (the agent should exit), then check how it ended."""
+        self.closing = True
+        self._drop_probe()
+        while not self.messages.empty():  # unblock a reader stuck on a full queue
+            self.messages.get_nowait()
+        assert self.proc.stdin is not None
+        with contextlib.suppress(Exception):
+            self.proc.stdin.close()
+        try:
+            code = await asyncio.wait_for(asyncio.shield(self.exited), grace)
+        except asyncio.TimeoutError:
+            raise AgentFailure(f"the agent did not exit within {grace:g} s after its input "
+                               "was closed") from None
+        if code != 0:
+            raise AgentFailure(f"the agent {describe_status(code)} after the last turn")
+        # Children the agent started must not outlive it; give them a moment to finish.
+        deadline = time.monotonic() + 0.5
+        while (left := live_group_members(self.pgid)) and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        if left:
+            raise AgentFailure(f"the agent exited but left {len(left)} process(es) running; "
+                               "they were killed")
+
+    async def retire(self, grace: float, kill_grace: float) -> None:
+        """A warm worker no longer needed: close its stdin, let it exit, kill what is left."""
+        assert self.proc.stdin is not None
+        self._drop_probe()
+        with contextlib.suppress(Exception):
+            self.proc.stdin.close()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self.exited), grace)
+        await self.close(kill_grace)
+
+    async def close(self, kill_grace: float) -> None:
+        """Kill the whole process group and reap it (also on cancellation)."""
+        self.closing = True
+        self._drop_probe()
+        await kill_group(self.pgid, kill_grace)
+        await reap(self.proc)
+        while not self.messages.empty():  # a reader blocked on the full queue goes on
+            self.messages.get_nowait()
+        # Let the readers take in the last output, then stop them whatever holds the pipes.
+        await asyncio.wait(self.readers, timeout=1.0)
+        for task in (*self.readers, self.exited):
+            task.cancel()
+        await asyncio.gather(*self.readers, self.exited, return_exceptions=True)
+
+
+def to_invocation(message: ResponseMessage, invocation_id: str, user_content: Any,
+                  duration: float, created: float) -> Any:
+    if message.events is not None:
+        return events_to_invocation(message.events, invocation_id=invocation_id,
+                                    user_content=user_content, duration=duration,
+                                    creation_timestamp=created)
+    return fields_to_invocation(invocation_id=invocation_id, user_content=user_content,
+                                final_response=message.final_response,
+                                tool_uses=message.tool_uses, tool_responses=message.tool_responses,
+                                intermediate_responses=message.intermediate_responses,
+                                usage=message.usage, duration=duration, creation_timestamp=created)

@@ -1,0 +1,233 @@
+"""``--agent-url`` (+ ``--agent-server-command``): an ADK API server (CONTRACT section 6).
+
+One fresh session per (case, run), created with the case's initial state; a pinned
+``session_input.session_id`` is deliberately not reused (ADK's reuse leaks one run's
+history into the next; reference section 8 item 23). httpx is imported lazily.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from ..safety.limits import JsonTooDeep, loads_bounded
+from ..models.records import RecordedRun
+from .base import AgentFailure, RunJob, session_spec
+from .events import ConversionError, events_to_invocation
+from .process import (
+    OutputTail,
+    become_subreaper,
+    describe_status,
+    drain_into_tail,
+    kill_group,
+    reap,
+    spawn,
+)
+from .turns import UserTurns, user_turns
+
+if TYPE_CHECKING:
+    from .sandbox import AgentSandbox
+
+
+class ServerStartError(AgentFailure):
+    """The agent server never became ready: every run fails with this reason."""
+
+    def __init__(self, reason: str, tail: str | None):
+        super().__init__(reason)
+        self.tail = tail
+
+
+def server_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a server evalcheck starts: ``adk api_server``'s sessions in
+    memory unless the user chose otherwise (an explicit ``--session_service_uri`` wins too).
+    Its default, a SQLite file under the agents folder, costs a database write per event
+    and keeps every run's session on disk; evalcheck deletes each run's session anyway."""
+    if "ADK_DISABLE_LOCAL_STORAGE" in env or "ADK_FORCE_LOCAL_STORAGE" in env:
+        return dict(env)
+    return {**env, "ADK_DISABLE_LOCAL_STORAGE": "1"}
+
+
+class ApiServerRunner:
+    def __init__(self, url: str, *, server_command: str | None = None, cwd: Path | None = None,
+                 env: Mapping[str, str] | None = None, concurrency: int = 4,
+                 startup_timeout: float = 120.0, connect_timeout: float = 10.0,
+                 kill_grace: float = 5.0, sandbox: AgentSandbox | None = None):
+        self.url = url.rstrip("/")
+        self.sandbox = sandbox
+        self.server_command = server_command
+        self.cwd = cwd
+        self.env = dict(os.environ if env is None else env)
+        self.concurrency = concurrency
+        self.startup_timeout = startup_timeout  # for a server we start
+        self.connect_timeout = connect_timeout  # for one already running
+        self.kill_grace = kill_grace
+        self.apps: list[str] | None = None
+        self._client: Any = None
+        self._server: asyncio.subprocess.Process | None = None
+        self._server_tail = OutputTail(max_lines=30, max_bytes=4096)
+        self._server_reader: asyncio.Future | None = None
+        self._deleting: set[asyncio.Future] = set()  # session deletions in flight
+
+    # ------------------------------------------------------------ server lifecycle
+
+    async def start(self) -> None:
+        import httpx
+
+        become_subreaper()
+        self._client = httpx.AsyncClient(
+            base_url=self.url, timeout=httpx.Timeout(30.0),
+            limits=httpx.Limits(max_connections=self.concurrency + 2))
+        if self.server_command:
+            try:
+                self._server = await spawn(self.server_command, cwd=self.cwd,
+                                           env=server_env(self.env), stdin=False,
+                                           merge_stderr=True, sandbox=self.sandbox)
+            except OSError as exc:
+                raise ServerStartError(f"could not start the agent server command: "
+                                       f"{exc.strerror or exc}", None) from None
+            assert self._server.stdout is not None
+            self._server_reader = asyncio.ensure_future(
+                drain_into_tail(self._server.stdout, self._server_tail))
+        await self._wait_ready(self.startup_timeout if self.server_command else self.connect_timeout)
+
+    async def _wait_ready(self, timeout: float) -> None:
+        import httpx
+
+        deadline = time.monotonic() + timeout
+        last_problem = "no answer"
+        while True:
+            try:
+                response = await self._client.get("/list-apps", timeout=5.0)
+                if response.status_code == 200:
+                    body = loads_bounded(response.content)
+                    if isinstance(body, list):
+                        self.apps = [str(a) for a in body]
+                return  # any HTTP answer means the server is up
+            except httpx.ConnectError as exc:
+                if self._server is None:
+                    # Nothing listens there (connection refused, unknown host): waiting
+                    # would not change that for a server we do not start.
+                    raise ServerStartError(f"cannot connect to {self.url}: {exc or type(exc).__name__}"
+                                           " (is the server running? or pass "
+                                           "--agent-server-command to have evalcheck start it)",
+                                           None) from None
+                last_problem = type(exc).__name__
+            except (httpx.TransportError, ValueError) as exc:
+                last_problem = type(exc).__name__
+            if self._server is not None and self._server.returncode is not None:
+                raise ServerStartError(
+                    f"the agent server command {describe_status(self._server.returncode)} "
+                    f"before answering at {self.url}", self._server_tail.text())
+            if time.monotonic() >= deadline:
+                raise ServerStartError(f"the agent server did not answer GET {self.url}/list-apps "
+                                       f"within {timeout:g} s ({last_problem})",
+                                       self._server_tail.text())
+            await asyncio.sleep(0.2)
+
+    async def aclose(self) -> None:
+        if self._deleting:
+            await asyncio.wait(set(self._deleting), timeout=10.0)
+            for task in list(self._deleting):
+                task.cancel()
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                await self._client.aclose()
+        if self._server is not None:
+            await kill_group(self._server.pid, self.kill_grace)
+            await reap(self._server)
+        if self._server_reader is not None:
+            await asyncio.wait({self._server_reader}, timeout=1.0)
+            self._server_reader.cancel()
+
+    def server_tail(self) -> str | None:
+        return self._server_tail.text() if self._server is not None else None
+
+    # ------------------------------------------------------------ one run
+
+    async def run(self, job: RunJob) -> RecordedRun:
+        started = time.monotonic()
+        invocations: list = []
+        error: str | None = None
+        try:
+            await self._converse(job, user_turns(job), invocations)
+        except AgentFailure as exc:
+            error = str(exc)
+        return RecordedRun(eval_set_id=job.eval_set_id, eval_id=job.eval_id, run=job.run,
+                           invocations=invocations, error=error,
+                           stderr_tail=self.server_tail() if error else None,
+                           duration_seconds=round(time.monotonic() - started, 3))
+
+    def _server_gone(self) -> str:
+        if self._server is not None and self._server.returncode is not None:
+            return f" (the agent server {describe_status(self._server.returncode)})"
+        return ""
+
+    async def _post(self, path: str, body: Any, timeout: float, what: str) -> Any:
+        import httpx
+
+        try:
+            response = await self._client.post(path, json=body, timeout=timeout)
+        except httpx.TimeoutException:
+            raise AgentFailure(f"{what}: no answer within {timeout:g} s (--turn-timeout)") from None
+        except httpx.TransportError as exc:
+            raise AgentFailure(f"{what}: cannot reach the agent server: "
+                               f"{type(exc).__name__}{self._server_gone()}") from None
+        if response.status_code >= 400:
+            raise AgentFailure(f"{what}: the agent server answered HTTP {response.status_code}: "
+                               f"{response.text[:300]}")
+        try:
+            return loads_bounded(response.content)
+        except JsonTooDeep as exc:
+            raise AgentFailure(f"{what}: the agent server's answer is {exc}") from None
+        except ValueError:
+            raise AgentFailure(f"{what}: the agent server's answer is not JSON: "
+                               f"{response.text[:200]}") from None
+
+    async def _converse(self, job: RunJob, turns: UserTurns, invocations: list) -> None:
+        spec = session_spec(job)
+        if self.apps is not None and spec.app_name not in self.apps:
+            served = ", ".join(self.apps) or "none"
+            raise AgentFailure(f"the agent server has no app '{spec.app_name}' (it serves: {served}); "
+                               "set session_input.app_name or pass --app-name")
+        base = f"/apps/{quote(spec.app_name, safe='')}/users/{quote(spec.user_id, safe='')}/sessions"
+        session = await self._post(base, {"state": spec.state}, job.turn_timeout, "creating the session")
+        session_id = session.get("id") if isinstance(session, dict) else None
+        if not isinstance(session_id, str):
+            raise AgentFailure("creating the session: the agent server's answer has no session id")
+        try:
+            turn = 0
+            while (user_content := await turns.next(invocations)) is not None:
+                turn += 1
+                body = {"appName": spec.app_name, "userId": spec.user_id, "sessionId": session_id,
+                        "newMessage": user_content.model_dump(
+                            mode="json", by_alias=True, exclude_none=True)}
+                created = time.time()
+                began = time.perf_counter()
+                events = await self._post("/run", body, job.turn_timeout, f"turn {turn}")
+                duration = round(time.perf_counter() - began, 3)
+                ids = [e.get("invocationId") for e in events if isinstance(e, dict)] \
+                    if isinstance(events, list) else []
+                invocation_id = next((i for i in ids if isinstance(i, str) and i), f"inv-{turn}")
+                try:
+                    invocations.append(events_to_invocation(
+                        events, invocation_id=invocation_id, user_content=user_content,
+                        duration=duration, creation_timestamp=created, where="$"))
+                except ConversionError as exc:
+                    raise AgentFailure(f"turn {turn}: invalid events from the agent server at "
+                                       f"{exc}") from None
+        finally:
+            # Sessions of finished runs are of no further use; free the server's memory,
+            # off the run's clock (a round trip per run; aclose waits for them).
+            deleting = asyncio.ensure_future(self._delete(f"{base}/{quote(session_id, safe='')}"))
+            self._deleting.add(deleting)
+            deleting.add_done_callback(self._deleting.discard)
+
+    async def _delete(self, path: str) -> None:
+        with contextlib.suppress(Exception):
+            await self._client.delete(path, timeout=5.0)

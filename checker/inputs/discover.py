@@ -1,0 +1,199 @@
+"""Finding eval files, their case filters and their criteria (CONTRACT section 2)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..safety.confine import confined
+from .criteria import EvalConfig, default_config, load_config
+from ..errors import InputError
+from .evalfile import LoadedEvalSet, load_eval_file
+
+EVAL_SUFFIXES = (".evalset.json", ".test.json")
+CONFIG_NAME = "test_config.json"
+SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "env", ".env", "__pycache__", "build",
+             "dist", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+             "site-packages", ".eggs", "target", "out", ".adk"}
+
+
+@dataclass
+class EvalTarget:
+    loaded: LoadedEvalSet
+    config: EvalConfig
+    case_ids: list[str]  # the cases to run, in file order
+
+    @property
+    def eval_set_id(self) -> str:
+        return self.loaded.eval_set.eval_set_id
+
+
+def find_repo_root(start: Path) -> Path:
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return start
+
+
+def display_path(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _skip_dir(path: Path) -> bool:
+    name = path.name
+    if name in SKIP_DIRS or name.endswith(".egg-info"):
+        return True
+    try:
+        return os.path.lexists(path / "pyvenv.cfg")
+    except OSError:
+        return False  # unreadable: os.walk reports it
+
+
+def is_eval_file(path: Path) -> bool:
+    return path.name.endswith(EVAL_SUFFIXES)
+
+
+def walk_eval_files(folder: Path) -> list[Path]:
+    """Eval files under ``folder``, in a stable order; symlinked folders are not entered.
+    A folder that cannot be read is bad input, not a silent gap in the gate."""
+    if folder.resolve() == Path(folder.resolve().anchor):
+        raise InputError("refusing to search the whole file system for eval files", file=str(folder),
+                         fix="pass your repository, or the folder that holds the eval files")
+
+    def unreadable(exc: OSError) -> None:
+        raise InputError(f"cannot read this folder: {exc.strerror or exc}", file=exc.filename or str(folder),
+                         fix="make it readable, or pass only the folders that hold eval files")
+
+    found: list[Path] = []
+    for current, dirs, files in os.walk(folder, onerror=unreadable):
+        base = Path(current)
+        dirs[:] = sorted(d for d in dirs if not _skip_dir(base / d))
+        found.extend(base / f for f in sorted(files) if is_eval_file(base / f))
+    return found
+
+
+def split_selector(arg: str) -> tuple[str, list[str] | None]:
+    """``path/x.evalset.json:case_a,case_b`` -> (path, [ids]); a plain path -> (path, None)."""
+    if ":" in arg and not Path(arg).exists():
+        head, _, tail = arg.partition(":")
+        if len(head) == 1 and tail.startswith(("\\", "/")):  # a Windows drive letter
+            return arg, None
+        ids = [i.strip() for i in tail.split(":")[0].split(",") if i.strip()]
+        return head, ids
+    return arg, None
+
+
+def find_config(eval_file: Path, root: Path) -> Path | None:
+    folder = eval_file.resolve().parent
+    while True:
+        candidate = folder / CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+        if folder == root or root not in folder.parents:
+            return None
+        folder = folder.parent
+
+
+def discover(args: list[str], *, root: Path, config_file: Path | None = None,
+             initial_session: Path | None = None,
+             notes: list[str] | None = None, confine: Path | None = None,
+             outline_only: bool = False) -> list[EvalTarget]:
+    """The eval files under ``args`` with their cases and criteria. ``initial_session`` is
+    the initial session of every legacy file; what the user should know but is no error (an
+    empty eval set skipped, a session dump's ignored keys) is appended to ``notes``. With
+    ``confine`` (the Action's workspace), a file under it that is a symlink leading out of
+    it is bad input, not followed. ``outline_only``: see load_eval_file (a shard loads its
+    own cases once it knows them)."""
+    notes = notes if notes is not None else []
+    selected: dict[Path, list[str] | None] = {}
+    for arg in args or ["."]:
+        raw, ids = split_selector(arg)
+        path = Path(raw)
+        try:
+            exists, is_file = path.exists(), path.is_file()
+        except OSError as exc:  # a folder on the way that may not be entered
+            raise InputError(f"cannot read this path: {exc.strerror or exc}", file=raw) from None
+        if not exists:
+            raise InputError("path not found", file=raw, fix="pass an eval file or a folder")
+        files = [path] if is_file else walk_eval_files(path)
+        if is_file and not is_eval_file(path) and not raw.endswith(".json"):
+            raise InputError("not an eval file", file=raw,
+                             fix="eval files end in .evalset.json or .test.json")
+        if ids is not None and path.is_dir():
+            raise InputError("a case filter needs a file, not a folder", file=arg)
+        for f in files:
+            confined(f, confine, "this eval file")
+            key = f.resolve()
+            if key in selected and selected[key] is not None and ids is not None:
+                selected[key] = list(dict.fromkeys((selected[key] or []) + ids))
+            elif key in selected and (ids is None or selected[key] is None):
+                selected[key] = None
+            else:
+                selected[key] = ids
+    if not selected:
+        shown = ", ".join(args or ["."])
+        raise InputError("no eval files found", file=shown,
+                         fix="eval files end in .evalset.json or .test.json")
+
+    shared_config = load_config(confined(config_file, confine, "the config file")) if config_file else None
+    configs: dict[Path, EvalConfig] = {}
+    targets: list[EvalTarget] = []
+    seen_ids: dict[str, str] = {}
+    legacy_files = 0
+    empty: list[str] = []
+    for path, ids in selected.items():
+        loaded = load_eval_file(path, display_path(path, root), initial_session, confine=confine,
+                                outline_only=outline_only)
+        notes.extend(n for n in loaded.notes if n not in notes)
+        legacy_files += loaded.legacy
+        if initial_session is not None and not loaded.legacy:
+            notes.append(f"{loaded.display_path}: --initial-session not used: an EvalSet file "
+                         "gives each case its initial session in session_input")
+        if not loaded.case_ids and ids is None:
+            empty.append(loaded.display_path)
+            continue  # an empty eval set: noted, nothing to run
+        set_id = loaded.eval_set.eval_set_id
+        if set_id in seen_ids:
+            raise InputError(f"eval_set_id '{set_id}' is also used by {seen_ids[set_id]}",
+                             file=loaded.display_path, path="$.eval_set_id",
+                             fix="give every eval set a unique id (a legacy file takes its file name)")
+        seen_ids[set_id] = loaded.display_path
+        all_ids = loaded.case_ids
+        if ids is not None:
+            unknown = [i for i in ids if i not in all_ids]
+            if unknown:
+                raise InputError(f"no eval case '{unknown[0]}' in this file", file=loaded.display_path,
+                                 path="$.eval_cases", fix=("known cases: " + ", ".join(all_ids)) if all_ids
+                                 else "the eval set has no eval cases")
+            chosen = [i for i in all_ids if i in ids]
+        else:
+            chosen = all_ids
+        if shared_config is not None:
+            config = shared_config
+        else:
+            config_path = find_config(path, root)
+            if config_path is None:
+                config = configs.setdefault(Path(), default_config())
+            else:
+                if config_path not in configs:
+                    confined(config_path, confine, "this test_config.json")
+                    configs[config_path] = load_config(config_path, display_path(config_path, root))
+                config = configs[config_path]
+        targets.append(EvalTarget(loaded, config, chosen))
+    if initial_session is not None and not legacy_files:
+        raise InputError("--initial-session is for legacy eval files (.test.json query lists), "
+                         "and none was selected", file=str(initial_session),
+                         fix="an EvalSet file gives each case's initial session in its "
+                             "session_input")
+    if not targets and len(empty) == 1:
+        raise InputError("the eval set has no eval cases: nothing to run", file=empty[0],
+                         path="$.eval_cases", fix="add at least one eval case")
+    if not targets:
+        raise InputError(f"no eval cases to run: all {len(empty)} eval sets found are empty",
+                         file=", ".join(args or ["."]), fix="add eval cases to the eval sets")
+    return targets

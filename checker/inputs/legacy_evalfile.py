@@ -1,0 +1,133 @@
+"""ADK's legacy eval file formats, converted to an EvalSet.
+
+The formats, as ADK reads them:
+- the ``.test.json`` query list: ``[{"query", "reference", "expected_tool_use": [{"tool_name",
+  "tool_input"}], "expected_intermediate_agent_responses": [{"author", "text"}]}]``; the whole
+  file is one multi-turn eval case;
+- the old eval-set list: ``[{"name", "data": [<query turn>...], "initial_session": {...}}]``.
+A legacy file picks up ``initial-session.json`` or ``initial.session.json`` beside it (ADK's
+``initial_session_file``; see initial_session.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError
+
+from ..safety.confine import confined
+from ..errors import InputError
+from .initial_session import InitialSession, LoadedSession, find_beside, load_initial_session
+from ..models.base import StrictModel
+from ..models.evalset import (
+    Content,
+    EvalCase,
+    EvalSet,
+    FunctionCall,
+    IntermediateData,
+    Invocation,
+    Part,
+    SessionInput,
+)
+from .validation import describe_validation_error, validate
+
+
+class LegacyToolUse(StrictModel):
+    tool_name: str
+    tool_input: dict[str, Any] = Field(default_factory=dict)
+    mock_tool_output: Any = None
+
+
+class LegacyAgentResponse(StrictModel):
+    author: str
+    text: str
+
+
+class LegacyTurn(StrictModel):
+    query: str
+    reference: str = ""
+    expected_tool_use: list[LegacyToolUse] = Field(default_factory=list)
+    expected_intermediate_agent_responses: list[LegacyAgentResponse] = Field(default_factory=list)
+
+
+class LegacyCase(StrictModel):
+    name: str
+    data: list[LegacyTurn]
+    initial_session: InitialSession | None = None
+
+
+def _turn_to_invocation(turn: LegacyTurn, index: int) -> Invocation:
+    return Invocation(
+        invocation_id=f"turn-{index + 1}",
+        user_content=Content(role="user", parts=[Part(text=turn.query)]),
+        final_response=Content(role="model", parts=[Part(text=turn.reference)]),
+        intermediate_data=IntermediateData(
+            tool_uses=[FunctionCall(name=t.tool_name, args=t.tool_input)
+                       for t in turn.expected_tool_use],
+            intermediate_responses=[(r.author, [Part(text=r.text)])
+                                    for r in turn.expected_intermediate_agent_responses],
+        ),
+    )
+
+
+def _session_input(initial: InitialSession | None) -> SessionInput | None:
+    if initial is None or not (initial.state or initial.app_name or initial.user_id):
+        return None
+    return SessionInput(app_name=initial.app_name, user_id=initial.user_id, state=initial.state)
+
+
+def _legacy_stem(path: Path) -> str:
+    name = path.name
+    for suffix in (".test.json", ".evalset.json", ".json"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return path.stem
+
+
+def convert_legacy(data: list[Any], path: Path, display: str,
+                   initial: InitialSession | None) -> EvalSet:
+    """Convert either legacy list format into an EvalSet (ADK's migrate_eval_data_to_new_schema).
+
+    Unlike ADK, ids are deterministic: the eval set id and (for a query list) the eval id are
+    the file's name without its extension, instead of a random uuid and the full path.
+    """
+    stem = _legacy_stem(path)
+    if not data:
+        raise InputError("the eval file holds an empty list: no eval cases", file=display,
+                         path="$", fix="add at least one query turn")
+    if all(isinstance(item, dict) and "data" in item for item in data):
+        cases = []
+        seen: dict[str, int] = {}
+        for i, item in enumerate(data):
+            legacy = validate(LegacyCase, item, display, prefix=(i,))
+            if legacy.name in seen:  # the name becomes the eval id: one case per id
+                raise InputError(f"duplicate name '{legacy.name}' (also at $[{seen[legacy.name]}].name)",
+                                 file=display, path=f"$[{i}].name", fix="give each case its own name")
+            seen[legacy.name] = i
+            session = _session_input(legacy.initial_session or initial)
+            try:
+                cases.append(EvalCase(
+                    eval_id=legacy.name,
+                    conversation=[_turn_to_invocation(t, k) for k, t in enumerate(legacy.data)],
+                    session_input=session))
+            except ValidationError as exc:  # e.g. an empty name: not a usable eval id
+                where, message, fix = describe_validation_error(exc, EvalCase)
+                raise InputError(f"name {legacy.name!r}: {message}", file=display,
+                                 path=f"$[{i}].name", fix=fix or "give the case a name") from None
+        return EvalSet(eval_set_id=stem, name=stem, eval_cases=cases)
+    turns = [validate(LegacyTurn, item, display, prefix=(i,)) for i, item in enumerate(data)]
+    case = EvalCase(eval_id=stem, conversation=[_turn_to_invocation(t, k) for k, t in enumerate(turns)],
+                    session_input=_session_input(initial))
+    return EvalSet(eval_set_id=stem, name=stem, eval_cases=[case])
+
+
+def legacy_session(eval_file: Path, display: str, initial_session_file: Path | None,
+                   confine: Path | None = None) -> LoadedSession | None:
+    """The initial session a legacy file runs with: the file given, else one beside it."""
+    if initial_session_file is not None:
+        return load_initial_session(initial_session_file)
+    beside = find_beside(eval_file, display)
+    if beside:
+        confined(beside[0], confine, "this initial session file")
+    return load_initial_session(*beside) if beside else None

@@ -1,0 +1,101 @@
+"""Recorded runs read one case at a time: replay mode whose memory does not grow with the
+whole file (issue 14, "one machine first").
+
+A first pass reads the file in chunks (checker/inputs/jsonscan.py), notes each run's key, keeps
+the JSON text of the selected cases' runs only (a shard keeps its own share of the file,
+not the file), and checks what ``group_replay`` checks (every run belongs to a selected
+eval file, no run recorded twice, every selected case has a run). A case's runs are
+decoded and validated (same messages and JSON paths as reading the whole file) when the
+case is scored, and dropped with it. Runs of other shards' cases are never validated.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from .discover import EvalTarget
+from ..errors import InputError
+from .jsonscan import Element, Irregular, scan_array_member
+from ..models.records import RecordedRun, RecordedRuns
+from ..scoring.pipeline import RunKey, group_replay, load_replay, match_recorded
+from .validation import decode_at, validate
+
+Span = tuple[int, str]  # (index in $.runs, the run's JSON text)
+
+
+class ReplayRuns(Mapping[RunKey, list[RecordedRun]]):
+    """(eval set id, eval id) -> its recorded runs, decoded on access."""
+
+    def __init__(self, display: str, spans: dict[RunKey, list[Span]]):
+        self._display = display
+        self._spans = spans
+
+    def __getitem__(self, key: RunKey) -> list[RecordedRun]:
+        runs = []
+        for index, text in self._spans[key]:
+            data, _ = decode_at(text, 0, self._display, ("runs", index))
+            runs.append(validate(RecordedRun, data, self._display, ("runs", index)))
+        return runs
+
+    def __iter__(self) -> Iterator[RunKey]:
+        return iter(self._spans)
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    def run_counts(self) -> Iterator[int]:
+        return (len(spans) for spans in self._spans.values())
+
+
+def _key_of(data: Any) -> tuple[str, str, int] | None:
+    if not isinstance(data, dict):
+        return None
+    set_id = data.get("evalSetId", data.get("eval_set_id"))
+    eval_id = data.get("evalId", data.get("eval_id"))
+    run = data.get("run")
+    if isinstance(set_id, str) and isinstance(eval_id, str) and isinstance(run, int) \
+            and not isinstance(run, bool) and run >= 1:
+        return set_id, eval_id, run
+    return None
+
+
+Scanned = tuple[tuple[str, str, int], str | None]  # a run's key, and its text if selected
+
+
+def _scan(path: Path, display: str, selected: set[RunKey]) -> tuple[dict[str, Any], list[Scanned]]:
+    """Top-level keys other than ``runs``, and every run's key with its JSON text when its
+    case is selected (the file is read in chunks: see checker/inputs/jsonscan.py)."""
+
+    def visit(element: Element) -> Scanned:
+        found = _key_of(element.value)
+        if found is None:  # the model says what is wrong with this run
+            validate(RecordedRun, element.value, display, ("runs", element.index))
+            raise Irregular
+        return found, element.text() if found[:2] in selected else None
+
+    others, _, runs = scan_array_member(path, ("runs",), visit)
+    return others, runs
+
+
+def index_replay(path: Path, targets: list[EvalTarget]) -> Mapping[RunKey, list[RecordedRun]]:
+    """The selected cases' recorded runs in ``path``, decoded case by case when scored.
+    Bad input is the InputError reading the whole file would give."""
+    display = str(path)
+    selected = {(t.eval_set_id, c) for t in targets for c in t.case_ids}
+    try:
+        others, runs = _scan(path, display, selected)
+    except (Irregular, json.JSONDecodeError, RecursionError, OSError, UnicodeDecodeError):
+        # Unreadable or irregular: the whole-file reader raises the precise error (or reads it).
+        return group_replay(targets, load_replay(path), display)
+    version = others.get("version")
+    if version not in (1, None):
+        raise InputError(f"unsupported replay file version {version!r}", file=display,
+                         path="$.version", fix="this evalcheck reads version 1")
+    validate(RecordedRuns, {**others, "runs": []}, display)
+    # group_replay's checks on the index; only the selected cases' runs are kept.
+    found = match_recorded(targets, (key for key, _ in runs), display)
+    return ReplayRuns(display, {key: [(i, runs[i][1] or "") for i in indexes]
+                                for key, indexes in found.items() if key in selected})

@@ -1,0 +1,211 @@
+"""Turning JSON and pydantic failures into one-line InputErrors with file and JSON path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from pydantic.alias_generators import to_camel, to_snake
+
+from ..errors import InputError, did_you_mean, json_path
+from ..safety.limits import MAX_JSON_DEPTH, JsonTooDeep, loads_bounded, too_deep
+from .surrogates import repair
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class _DuplicateKeys(dict):
+    """A JSON object in which ``duplicate`` was written more than once."""
+
+    duplicate: str
+
+
+def _find_duplicate(value: Any, loc: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...], str] | None:
+    """JSON location and key of the first object (in document order) with a repeated key."""
+    if isinstance(value, _DuplicateKeys):
+        return loc, value.duplicate
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _find_duplicate(item, (*loc, key))
+        if found:
+            return found
+    return None
+
+
+def read_json(path: Path, display: str | None = None) -> Any:
+    """Read a JSON file; bad JSON or a duplicate key is an InputError naming the line."""
+    display = display or str(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError("file not found", file=display) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read file: {exc}", file=display) from None
+    return parse_json_text(text, display)
+
+
+class _DuplicateCheck:
+    """An ``object_pairs_hook`` that marks objects with a repeated key (json keeps the last)."""
+
+    def __init__(self) -> None:
+        self.repeated = False
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(pairs)
+        if len(out) == len(pairs):
+            return out
+        marked = _DuplicateKeys(out)
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                marked.duplicate = key
+                break
+            seen.add(key)
+        self.repeated = True
+        return marked
+
+    def raise_found(self, data: Any, display: str, prefix: tuple[Any, ...] = ()) -> None:
+        if self.repeated:
+            found = _find_duplicate(data)
+            assert found is not None
+            loc, key = found
+            raise InputError(f"duplicate key '{key}'", file=display, path=json_path((*prefix, *loc)),
+                             fix="keep only one of them")
+
+
+def parse_json_text(text: str, display: str) -> Any:
+    if not text.strip():
+        raise InputError("file is empty", file=display, fix="write a JSON document into it")
+    check = _DuplicateCheck()
+    try:
+        data = loads_bounded(text, object_pairs_hook=check)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=display,
+                         line=exc.lineno) from None
+    except JsonTooDeep as exc:
+        raise _too_deep(exc, display) from None
+    check.raise_found(data, display)
+    return data
+
+
+def decode_at(text: str, start: int, display: str, prefix: tuple[Any, ...] = ()) -> tuple[Any, int]:
+    """The JSON value starting at ``text[start]`` and where it ends, with parse_json_text's
+    checks (JSON paths under ``prefix``): for reading a large file one piece at a time."""
+    check = _DuplicateCheck()
+    try:
+        try:
+            data, end = json.JSONDecoder(object_pairs_hook=check).raw_decode(text, start)
+        except RecursionError:
+            raise JsonTooDeep() from None
+        loc = too_deep(data, MAX_JSON_DEPTH - len(prefix))
+        if loc is not None:
+            raise JsonTooDeep((*prefix, *loc))
+        data = repair(data, text, start, end)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=display,
+                         line=exc.lineno) from None
+    except JsonTooDeep as exc:
+        raise _too_deep(exc, display) from None
+    check.raise_found(data, display, prefix)
+    return data, end
+
+
+def _too_deep(exc: JsonTooDeep, display: str) -> InputError:
+    return InputError(str(exc), file=display, path=json_path(exc.loc) if exc.loc else None,
+                      fix="flatten it: ADK's own files nest fewer than 20 levels")
+
+
+def _known_keys(model: type[BaseModel], seen: set[type] | None = None) -> set[str]:
+    """Every field name and alias reachable from a model, for 'did you mean' hints."""
+    seen = seen if seen is not None else set()
+    if model in seen:
+        return set()
+    seen.add(model)
+    keys: set[str] = set()
+    for name, field in model.model_fields.items():
+        keys.add(name)
+        if field.alias:
+            keys.add(field.alias)
+        for sub in _models_in(field.annotation):
+            keys |= _known_keys(sub, seen)
+    return keys
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    out: list[type[BaseModel]] = []
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        out.append(annotation)
+    for arg in getattr(annotation, "__args__", ()) or ():
+        out.extend(_models_in(arg))
+    return out
+
+
+def describe_validation_error(exc: ValidationError, model: type[BaseModel],
+                              prefix: tuple[Any, ...] = ()) -> tuple[str, str, str | None]:
+    """(json path, message, fix) for the first error of a pydantic ValidationError."""
+    errors = exc.errors(include_url=False)
+    # A misspelt key shows up twice: as unknown, and as the missing key it meant. Report the
+    # unknown one first, because its "did you mean" names the fix.
+    rank = {"extra_forbidden": 0, "missing": 1}
+    err = min(errors, key=lambda e: rank.get(e["type"], 2))
+    loc = prefix + tuple(p for p in err["loc"] if not _is_union_tag(p))
+    kind = err["type"]
+    more = len(errors) - 1
+    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    if kind == "extra_forbidden":
+        key = str(loc[-1])
+        hint = did_you_mean(key, _known_keys(model))
+        return (json_path(loc[:-1]), f"unknown key '{key}'{suffix}",
+                hint or "remove it or fix its spelling")
+    if kind == "missing":
+        key = _spelt_like_siblings(str(loc[-1]), err.get("input"), camel_files=_writes_camel(model))
+        return (json_path(loc[:-1]), f"missing required key '{key}'{suffix}", f"add '{key}'")
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    got = err.get("input")
+    if kind not in ("value_error", "assertion_error") and not isinstance(got, (dict, list)):
+        msg = f"{msg}, got {json.dumps(got)[:60]}"
+    return json_path(loc), msg + suffix, None
+
+
+def _writes_camel(model: type[BaseModel]) -> bool:
+    """Files of this model are ones we write, in camelCase (results, recorded runs)."""
+    from ..models.base import OutputModel
+
+    return isinstance(model, type) and issubclass(model, OutputModel)
+
+
+def _spelt_like_siblings(key: str, siblings: Any, *, camel_files: bool = False) -> str:
+    """A missing key in the spelling the object's other keys use (pydantic names the alias).
+
+    When they do not tell (one-word keys), the file's own spelling: camelCase for the files
+    we write (``camel_files``), snake_case otherwise (ADK writes snake_case files).
+    """
+    snake = to_snake(key)
+    if to_camel(snake) != key and snake != key:
+        return key  # not one of our generated aliases
+    keys = [k for k in siblings if isinstance(k, str)] if isinstance(siblings, dict) else []
+    if any("_" in k for k in keys):
+        camel = False
+    elif any(k != k.lower() for k in keys):
+        camel = True
+    else:
+        camel = camel_files
+    return to_camel(snake) if camel else snake
+
+
+def _is_union_tag(part: Any) -> bool:
+    # pydantic adds the union member's name to loc ("str", "UserPersona", "function-after[...]").
+    return isinstance(part, str) and (
+        part[:1].isupper() or "[" in part or part in ("str", "int", "float", "bool", "list", "dict"))
+
+
+def validate(model: type[M], data: Any, display: str, prefix: tuple[Any, ...] = ()) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        path, message, fix = describe_validation_error(exc, model, prefix)
+        raise InputError(message, file=display, path=path, fix=fix) from None

@@ -1,1 +1,0 @@
-"""Running the user's agent: each (eval case, run) becomes a RecordedRun."""

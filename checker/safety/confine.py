@@ -1,0 +1,56 @@
+"""In the Action, files under the workspace are the pull request's: a symlink there must not
+lead evalcheck (running as root) to read or write outside the workspace.
+
+A path the workflow names outside the workspace (an absolute path) is the workflow
+author's choice and is used as given; a path inside the workspace that resolves outside it
+- a symlink the pull request committed, or one the agent made - is not followed. Plain
+``evalcheck run`` passes no boundary and follows symlinks like any command-line tool.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from ..errors import InputError
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def confined(path: Path, root: Path | None, what: str = "this path") -> Path:
+    """``path``, or an InputError when it lies in ``root`` but resolves outside it."""
+    if root is None:
+        return path
+    lexical, boundary = os.path.abspath(path), os.path.abspath(root)
+    if not _inside(lexical, boundary):
+        return path
+    real = os.path.realpath(lexical)
+    if not _inside(real, os.path.realpath(boundary)):
+        raise InputError(f"{what} is a symlink to {real}, outside the workspace: not followed "
+                         "in the Action", file=str(path),
+                         fix="keep the file in the repository instead of linking to it")
+    return path
+
+
+def unbend_output(path: Path, root: Path) -> None:
+    """Before evalcheck writes an output under ``root``: whatever is in its place that a
+    write would go through or hang on - a symlink, a hard link to another file, a FIFO or
+    socket - is removed (a fresh file is written), and a folder on its way that leads
+    outside is an error."""
+    if not _inside(os.path.abspath(path), os.path.abspath(root)):
+        return
+    try:
+        st = path.lstat()
+    except OSError:
+        st = None
+    if st is not None and (stat.S_ISLNK(st.st_mode) or stat.S_ISFIFO(st.st_mode)
+                           or stat.S_ISSOCK(st.st_mode)
+                           or (stat.S_ISREG(st.st_mode) and st.st_nlink > 1)):
+        path.unlink()
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    confined(parent, root, "the folder of this output")

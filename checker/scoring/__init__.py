@@ -1,0 +1,1 @@
+"""Score: recorded runs of a case -> CaseResult with every configured metric, custom metrics included."""

@@ -1,0 +1,179 @@
+"""Scoring: recorded runs of one eval case -> a CaseResult with every configured metric.
+
+Aggregation (CONTRACT section 4): per invocation -> per run case score -> the metric's
+score is the mean over runs, every run's score kept. A metric that could not be computed
+is ``error`` and fails its case (ADK lets a broken judge look like a pass; we do not).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+from ..compare.fingerprint import case_fingerprint
+from ..compare.verdict import MEAN, VerdictRule, case_flaky
+from ..inputs.criteria import ConfiguredMetric, EvalConfig
+from ..metrics.base import RunInput, RunScore, ScoringContext
+from ..models.evalset import EvalCase
+from ..models.records import RecordedRun
+from ..models.results import CaseResult, MetricResult, RunResult
+
+
+async def score_run(configured: ConfiguredMetric, run: RunInput, context: ScoringContext) -> RunScore:
+    """One metric on one run. Never raises: a failure becomes ``RunScore.error``."""
+    try:
+        if configured.metric is None:
+            from .custom_metric import score_custom
+
+            result: Any = score_custom(configured, run, context)
+        else:
+            result = configured.metric().score(configured.criterion, run, context)
+        if inspect.isawaitable(result):
+            limits = context.services.get("judge_limits")
+            deadline = getattr(limits, "metric_deadline", None)
+            window = asyncio.timeout(deadline)  # the metric's judge calls, retries included
+            try:
+                async with window:
+                    result = await result
+            except TimeoutError:
+                if not window.expired():
+                    raise
+                from ..judges.limits import METRIC_DEADLINE
+
+                return RunScore(error=f"no result within {deadline:g} s: the deadline of a metric "
+                                      f"on one run ({METRIC_DEADLINE})")
+        if not isinstance(result, RunScore):
+            raise TypeError(f"metric returned {type(result).__name__}, not a RunScore")
+        return result
+    except Exception as exc:  # a metric bug or judge outage fails this metric, not the run
+        return RunScore(error=f"{type(exc).__name__}: {exc}")
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _worst_run_details(scores: list[tuple[int, RunScore]], higher_is_better: bool) -> dict[str, Any]:
+    scored = [(n, s) for n, s in scores if s.score is not None]
+    if not scored:
+        return {}
+    run_no, worst = (min if higher_is_better else max)(scored, key=lambda item: item[1].score)
+    return _run_details(run_no, worst)
+
+
+def _run_details(run_no: int, score: RunScore) -> dict[str, Any]:
+    """The details a report shows: one run's, with every invocation's."""
+    return {**score.details, "worstRun": run_no,
+            "invocations": [{"score": i.score, **i.all_details()} for i in score.invocations]}
+
+
+def _errored_run_details(scores: list[tuple[int, RunScore]]) -> dict[str, Any]:
+    """Details of the first errored run that kept any (e.g. the verdicts a judge did give
+    and the answers it could not read), else of the worst scored run: what a reader needs
+    to see why the metric could not be computed."""
+    for run_no, s in scores:
+        if s.error and (s.details or s.invocations):
+            return _run_details(run_no, s)
+    return _worst_run_details(scores, True)
+
+
+def _average_details(scores: list[RunScore]) -> dict[str, Any]:
+    """Each numeric detail averaged over the runs that have it. A detail no run could
+    measure stays, as null: "n/a" (a token count the model did not report) is not 0."""
+    keys = {k for s in scores for k, v in s.details.items()
+            if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))}
+    out: dict[str, Any] = {}
+    for key in sorted(keys):
+        values = [s.details[key] for s in scores if isinstance(s.details.get(key), (int, float))]
+        out[key] = sum(values) / len(values) if values else None
+    return out
+
+
+def aggregate_metric(configured: ConfiguredMetric, scores: list[tuple[int, RunScore | None]],
+                     rule: VerdictRule = MEAN) -> MetricResult:
+    """Fold per-run scores (None for a run whose agent failed) into one MetricResult.
+
+    The score is the mean over scored runs; ``rule`` makes the verdict (ADK's ``mean`` by
+    default: score >= threshold)."""
+    done = [(n, s) for n, s in scores if s is not None]
+    run_scores = [s.score if s is not None else None for _, s in scores]
+    values = [s.score for _, s in done if s.score is not None]
+    score = _mean(values)
+    if configured.informational:
+        return MetricResult(name=configured.name, threshold=None, score=score, status="informational",
+                            runs=run_scores, details=_average_details([s for _, s in done]))
+    errors = [f"run {n}: {s.error}" for n, s in done if s.error]
+    if errors:
+        return MetricResult(name=configured.name, threshold=configured.threshold, score=score,
+                            status="error", runs=run_scores, error="; ".join(errors),
+                            details=_errored_run_details(done))
+    if score is None:
+        reasons = sorted({s.not_evaluated_reason for _, s in done if s.not_evaluated_reason})
+        reason = "; ".join(reasons) or ("no run of the agent succeeded" if not done
+                                        else "no invocation could be scored")
+        return MetricResult(name=configured.name, threshold=configured.threshold, score=None,
+                            status="not_evaluated", runs=run_scores, error=reason)
+    assert configured.threshold is not None
+    status = "passed" if rule.passes(run_scores, configured.threshold) else "failed"
+    return MetricResult(name=configured.name, threshold=configured.threshold, score=score,
+                        status=status, runs=run_scores, details=_worst_run_details(done, True))
+
+
+def case_status(runs: list[RunResult], metrics: list[MetricResult]) -> str:
+    gating = [m for m in metrics if m.status != "informational"]
+    if any(m.status == "failed" for m in gating):
+        return "failed"
+    if any(r.status == "error" for r in runs) or any(m.status == "error" for m in gating):
+        return "error"
+    if any(m.status == "passed" for m in gating):
+        return "passed"
+    return "not_evaluated"
+
+
+def _run_status(run: RecordedRun, per_metric: list[tuple[ConfiguredMetric, RunScore | None]]) -> str:
+    """The agent run's verdict: ``error`` only when the agent failed.
+
+    A metric that could not be computed on this run (a judge outage, a metric bug) is that
+    metric's error, and its case's (CONTRACT section 4); the run is judged on the metrics
+    that could be computed, so reports never blame the agent for a broken judge.
+    """
+    if run.error is not None:
+        return "error"
+    verdicts = []
+    for configured, score in per_metric:
+        if configured.informational or score is None or score.error:
+            continue
+        if score.score is not None and configured.threshold is not None:
+            verdicts.append(score.score >= configured.threshold)
+    if not verdicts:
+        return "not_evaluated"
+    return "passed" if all(verdicts) else "failed"
+
+
+async def score_case(case: EvalCase, config: EvalConfig, runs: list[RecordedRun], line: int,
+                     context: ScoringContext, rule: VerdictRule = MEAN) -> CaseResult:
+    runs = sorted(runs, key=lambda r: r.run)
+    jobs = []
+    for run in runs:
+        run_input = RunInput(case=case, actual=run.invocations, expected=case.conversation,
+                             scenario=case.conversation_scenario, run=run.run)
+        for configured in config.metrics:
+            jobs.append(None if run.error is not None else score_run(configured, run_input, context))
+    # Every (run, metric) pair is independent: judge-backed metrics then overlap their calls.
+    pending = [j for j in jobs if j is not None]
+    done = iter(await asyncio.gather(*pending))
+    scores = [None if j is None else next(done) for j in jobs]
+    per_run: dict[int, list[tuple[ConfiguredMetric, RunScore | None]]] = {}
+    width = len(config.metrics)
+    for k, run in enumerate(runs):
+        per_run[run.run] = list(zip(config.metrics, scores[k * width:(k + 1) * width]))
+
+    metrics = [aggregate_metric(configured, [(r.run, per_run[r.run][i][1]) for r in runs], rule)
+               for i, configured in enumerate(config.metrics)]
+    run_results = [RunResult(run=r.run, status=_run_status(r, per_run[r.run]), error=r.error,
+                             duration_seconds=r.duration_seconds, stderr_tail=r.stderr_tail)
+                   for r in runs]
+    return CaseResult(eval_id=case.eval_id, status=case_status(run_results, metrics), line=line,
+                      runs=run_results, metrics=metrics,
+                      fingerprint=case_fingerprint(case, config), flaky=case_flaky(metrics))

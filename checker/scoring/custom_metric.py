@@ -1,0 +1,190 @@
+"""Custom metrics: a Python function named in test_config.json's ``custom_metrics``.
+
+``{"custom_metrics": {"my_metric": {"code_config": {"name": "evals.metrics.my_metric"}}}}``
+names ``my_metric`` in module ``evals.metrics``, imported with the repository root on
+``sys.path`` (ADK only searches the existing path). The function is called the way ADK calls
+it: ``fn(eval_metric, actual_invocations, expected_invocations, conversation_scenario)``,
+the invocations and scenario as ADK's own models when google-adk is installed, where
+``eval_metric`` has ``metric_name``, ``threshold`` (None, as in ADK) and ``criterion``
+(with ``criterion.threshold``). It may be sync or async, and may return an ADK
+``EvaluationResult``, any object or dict with ``overall_score`` (and optionally
+``per_invocation_results``, each with a ``score``), or a plain number. evalcheck applies the
+threshold itself. An exception or a bad return value makes the metric an ``error`` with the
+reason; it never crashes the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..metrics.base import InvocationScore, RunInput, RunScore, ScoringContext
+
+
+@dataclass
+class CustomEvalMetric:
+    """What ADK passes as ``eval_metric`` (a copy of EvalMetric with threshold None)."""
+
+    metric_name: str
+    criterion: Any
+    threshold: float | None = None
+    custom_function_path: str | None = None
+    judge_model_options: Any = None
+
+
+class CustomMetricProblem(Exception):
+    pass
+
+
+def import_function(path: str, root: Path) -> Callable[..., Any]:
+    """``pkg.module.function`` imported with ``root`` first on sys.path (restored after)."""
+    module_name, _, attr = path.rpartition(".")
+    if not module_name or not attr:
+        raise CustomMetricProblem(f"custom metric function '{path}' is not a dotted path "
+                                  "like package.module.function")
+    entry = str(root)
+    added = entry not in sys.path
+    if added:
+        sys.path.insert(0, entry)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise CustomMetricProblem(f"could not import module '{module_name}' for custom metric "
+                                  f"function '{path}' (searched from the repository root "
+                                  f"{root}): {type(exc).__name__}: {exc}") from None
+    finally:
+        if added:
+            try:
+                sys.path.remove(entry)
+            except ValueError:
+                pass
+    function = getattr(module, attr, None)
+    if function is None:
+        raise CustomMetricProblem(f"module '{module_name}' has no '{attr}' (custom metric "
+                                  f"function '{path}')")
+    if not callable(function):
+        raise CustomMetricProblem(f"custom metric '{path}' is not callable")
+    return function
+
+
+def _get(value: Any, *names: str) -> Any:
+    for name in names:
+        if isinstance(value, dict):
+            if name in value:
+                return value[name]
+        elif hasattr(value, name):
+            return getattr(value, name)
+    return None
+
+
+def _number(value: Any, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise CustomMetricProblem(f"{what} must be a number, got {type(value).__name__}")
+    if not math.isfinite(value):
+        raise CustomMetricProblem(f"{what} must be a finite number, got {value}")
+    return float(value)
+
+
+def _status_name(value: Any) -> str | None:
+    if value is None:
+        return None
+    name = getattr(value, "name", None) or str(value)
+    return name.rsplit(".", 1)[-1].upper()
+
+
+def to_run_score(result: Any, path: str) -> RunScore:
+    """An ADK-style result (object, dict or number) as a RunScore."""
+    if result is None:
+        raise CustomMetricProblem(f"custom metric '{path}' returned None; return an "
+                                  "EvaluationResult, an object with overall_score, or a number")
+    if isinstance(result, (int, float)) and not isinstance(result, bool):
+        return RunScore(score=_number(result, "the returned score"))
+    overall = _get(result, "overall_score", "overallScore")
+    per = _get(result, "per_invocation_results", "perInvocationResults") or []
+    status = _status_name(_get(result, "overall_eval_status", "overallEvalStatus"))
+    if overall is None and not per and status is None:
+        raise CustomMetricProblem(f"custom metric '{path}' returned {type(result).__name__} "
+                                  "without overall_score or per_invocation_results")
+    invocations = []
+    for i, item in enumerate(per):
+        score = _number(item if isinstance(item, (int, float)) and not isinstance(item, bool)
+                        else _get(item, "score"), f"per_invocation_results[{i}].score")
+        details: dict[str, Any] = {}
+        item_status = _status_name(_get(item, "eval_status", "evalStatus"))
+        if item_status:
+            details["status"] = item_status.lower()
+        invocations.append(InvocationScore(score=score, details=details))
+    score = _number(overall, "overall_score")
+    if score is None and invocations:
+        scored = [i.score for i in invocations if i.score is not None]
+        score = sum(scored) / len(scored) if scored else None
+    if score is None:
+        return RunScore(invocations=invocations,
+                        not_evaluated_reason=f"custom metric '{path}' returned no score"
+                        + (f" (status {status.lower()})" if status else ""))
+    return RunScore(score=score, invocations=invocations)
+
+
+async def score_custom(configured: Any, run: RunInput, context: ScoringContext) -> RunScore:
+    """Score one run with the custom metric of ``configured`` (a ConfiguredMetric): in a
+    worker process as the agent's user when the run has one (checker/scoring/custom_metric_worker.py),
+    else in this process."""
+    path = configured.custom_function_path or ""
+    worker = context.services.get("custom_metric_worker")
+    if worker is not None:
+        return await worker.score(path, configured.name, configured.criterion, run)
+    from ..inputs.discover import find_repo_root
+
+    return await score_in_process(path, configured.name, configured.criterion, run,
+                                  find_repo_root(Path.cwd()))
+
+
+def as_adk_types(run: RunInput) -> tuple[list[Any], list[Any] | None, Any]:
+    """The run's invocations and scenario as ADK's own models when google-adk is installed:
+    ADK passes those, and a metric written for ADK uses them (``get_all_tool_calls``,
+    ``PerInvocationResult(actual_invocation=...)``). Without google-adk, evalcheck's models,
+    which have the same fields."""
+    try:
+        from google.adk.evaluation.conversation_scenarios import ConversationScenario
+        from google.adk.evaluation.eval_case import Invocation
+    except ImportError:
+        return (list(run.actual), None if run.expected is None else list(run.expected),
+                run.scenario)
+
+    def adk(model: Any, kind: Any) -> Any:
+        return kind.model_validate(model.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+    return ([adk(i, Invocation) for i in run.actual],
+            None if run.expected is None else [adk(i, Invocation) for i in run.expected],
+            None if run.scenario is None else adk(run.scenario, ConversationScenario))
+
+
+async def score_in_process(path: str, name: str, criterion: Any, run: RunInput, root: Path) -> RunScore:
+    """Import the function at ``path`` (``root`` first on sys.path) and score ``run``."""
+    try:
+        function = import_function(path, root)
+        metric = CustomEvalMetric(
+            metric_name=name, criterion=criterion, threshold=None, custom_function_path=path,
+            judge_model_options=getattr(criterion, "judge_model_options", None))
+        args = (metric, *as_adk_types(run))
+        if inspect.iscoroutinefunction(function):
+            result = await function(*args)
+        else:
+            # A sync function may block (e.g. call a model); keep the judges' loop running.
+            result = await asyncio.to_thread(function, *args)
+            if inspect.isawaitable(result):
+                result = await result
+        return to_run_score(result, path)
+    except CustomMetricProblem as exc:
+        return RunScore(error=str(exc))
+    except Exception as exc:  # the user's code failed: an error metric, never a crash
+        return RunScore(error=f"custom metric '{path}' raised {type(exc).__name__}: {exc}")

@@ -1,0 +1,147 @@
+"""Custom metrics out of the checker's process, as the agent's user (the Action's sandbox).
+
+A custom metric is the repository's own Python, like the agent: where agents run as the
+unprivileged ``evalcheck-agent`` user, so do custom metrics. ``CustomMetricWorker`` starts
+``python -m checker.scoring.custom_metric_worker ROOT`` (evalcheck's own Python, so the imports are
+the ones the metric would get in process) as that user and sends it one run at a time, a
+JSON line each way. The worker's answer is untrusted: it is read with a size limit and
+validated, and a worker that dies, hangs past the metric's deadline or answers garbage fails
+that one metric and is started again for the next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..metrics.base import RunInput, RunScore
+
+MAX_REPLY = 1 << 20  # bytes of one answer line
+
+
+class CustomMetricWorker:
+    """Runs custom metrics in a child process started with ``popen`` keyword arguments
+    (the sandbox's user and group) and ``env``; one call at a time."""
+
+    def __init__(self, root: Path, *, env: dict[str, str] | None = None,
+                 popen: dict[str, Any] | None = None):
+        self.root, self.env, self.popen = root, env, popen or {}
+        self._proc: asyncio.subprocess.Process | None = None
+        self._lock = asyncio.Lock()
+
+    async def _start(self) -> asyncio.subprocess.Process:
+        if self._proc is None or self._proc.returncode is not None:
+            self._proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "checker.scoring.custom_metric_worker", str(self.root),
+                cwd=self.root, env=self.env, stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+                limit=MAX_REPLY, start_new_session=True, **self.popen)
+        return self._proc
+
+    async def score(self, path: str, name: str, criterion: Any, run: RunInput) -> RunScore:
+        request = {"path": path, "name": name,
+                   "criterion": criterion.model_dump(mode="json"),
+                   "actual": [i.model_dump(mode="json", by_alias=True) for i in run.actual],
+                   "expected": None if run.expected is None else
+                   [i.model_dump(mode="json", by_alias=True) for i in run.expected],
+                   "scenario": None if run.scenario is None else
+                   run.scenario.model_dump(mode="json", by_alias=True)}
+        async with self._lock:
+            proc = await self._start()
+            try:
+                assert proc.stdin is not None and proc.stdout is not None
+                proc.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
+                await proc.stdin.drain()
+                line = await proc.stdout.readline()
+            except (asyncio.CancelledError, Exception) as exc:
+                await self._stop()  # stuck or broken: the next metric gets a fresh worker
+                if isinstance(exc, (asyncio.LimitOverrunError, ValueError)):
+                    return RunScore(error=f"custom metric '{path}' answered more than "
+                                          f"{MAX_REPLY} bytes")
+                if isinstance(exc, (ConnectionError, OSError)):
+                    return RunScore(error=f"custom metric '{path}': its worker process failed "
+                                          f"({type(exc).__name__})")
+                raise
+        if not line:
+            await self._stop()
+            return RunScore(error=f"custom metric '{path}': its worker process exited "
+                                  "(did the metric call sys.exit or crash the interpreter?)")
+        try:
+            reply = json.loads(line)
+            if "score" not in reply:
+                return RunScore(error=str(reply["error"])[:2000])
+            score = RunScore.model_validate(reply["score"])
+            numbers = [score.score, *(i.score for i in score.invocations)]
+            if not all(n is None or math.isfinite(n) for n in numbers):  # Infinity is JSON to Python
+                raise ValueError("a score that is not a finite number")
+            return score
+        except (ValueError, KeyError, TypeError, ValidationError):
+            await self._stop()
+            return RunScore(error=f"custom metric '{path}': its worker answered something "
+                                  "that is not a score")
+
+    async def _stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None or proc.returncode is not None:
+            return
+        from ..agents.process import kill_group
+
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            await kill_group(proc.pid)
+        with contextlib.suppress(ProcessLookupError):
+            await proc.wait()
+
+    async def aclose(self) -> None:
+        """End the worker (it is bound to this event loop; a later loop starts a new one)."""
+        self._lock = asyncio.Lock()
+        proc = self._proc
+        if proc is not None and proc.returncode is None and proc.stdin is not None:
+            proc.stdin.close()  # the worker's loop ends at end of input
+            try:
+                await asyncio.wait_for(proc.wait(), 5.0)
+            except TimeoutError:
+                pass
+        await self._stop()
+
+
+# ------------------------------------------------------------------ the child process
+
+def _serve(root: Path) -> int:
+    from ..inputs.criteria import _CustomCriterion
+    from .custom_metric import score_in_process
+    from ..models.evalset import ConversationScenario, Invocation
+
+    # The protocol gets its own copy of stdout; the metric's prints (fd 1) go to stderr.
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    for line in sys.stdin:
+        try:
+            request = json.loads(line)
+            run = RunInput(case=None, actual=[Invocation.model_validate(i) for i in request["actual"]],  # type: ignore[arg-type]
+                           expected=None if request["expected"] is None else
+                           [Invocation.model_validate(i) for i in request["expected"]],
+                           scenario=None if request["scenario"] is None else
+                           ConversationScenario.model_validate(request["scenario"]))
+            criterion = _CustomCriterion.model_validate(request["criterion"])
+            score = asyncio.run(score_in_process(request["path"], request["name"], criterion, run, root))
+            reply: dict[str, Any] = {"score": score.model_dump(mode="json")}
+        except Exception as exc:  # a malformed request is the checker's bug: say it, go on
+            reply = {"error": f"custom metric worker: {type(exc).__name__}: {exc}"}
+        out.write(json.dumps(reply, default=str) + "\n")
+        out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print("usage: python -m checker.scoring.custom_metric_worker ROOT", file=sys.stderr)
+        raise SystemExit(2)
+    sys.exit(_serve(Path(sys.argv[1])))

@@ -1,0 +1,134 @@
+"""The data flow: discovered targets + recorded runs -> scored Results."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from ..compare.verdict import MEAN, VerdictRule
+from ..inputs.discover import EvalTarget
+from ..errors import InputError
+from ..metrics.base import ScoringContext
+from ..models.evalset import EvalCase
+from ..models.records import RecordedRun, RecordedRuns
+from ..models.results import CaseResult, EvalSetResult, Results, Summary
+from .case import score_case
+from ..inputs.validation import read_json, validate
+
+RunKey = tuple[str, str]  # (eval set id, eval id)
+
+
+def load_replay(path: Path) -> RecordedRuns:
+    display = str(path)
+    data = read_json(path, display)
+    if isinstance(data, dict) and data.get("version") not in (1, None):
+        raise InputError(f"unsupported replay file version {data.get('version')!r}", file=display,
+                         path="$.version", fix="this evalcheck reads version 1")
+    return validate(RecordedRuns, data, display)
+
+
+def match_recorded(targets: list[EvalTarget], runs: Iterable[tuple[str, str, int]],
+                   display: str) -> dict[RunKey, list[int]]:
+    """Recorded runs, as (eval set id, eval id, run number) in file order, matched to the
+    cases: where in ``$.runs`` each case's runs are. A run of an unknown case, a run
+    recorded twice, or a selected case without a run is an InputError."""
+    existing = {(t.eval_set_id, c) for t in targets for c in t.loaded.case_ids}
+    found: dict[RunKey, list[int]] = {}
+    numbers: dict[RunKey, set[int]] = {}
+    for i, (set_id, eval_id, number) in enumerate(runs):
+        key = (set_id, eval_id)
+        if key not in existing:
+            raise InputError(f"run for eval case '{eval_id}' of eval set '{set_id}', "
+                             "which is not in the evaluated eval files", file=display,
+                             path=f"$.runs[{i}]", fix="check the ids or the PATH arguments")
+        if number in numbers.setdefault(key, set()):
+            raise InputError(f"run {number} of '{eval_id}' is recorded twice", file=display,
+                             path=f"$.runs[{i}].run")
+        numbers[key].add(number)
+        found.setdefault(key, []).append(i)
+    for target in targets:
+        for case_id in target.case_ids:
+            if (target.eval_set_id, case_id) not in found:
+                raise InputError(f"no recorded run for eval case '{case_id}' of eval set "
+                                 f"'{target.eval_set_id}' ({target.loaded.display_path})",
+                                 file=display, path="$.runs",
+                                 fix="record the case, or select fewer cases with PATH:case_id")
+    return found
+
+
+def group_replay(targets: list[EvalTarget], records: RecordedRuns, display: str) -> dict[RunKey, list[RecordedRun]]:
+    """Match recorded runs to the selected cases; a missing or unknown case is an InputError."""
+    found = match_recorded(targets, ((r.eval_set_id, r.eval_id, r.run) for r in records.runs), display)
+    return {key: [records.runs[i] for i in indexes] for key, indexes in found.items()}
+
+
+def summarize(sets: list[EvalSetResult]) -> Summary:
+    cases = [c for s in sets for c in s.cases]
+    return Summary(eval_sets=len(sets), cases=len(cases),
+                   passed=sum(c.status == "passed" for c in cases),
+                   failed=sum(c.status == "failed" for c in cases),
+                   errored=sum(c.status == "error" for c in cases),
+                   not_evaluated=sum(c.status == "not_evaluated" for c in cases))
+
+
+async def _ready(case: CaseResult) -> CaseResult:
+    return case
+
+
+def run_counts(runs: Mapping[RunKey, list[RecordedRun]]) -> Iterable[int]:
+    """Runs per case, without decoding lazily read runs (checker/inputs/replay.py)."""
+    counts = getattr(runs, "run_counts", None)
+    return counts() if counts is not None else (len(r) for r in runs.values())
+
+
+# Cases scored at once. Their runs are fetched when a case starts and dropped when it is
+# scored, so memory follows this window, not the suite (judge calls have their own limit).
+CASES_IN_FLIGHT = 64
+
+
+async def score_all(targets: list[EvalTarget], runs: Mapping[RunKey, list[RecordedRun]],
+                    context: ScoringContext | None = None, rule: VerdictRule = MEAN,
+                    known: dict[RunKey, CaseResult] | None = None, release_cases: bool = False) -> Results:
+    """Score every selected case; ``known`` holds cases already scored on exactly these
+    runs (adaptive runs score as they go), which are taken as they are.
+
+    ``release_cases``: the targets are not used after this, so every eval case is let go
+    once scored (the eval sets are emptied): a large suite's memory then holds its
+    results, not its eval data as well."""
+    context = context or ScoringContext()
+    known = known or {}
+    window = asyncio.Semaphore(CASES_IN_FLIGHT)
+
+    async def scored(target: EvalTarget, case: EvalCase, key: RunKey) -> CaseResult:
+        async with window:
+            return await score_case(case, target.config, runs.get(key, []),
+                                    target.loaded.case_lines.get(case.eval_id, 1), context, rule)
+
+    jobs = []
+    for target in targets:
+        wanted = set(target.case_ids)
+        cases = {c.eval_id: c for c in target.loaded.eval_set.eval_cases if c.eval_id in wanted}
+        if release_cases:
+            target.loaded.eval_set.eval_cases.clear()
+        for case_id in target.case_ids:
+            if (target.eval_set_id, case_id) in known:
+                jobs.append(_ready(known[(target.eval_set_id, case_id)]))
+                continue
+            # popped: the coroutine holds the case until it is scored, nothing else does
+            jobs.append(scored(target, cases.pop(case_id), (target.eval_set_id, case_id)))
+    # gather keeps input order whatever order the scoring finishes in.
+    case_results = iter(await asyncio.gather(*jobs))
+    sets = []
+    for target in targets:
+        sets.append(EvalSetResult(eval_set_id=target.eval_set_id, path=target.loaded.display_path,
+                                  config_path=target.config.display_path,
+                                  cases=[next(case_results) for _ in target.case_ids]))
+    return finish_results(sets, str(rule))
+
+
+def finish_results(sets: list[EvalSetResult], rule: str) -> Results:
+    """Results of scored eval sets: the summary and the verdict (also of merged shards)."""
+    summary = summarize(sets)
+    passed = summary.cases > 0 and summary.passed == summary.cases
+    return Results(passed=passed, verdict_rule=rule, summary=summary, eval_sets=sets)
