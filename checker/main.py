@@ -1,4 +1,7 @@
-"""``evalcheck run``: discover -> run agents (or replay) -> score -> write reports."""
+"""``evalcheck run``: read inputs -> plan -> run agents (or replay) -> score -> compare -> write.
+
+``evaluate`` is the conductor: one call per stage, each taking and returning the typed data
+below (docs/architecture.md draws it)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import os
 import platform
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +34,230 @@ from .report.writes import Named, OutputFiles, check_outputs, say_error
 
 if TYPE_CHECKING:
     from .compare.adaptive import AdaptiveRuns
+    from .models.results import ShardInfo
     from .simulation.model import SimulatorStats
+
+
+@dataclass
+class Inputs:
+    """What the run reads, checked before any agent runs (bad input is found here)."""
+    root: Path
+    rule: VerdictRule
+    baseline: Results | None
+    targets: list[EvalTarget]  # with --shard, outlined only: the plan loads its own cases
+    notes: list[str]  # e.g. an empty eval set skipped
+
+
+@dataclass
+class Plan:
+    """What runs and how it is judged: this shard's cases, the scoring services, adaptive runs."""
+    targets: list[EvalTarget]
+    rule: VerdictRule
+    shard: ShardInfo | None
+    warnings: list[str]
+    context: ScoringContext
+    simulated: SimulatorStats  # conversation_scenario cases' simulated users
+    adaptive: AdaptiveRuns | None
+
+
+@dataclass
+class Runs:
+    """What the agents did (or the replay file holds), by case, and the redactor for it."""
+    by_case: Mapping[RunKey, list[RecordedRun]]
+    redactor: Redactor
+
+
+@dataclass(frozen=True)
+class Started:
+    at: datetime
+    clock: float  # time.monotonic()
+
+    @classmethod
+    def now(cls) -> Started:
+        return cls(datetime.now(timezone.utc), time.monotonic())
+
+
+def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
+    """Run the whole job; returns whether the gate (``options.fail_on``) passed. Raises
+    InputError on bad input, and once everything else is done, if an output file could not
+    be written. ``secrets``: values to redact on top of the environment's secret variables."""
+    files = OutputFiles()
+    results = evaluate(options, secrets, files)
+    passed = report_gate(results, options.fail_on, with_baseline=options.baseline is not None)
+    files.check()
+    return passed
+
+
+def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) -> Results:
+    """Read, plan, run, score, compare, write the files (failures reported by ``files``) and
+    print the failure lines; the results, redacted as written."""
+    started = Started.now()
+    inputs = read_inputs(options)
+    plan = plan_runs(options, inputs)
+    runs = run_cases(options, plan, secrets, files)
+    results = score(options, plan, runs, started)
+    results = compare_with_baseline(options, inputs.baseline, plan, results)
+    return write(options, plan, runs.redactor, results, files)
+
+
+def read_inputs(options: RunOptions) -> Inputs:
+    """Check the options, read the baseline, find the eval files: all bad input, found before
+    any agent runs."""
+    check_runs("num-runs", options.num_runs)
+    check_turn_timeout(options.turn_timeout)
+    if options.max_runs is not None:
+        check_runs("max-runs", options.max_runs)
+
+    rule = parse_verdict_rule(options.verdict)
+    check_run_counts(options, rule)
+    baseline = read_baseline(options)  # bad input is found before any agent runs
+    root = find_repo_root(Path.cwd())
+    if options.config_file is not None and not options.config_file.is_file():
+        raise InputError("config file not found", file=str(options.config_file))
+    for what, path in (("the replay file", options.replay), ("the config file", options.config_file),
+                       ("the template", options.template), ("the judge cache", options.judge_cache),
+                       ("the initial session file", options.initial_session)):
+        if path is not None:
+            confined(path, options.confine, what)
+    if options.template is not None:
+        from .report.markdown import check_template
+
+        check_template(options.template)
+    notes: list[str] = []
+    targets = discover(options.paths, root=root, config_file=options.config_file,
+                       initial_session=options.initial_session, notes=notes,
+                       confine=options.confine, outline_only=options.shard is not None)
+    return Inputs(root=root, rule=rule, baseline=baseline, targets=targets, notes=notes)
+
+
+def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
+    """This shard's cases, the outputs checked against the inputs, the warnings said, the
+    scoring services and adaptive runs set up."""
+    targets, shard = inputs.targets, None
+    if options.shard is not None:
+        from .scale.shards import shard_targets
+
+        targets, shard = shard_targets(targets, options, inputs.baseline)
+        for target in targets:  # outlined so far: load this shard's cases, only them
+            target.loaded.keep_cases(target.case_ids)
+    check_outputs(run_outputs(options), run_inputs(options, targets))  # before anything is written
+    warnings = list(dict.fromkeys([*inputs.notes, *(w for t in targets for w in t.config.warnings)]))
+    for warning in warnings:
+        say(f"evalcheck: warning: {clean(warning)}", err=True)
+    from .simulation.model import SimulatorStats
+
+    simulated = SimulatorStats()
+    context = build_context(options)
+    if options.sandbox is not None:  # custom metrics are the PR's code too: run as the agent
+        from .scoring.custom_metric_worker import CustomMetricWorker
+
+        context.services["custom_metric_worker"] = CustomMetricWorker(
+            inputs.root, env=options.sandbox.environ(os.environ), popen=options.sandbox.popen_kwargs())
+    adaptive = None
+    if options.max_runs is not None and options.max_runs > options.num_runs:
+        if options.replay is not None:
+            say("evalcheck: note: --max-runs is ignored in replay mode (nothing to run)", err=True)
+        else:
+            from .compare.adaptive import AdaptiveRuns
+
+            adaptive = AdaptiveRuns(targets, options.max_runs, inputs.rule, context)
+    return Plan(targets=targets, rule=inputs.rule, shard=shard, warnings=warnings, context=context,
+                simulated=simulated, adaptive=adaptive)
+
+
+def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: OutputFiles) -> Runs:
+    """Run the agents (or read the replay), end the sandbox, and write what they did
+    (--inference-out)."""
+    runs = collect_runs(plan.targets, options, plan.simulated, plan.adaptive)
+    if options.replay is not None:
+        check_replayed_counts(options.replay, run_counts(runs), plan.rule)
+    # Known secrets never reach a file: agent output, judge errors and server bodies are
+    # outside text (checker/safety/redact.py). The one place: here, before anything is written.
+    redactor = Redactor([*secret_values(os.environ), *secrets, *plan.simulated.credentials])
+    if options.sandbox is not None:  # nothing of the agent's may run past this point
+        options.sandbox.end()
+    if options.inference_out:
+        ordered = [r for t in plan.targets for c in t.case_ids
+                   for r in sorted(runs.get((t.eval_set_id, c), []), key=lambda r: r.run)]
+        records = RecordedRuns(runs=ordered)
+        if plan.shard is not None:
+            from .scale.shards import recorded_runs_shard
+
+            # the version too: the merge refuses recorded runs of another evalcheck's run
+            records.metadata = {"evalcheckVersion": evalcheck_version(), "shard": recorded_runs_shard(
+                plan.shard, plan.targets, [(r.eval_set_id, r.eval_id) for r in ordered])}
+        write_records(options.inference_out, records, redactor, files)
+    return Runs(by_case=runs, redactor=redactor)
+
+
+def score(options: RunOptions, plan: Plan, runs: Runs, started: Started) -> Results:
+    """Score every case's runs; the results, with what describes the run in their metadata."""
+    adaptive = plan.adaptive
+    results = asyncio.run(plan.context.scoring(
+        score_all(plan.targets, runs.by_case, plan.context, plan.rule,
+                  known=adaptive.scored if adaptive else None,
+                  release_cases=True)))  # targets are not used after scoring
+    if options.sandbox is not None:  # custom metrics ran as the agent's user: none lives on
+        options.sandbox.settle()
+    results.shard = plan.shard
+    if empty_shard(plan) is not None:
+        results.passed = True  # not "0 of 0 failed": an empty shard is no failure (docs/sharding.md)
+    judge = plan.context.services["judge"]
+    if judge.stats.used():
+        results.metadata["judge"] = judge.metadata()
+    if plan.simulated.used():
+        results.metadata["userSimulator"] = plan.simulated.as_metadata()
+    if plan.warnings:
+        results.metadata["warnings"] = plan.warnings
+    if adaptive is not None:
+        results.metadata.update(adaptive.metadata())
+    # Keys already there (e.g. "judge") win: this only adds what describes the run.
+    results.metadata = {**run_metadata(options, runs.by_case, started.at, datetime.now(timezone.utc),
+                                       time.monotonic() - started.clock), **results.metadata}
+    return results
+
+
+def compare_with_baseline(options: RunOptions, baseline: Results | None, plan: Plan,
+                          results: Results) -> Results:
+    """Each case against the baseline's (--baseline); the results unchanged without one."""
+    if baseline is None or plan.shard is not None:  # a shard's baseline only balances the split
+        return results
+    from .compare.comparison import compare
+    from .models.results import BaselineInfo
+
+    return compare(baseline, results, baseline_info=BaselineInfo(path=str(options.baseline)))
+
+
+def write(options: RunOptions, plan: Plan, redactor: Redactor, results: Results,
+          files: OutputFiles) -> Results:
+    """Redact, write the report files and print the terminal lines; the results as written."""
+    from .metrics.machinery.vertex import vertex_access_tokens
+
+    judge = plan.context.services["judge"]
+    redactor.add(*judge.credentials, *vertex_access_tokens(plan.context.services))
+    results = redactor.model(results)
+    write_reports(results, options, files)
+    for line in failure_lines(results):
+        say(clean(line))
+    empty = empty_shard(plan)
+    if empty is not None:
+        say(f"evalcheck: {empty}")
+    if judge.stats.used():
+        say(clean(judge.line()))
+    if plan.simulated.used():
+        say(clean(plan.simulated.line()))
+    if plan.adaptive is not None:
+        say(clean(plan.adaptive.line()))
+    return results
+
+
+def empty_shard(plan: Plan) -> str | None:
+    """The line saying this shard holds no cases; None when not sharding or it holds some."""
+    if plan.shard is None:
+        return None
+    from .scale.shards import empty_shard_line
+
+    return empty_shard_line(plan.shard)
 
 
 def collect_runs(targets: list[EvalTarget], options: RunOptions,
@@ -108,140 +335,6 @@ def run_metadata(options: RunOptions, runs: Mapping[RunKey, list[RecordedRun]], 
             "concurrency": None if mode == "replay" else options.concurrency,
             "startedAt": _utc(started), "finishedAt": _utc(finished),
             "durationSeconds": round(seconds, 3), "pythonVersion": platform.python_version()}
-
-
-def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
-    """Run the whole job; returns whether the gate (``options.fail_on``) passed. Raises
-    InputError on bad input, and once everything else is done, if an output file could not
-    be written. ``secrets``: values to redact on top of the environment's secret variables."""
-    files = OutputFiles()
-    results = evaluate(options, secrets, files)
-    passed = report_gate(results, options.fail_on, with_baseline=options.baseline is not None)
-    files.check()
-    return passed
-
-
-def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) -> Results:
-    """Discover, run, score, write the files (failures reported by ``files``) and print the
-    failure lines; the results, redacted as written."""
-    started, clock = datetime.now(timezone.utc), time.monotonic()
-    check_runs("num-runs", options.num_runs)
-    check_turn_timeout(options.turn_timeout)
-    if options.max_runs is not None:
-        check_runs("max-runs", options.max_runs)
-
-    rule = parse_verdict_rule(options.verdict)
-    check_run_counts(options, rule)
-    baseline = read_baseline(options)  # bad input is found before any agent runs
-    root = find_repo_root(Path.cwd())
-    if options.config_file is not None and not options.config_file.is_file():
-        raise InputError("config file not found", file=str(options.config_file))
-    for what, path in (("the replay file", options.replay), ("the config file", options.config_file),
-                       ("the template", options.template), ("the judge cache", options.judge_cache),
-                       ("the initial session file", options.initial_session)):
-        if path is not None:
-            confined(path, options.confine, what)
-    if options.template is not None:
-        from .report.markdown import check_template
-
-        check_template(options.template)
-    notes: list[str] = []  # e.g. an empty eval set skipped
-    targets = discover(options.paths, root=root, config_file=options.config_file,
-                       initial_session=options.initial_session, notes=notes,
-                       confine=options.confine, outline_only=options.shard is not None)
-    shard = None
-    if options.shard is not None:
-        from .scale.shards import shard_targets
-
-        targets, shard = shard_targets(targets, options, baseline)
-        for target in targets:  # outlined so far: load this shard's cases, only them
-            target.loaded.keep_cases(target.case_ids)
-    check_outputs(run_outputs(options), run_inputs(options, targets))  # before anything is written
-    warnings = list(dict.fromkeys([*notes, *(w for t in targets for w in t.config.warnings)]))
-    for warning in warnings:
-        say(f"evalcheck: warning: {clean(warning)}", err=True)
-    from .simulation.model import SimulatorStats
-
-    simulated = SimulatorStats()  # conversation_scenario cases' simulated users
-    context = build_context(options)
-    if options.sandbox is not None:  # custom metrics are the PR's code too: run as the agent
-        from .scoring.custom_metric_worker import CustomMetricWorker
-
-        context.services["custom_metric_worker"] = CustomMetricWorker(
-            root, env=options.sandbox.environ(os.environ), popen=options.sandbox.popen_kwargs())
-    adaptive = None
-    if options.max_runs is not None and options.max_runs > options.num_runs:
-        if options.replay is not None:
-            say("evalcheck: note: --max-runs is ignored in replay mode (nothing to run)", err=True)
-        else:
-            from .compare.adaptive import AdaptiveRuns
-
-            adaptive = AdaptiveRuns(targets, options.max_runs, rule, context)
-    runs = collect_runs(targets, options, simulated, adaptive)
-    if options.replay is not None:
-        check_replayed_counts(options.replay, run_counts(runs), rule)
-    # Known secrets never reach a file: agent output, judge errors and server bodies are
-    # outside text (checker/safety/redact.py). The one place: here, before anything is written.
-    redactor = Redactor([*secret_values(os.environ), *secrets, *simulated.credentials])
-    if options.sandbox is not None:  # nothing of the agent's may run past this point
-        options.sandbox.end()
-    if options.inference_out:
-        ordered = [r for t in targets for c in t.case_ids
-                   for r in sorted(runs.get((t.eval_set_id, c), []), key=lambda r: r.run)]
-        records = RecordedRuns(runs=ordered)
-        if shard is not None:
-            from .scale.shards import recorded_runs_shard
-
-            # the version too: the merge refuses recorded runs of another evalcheck's run
-            records.metadata = {"evalcheckVersion": evalcheck_version(), "shard": recorded_runs_shard(
-                shard, targets, [(r.eval_set_id, r.eval_id) for r in ordered])}
-        write_records(options.inference_out, records, redactor, files)
-    results = asyncio.run(context.scoring(
-        score_all(targets, runs, context, rule, known=adaptive.scored if adaptive else None,
-                  release_cases=True)))  # targets are not used after scoring
-    if options.sandbox is not None:  # custom metrics ran as the agent's user: none lives on
-        options.sandbox.settle()
-    results.shard = shard
-    empty = None
-    if shard is not None:
-        from .scale.shards import empty_shard_line
-
-        empty = empty_shard_line(shard)
-        if empty is not None:  # not "0 of 0 failed": an empty shard is no failure (docs/sharding.md)
-            results.passed = True
-    judge = context.services["judge"]
-    if judge.stats.used():
-        results.metadata["judge"] = judge.metadata()
-    if simulated.used():
-        results.metadata["userSimulator"] = simulated.as_metadata()
-    if warnings:
-        results.metadata["warnings"] = warnings
-    if adaptive is not None:
-        results.metadata.update(adaptive.metadata())
-    # Keys already there (e.g. "judge") win: this only adds what describes the run.
-    results.metadata = {**run_metadata(options, runs, started, datetime.now(timezone.utc),
-                                       time.monotonic() - clock), **results.metadata}
-    if baseline is not None and shard is None:  # a shard's baseline only balances the split
-        from .compare.comparison import compare
-        from .models.results import BaselineInfo
-
-        results = compare(baseline, results, baseline_info=BaselineInfo(path=str(options.baseline)))
-    from .metrics.machinery.vertex import vertex_access_tokens
-
-    redactor.add(*judge.credentials, *vertex_access_tokens(context.services))
-    results = redactor.model(results)
-    write_reports(results, options, files)
-    for line in failure_lines(results):
-        say(clean(line))
-    if empty is not None:
-        say(f"evalcheck: {empty}")
-    if judge.stats.used():
-        say(clean(judge.line()))
-    if simulated.used():
-        say(clean(simulated.line()))
-    if adaptive is not None:
-        say(clean(adaptive.line()))
-    return results
 
 
 def run_outputs(options: RunOptions) -> list[Named]:
