@@ -19,12 +19,17 @@ import warnings
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .sandbox import AgentSandbox
+from typing import Any, Protocol
 
 READ_CHUNK = 1 << 16
+
+
+class RunsAs(Protocol):
+    """Who a process runs as (agents.sandbox.AgentSandbox in the Action's container)."""
+
+    def environ(self, env: Mapping[str, str]) -> dict[str, str]: ...
+
+    def popen_kwargs(self) -> dict[str, Any]: ...
 
 
 CUT_MARK = "\u2026".encode()
@@ -111,7 +116,7 @@ async def read_lines(stream: asyncio.StreamReader, max_line: int,
 
 async def spawn(command: str, *, cwd: Path | None, env: Mapping[str, str],
                 stdin: bool = True, merge_stderr: bool = False,
-                sandbox: AgentSandbox | None = None) -> asyncio.subprocess.Process:
+                sandbox: RunsAs | None = None) -> asyncio.subprocess.Process:
     """Start ``/bin/sh -c command`` as the leader of a new process group.
 
     With a ``sandbox`` (the Action's container), as the sandbox's unprivileged user with a

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ..safety.confine import unbend_output
 from ..errors import InputError
+from .process import proc_files
 
 AGENT_USER = "evalcheck-agent"
 
@@ -172,8 +173,6 @@ def _walk(top: Path, skip) -> Iterable[str]:
 
 def _user_processes(uid: int) -> list[tuple[int, bool]]:
     """(pid, is_zombie) of every process whose real uid is ``uid``."""
-    from .process import proc_files
-
     found = []
     for pid, status in proc_files("status"):
         fields = dict(line.split(":", 1) for line in status.decode("ascii", "replace").splitlines()

@@ -24,15 +24,23 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .limits import JudgeGuard
+from typing import Any, Protocol
 
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
 CREDENTIALS_HELP = ("set GOOGLE_API_KEY (or GEMINI_API_KEY) for the Gemini API, or "
                     "GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT and "
                     "GOOGLE_CLOUD_LOCATION for Vertex AI")
+
+
+class Guard(Protocol):
+    """What bounds the run's judging (judges.limits.JudgeGuard): asked before each request."""
+
+    def left(self) -> float:
+        """Seconds left for a request; raises JudgeError once judging is over."""
+
+    def answered(self) -> None: ...
+
+    def timed_out(self, seconds: float) -> None: ...
 
 
 class JudgeError(Exception):
@@ -253,7 +261,7 @@ class GeminiClient:
 
     async def generate(self, model: str, prompt: str, config: dict[str, Any], policy: RetryPolicy,
                        stats: CallStats, limiter: asyncio.Semaphore,
-                       guard: JudgeGuard | None = None) -> JudgeReply:
+                       guard: Guard | None = None) -> JudgeReply:
         """One judge answer. Raises JudgeError once the retries are spent, or at once when
         ``guard`` says the run's judging is over (budget spent, circuit open)."""
         from google.genai import errors, types
