@@ -15,7 +15,7 @@ from ..errors import InputError
 from ..models.evalset import EvalCase, EvalSet
 from .jsonscan import Element, Irregular, read_spans, scan_array_member
 from .legacy_evalfile import convert_legacy, legacy_session
-from .surrogates import repair
+from ..safety.surrogates import repair
 from .validation import decode_at, parse_json_text, read_json, validate
 
 

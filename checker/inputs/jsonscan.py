@@ -18,7 +18,7 @@ from json.decoder import WHITESPACE  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from .surrogates import repair
+from ..safety.surrogates import repair
 
 T = TypeVar("T")
 CHUNK = 1 << 20  # characters read at a time

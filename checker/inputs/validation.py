@@ -11,7 +11,7 @@ from pydantic.alias_generators import to_camel, to_snake
 
 from ..errors import InputError, did_you_mean, json_path
 from ..safety.limits import MAX_JSON_DEPTH, JsonTooDeep, loads_bounded, too_deep
-from .surrogates import repair
+from ..safety.surrogates import repair
 
 M = TypeVar("M", bound=BaseModel)
 

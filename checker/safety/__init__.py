@@ -1,1 +1,1 @@
-"""The safety layer every output passes through: redaction, log-line text, the one output stream, limits, confinement, interrupts."""
+"""The safety layer every input and output passes through: bounded JSON and surrogate repair, redaction, log-line text, the one output stream, confinement, interrupts."""

@@ -12,7 +12,7 @@ import json
 import math
 
 from ..errors import InputError
-from ..inputs.surrogates import repair
+from .surrogates import repair
 
 MAX_RUNS = 100              # runs of one eval case (--num-runs, --max-runs)
 MAX_TURN_TIMEOUT = 86_400.0  # seconds for one user turn: a day is finite and beyond any real turn
@@ -68,7 +68,7 @@ def too_deep(value: object, limit: int = MAX_JSON_DEPTH) -> tuple | None:
 def loads_bounded(text: str | bytes, **kwargs: object) -> object:
     """``json.loads`` that raises JsonTooDeep - not RecursionError, and not later a
     serialisation error on the results file - for JSON nested deeper than MAX_JSON_DEPTH,
-    and replaces lone surrogates (checker/inputs/surrogates.py): its callers read untrusted JSON."""
+    and replaces lone surrogates (checker/safety/surrogates.py): its callers read untrusted JSON."""
     try:
         value = json.loads(text, **kwargs)  # type: ignore[arg-type]
     except RecursionError:

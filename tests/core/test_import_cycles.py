@@ -114,3 +114,16 @@ def test_the_graph_sees_lazy_and_type_only_imports():
 def test_the_check_finds_a_circle():
     graph = {"a": {"b": 1}, "b": {"c": 2}, "c": {"a": 3}, "d": {"a": 4}}
     assert circles(graph) == [["a", "b", "c"]]
+
+
+FOUNDATION = ("checker.errors", "checker.version", "checker.models", "checker.safety")
+
+
+def test_the_foundation_imports_no_stage():
+    """errors, version, the models and the safety layer are below every stage package
+    (docs/architecture.md): they import each other only, so no stage can circle through them."""
+    graph = import_graph()
+    upward = [f"{module} -> {target} (line {line})" for module, edges in graph.items()
+              if module.startswith(FOUNDATION) for target, line in edges.items()
+              if not target.startswith(FOUNDATION)]
+    assert not upward, "\n".join(upward)

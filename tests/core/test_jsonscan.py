@@ -79,7 +79,7 @@ def test_a_number_cut_by_a_chunk_is_read_whole(tmp_path):
 
 
 def test_lone_surrogates_are_replaced_wherever_a_chunk_cuts(tmp_path):
-    """As the whole-file reader does (checker/inputs/surrogates.py): a lone surrogate becomes
+    """As the whole-file reader does (checker/safety/surrogates.py): a lone surrogate becomes
     U+FFFD in members, keys and elements; a pair, even cut by a chunk, stays one character."""
     path = tmp_path / "f.json"
     path.write_text('{"version": "\\ud800", "runs": [{"t\\udc00": "a\\uD800b\\ud83d\\ude00"}, "\\udfff", "c"]}')

@@ -1,6 +1,6 @@
 """A lone surrogate escape (``"\\ud800"``) in JSON from outside - an agent's reply, an API
 server's answer, a replay, eval or shard file - becomes U+FFFD where it is read
-(checker/inputs/surrogates.py): the run goes on and every report is written, where it used to
+(checker/safety/surrogates.py): the run goes on and every report is written, where it used to
 end in a serialisation error with no output at all."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from checker.inputs.surrogates import repair, replace_lone
+from checker.safety.surrogates import repair, replace_lone
 from corehelpers import case, evalset, invocation, replay, run_cli, write_json
 
 LONE = "\\ud800"                # JSON text of a lone high surrogate
