@@ -1,4 +1,5 @@
-"""Comparing results with a baseline: statistics, fingerprints, verdict rules, the gate.
+"""Compare: results against a baseline (statistics, fingerprints, labels), verdict rules, adaptive runs, the gate.
 
-Pure functions on the results models (checker/models/results.py); see docs/comparing.md.
+Mostly pure functions on the results models (checker/models/results.py); ``command`` is
+``evalcheck compare``, ``adaptive`` asks for more runs of undecided cases. See docs/comparing.md.
 """

@@ -1,1 +1,1 @@
-"""Reports rendered from a Results object: terminal lines, markdown, JUnit XML."""
+"""Report: a Results object rendered (terminal lines, markdown, JUnit XML) and written to its files."""
