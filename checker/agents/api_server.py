@@ -193,8 +193,10 @@ class ApiServerRunner:
         spec = session_spec(job)
         if self.apps is not None and spec.app_name not in self.apps:
             served = ", ".join(self.apps) or "none"
+            fix = "pass --app-name with one of them" if job.app_name else \
+                "set session_input.app_name or pass --app-name"
             raise AgentFailure(f"the agent server has no app '{spec.app_name}' (it serves: {served}); "
-                               "set session_input.app_name or pass --app-name")
+                               f"{fix}")
         base = f"/apps/{quote(spec.app_name, safe='')}/users/{quote(spec.user_id, safe='')}/sessions"
         session = await self._post(base, {"state": spec.state}, job.turn_timeout, "creating the session")
         session_id = session.get("id") if isinstance(session, dict) else None

@@ -1,7 +1,8 @@
-"""Stop at once when the agent cannot start at all.
+"""Stop at once when the agent cannot start at all, or cannot run for want of setup.
 
-A typo in ``--agent-command``, a missing dependency, nothing listening at ``--agent-url``:
-every run would fail the same way before the agent answers anything. When the first runs
+A typo in ``--agent-command``, a missing dependency, nothing listening at ``--agent-url``,
+no model credentials or a refused key (agents/setup_errors.py): every run would fail the
+same way before the agent answers anything. When the first runs
 to finish (as many as run at once, at least two when there are two) all failed like that,
 in the same way, the whole run stops with one message (exit status 2, bad input) instead
 of reporting the failure once per case and run. Until that is decided those runs are held
@@ -16,6 +17,7 @@ from ..errors import InputError
 from ..models.records import RecordedRun
 from ..report.text import one_line
 from .base import RunJob, cannot_start
+from .setup_errors import SetupProblem, setup_problem
 
 if TYPE_CHECKING:
     from .api_server import ServerStartError
@@ -30,6 +32,16 @@ _HINTS = {
 
 class AgentCannotStart(InputError):
     """The agent failed the same way at the start of every one of the first runs."""
+
+
+def start_failure(run: RecordedRun) -> str | None:
+    """How ``run`` failed before the agent answered anything, when that stops the whole
+    run: the agent could not start, or a setup problem failed its first turn. None else."""
+    how = cannot_start(run)
+    if how is not None or run.invocations:
+        return how
+    problem = setup_problem(run.error, run.stderr_tail)
+    return f"setup: {problem.kind}" if problem else None
 
 
 class StartWatch:
@@ -48,8 +60,8 @@ class StartWatch:
     def observe(self, job: RunJob, run: RecordedRun) -> list[tuple[RunJob, RecordedRun]]:
         if self.decided:
             return [] if self.stopped else [(job, run)]
-        how = cannot_start(run)
-        if how is None or any(cannot_start(r) != how for _, r in self.held):
+        how = start_failure(run)
+        if how is None or any(start_failure(r) != how for _, r in self.held):
             self.decided = True
             held, self.held = self.held, []
             return [*held, (job, run)]
@@ -63,12 +75,22 @@ class StartWatch:
         runs = [r for _, r in self.held]
         which = (f"the first {len(runs)} runs all failed the same way" if len(runs) > 1
                  else "its only run failed")
+        problem = setup_problem(runs[0].error, runs[0].stderr_tail)
+        if how.startswith("setup: ") and problem is not None:
+            return _setup_verdict(problem, which, runs[0].error or "")
         text = (f"the agent cannot start: {which} before it answered anything: "
                 f"{one_line(runs[0].error or how, 300)}")
         hint = next((h for status, h in _HINTS.items() if status in how), None)
         if hint:
             text += f" ({hint})"
         return _with_tail(text, next((r.stderr_tail for r in runs if r.stderr_tail), None))
+
+
+def _setup_verdict(problem: SetupProblem, which: str, error: str) -> AgentCannotStart:
+    text = f"{problem.what}: {which} before it answered anything: {one_line(error, 300)}"
+    if problem.evidence != error:  # the agent's log says why (an API server's HTTP 500)
+        text += f"; its log says: {one_line(problem.evidence, 300)}"
+    return AgentCannotStart(f"{text} ({problem.fix})")
 
 
 def server_cannot_start(exc: ServerStartError) -> AgentCannotStart:

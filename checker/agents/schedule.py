@@ -294,6 +294,10 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
                 await start()
             except ServerStartError as exc:
                 raise server_cannot_start(exc) from None
+            if getattr(runner, "apps", None) is not None:  # an ADK API server listed its apps
+                from .apps import check_served
+
+                check_served(runner.apps, jobs.templates, targets, runner.url)
         round_jobs: RunPlan | list[RunJob] = jobs
         runs_of = {key: 0 for key in order}
         while len(round_jobs):

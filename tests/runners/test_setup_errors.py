@@ -1,0 +1,192 @@
+"""Setup errors are exit status 2, said once: a real ADK agent without model credentials or
+with a refused key (through the bridge and through a real ``adk api_server``), and an app
+name the server does not serve. A failure of the agent's own making stays a failed run."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from checker.agents.setup_errors import setup_problem
+from tests.judges.fake_gemini import FakeGemini, Reply
+
+from .helpers import PY, REPO, case, cli_env, write_eval_set
+
+EXAMPLE_AGENT = REPO / "examples" / "agents" / "adk_weather"
+EXAMPLE_EVALS = REPO / "examples" / "weather" / "agent_evals"
+ADK_EVALS = REPO / "tests" / "adk_agent" / "evals"
+BRIDGE = Path(PY).parent / "evalcheck-adk"
+ADK_BIN = Path(PY).parent / "adk"
+CREDENTIALS = ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI",
+               "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_APPLICATION_CREDENTIALS",
+               "GOOGLE_GEMINI_BASE_URL", "EVALCHECK_GEMINI_BASE_URL")
+
+
+def evalcheck(cwd: Path, *args: str, **env: str) -> tuple[subprocess.CompletedProcess, float]:
+    clean = {k: v for k, v in cli_env(CI="true").items() if k not in CREDENTIALS}
+    began = time.monotonic()
+    done = subprocess.run([PY, "-c", "from checker.cli import main; main()", "run", *args,
+                           "--results", str(cwd / "results.json")],
+                          cwd=cwd, capture_output=True, text=True, timeout=180,
+                          env={**clean, **env})
+    return done, time.monotonic() - began
+
+
+def one_error(done: subprocess.CompletedProcess, cwd: Path) -> str:
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stdout == ""
+    assert done.stderr.startswith("evalcheck: error: ")
+    assert done.stderr.count("\n") == 1, done.stderr  # one line: no per-run lines, no server log
+    assert not (cwd / "results.json").exists()
+    return done.stderr
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def served(tmp_path: Path, agent: Path) -> tuple[str, str]:
+    """--agent-url and --agent-server-command of a real adk api_server serving a copy of
+    ``agent`` (the server writes next to its agents)."""
+    agents = tmp_path / "agents"
+    shutil.copytree(agent, agents / agent.name,
+                    ignore=shutil.ignore_patterns(".adk", "__pycache__", "evals"))
+    port = free_port()
+    return (f"http://127.0.0.1:{port}",
+            f"{shlex.quote(str(ADK_BIN))} api_server --port {port} {shlex.quote(str(agents))}")
+
+
+# --- the classifier (pure) ------------------------------------------------------------
+
+def test_setup_problems_are_the_sdks_own_words():
+    missing = setup_problem("the agent raised ValueError: No API key was provided. Please pass "
+                            "a valid API key.")
+    assert missing.kind == "credentials" and "GOOGLE_API_KEY" in missing.fix
+    refused = setup_problem("the agent raised ClientError: 400 INVALID_ARGUMENT. {'error': "
+                            "{'message': 'API key not valid. Please pass a valid API key.'}}")
+    assert refused.kind == "authentication"
+    assert setup_problem("turn 1: the agent server answered HTTP 500: Internal Server Error",
+                         "INFO: started\nValueError: No API key was provided.\nINFO: 500").evidence \
+        == "ValueError: No API key was provided."
+    assert setup_problem("the agent raised ClientError: 401 UNAUTHENTICATED. {}").kind == \
+        "authentication"
+
+
+def test_other_failures_are_not_setup_problems():
+    assert setup_problem("the agent raised KeyError: 'city'", "Traceback\nKeyError: 'city'") is None
+    assert setup_problem("the agent said: no api key was provided by the user") is None  # prose
+    assert setup_problem(None, "ValueError: No API key was provided.") is None  # no error
+    # The simulated user's credentials are the judges' business (their own message), not the agent's.
+    assert setup_problem("simulated user: model request rejected (HTTP 403 PERMISSION_DENIED: "
+                         "API key not valid)") is None
+
+
+# --- the real ADK, through the bridge -------------------------------------------------
+
+pytest.importorskip("google.adk")
+
+
+def test_adk_example_without_credentials_exits_2_once_within_10_s(tmp_path):
+    command = f"{shlex.quote(str(BRIDGE))} {shlex.quote(str(EXAMPLE_AGENT))}"
+    done, seconds = evalcheck(tmp_path, str(EXAMPLE_EVALS), "--agent-command", command)
+    err = one_error(done, tmp_path)
+    assert err.startswith("evalcheck: error: the agent has no model credentials: the first 4 "
+                          "runs all failed the same way before it answered anything: the agent "
+                          "reported an error in turn 1: the agent raised ValueError: No API key "
+                          "was provided."), err
+    assert "(give the agent's model its credentials in the environment evalcheck runs in: for " \
+           "Gemini, GOOGLE_API_KEY (or GEMINI_API_KEY)" in err
+    assert "Traceback" not in err and "last output" not in err
+    assert seconds < 10, seconds
+
+
+def refusing_gemini() -> FakeGemini:
+    fake = FakeGemini()
+    fake._thread.start()
+    body = {"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.",
+                      "status": "INVALID_ARGUMENT",
+                      "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                                   "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]}}
+    fake.on(lambda prompt: True, Reply(status=400, body=json.dumps(body).encode(),
+                                       headers={"Content-Type": "application/json"}))
+    return fake
+
+
+def test_adk_example_with_a_refused_key_exits_2_once(tmp_path):
+    fake = refusing_gemini()
+    command = f"{shlex.quote(str(BRIDGE))} {shlex.quote(str(EXAMPLE_AGENT))}"
+    done, _ = evalcheck(tmp_path, str(EXAMPLE_EVALS), "--agent-command", command,
+                        "--num-runs", "1", "--concurrency", "2",
+                        GOOGLE_API_KEY="not-a-key", GOOGLE_GEMINI_BASE_URL=fake.url)
+    err = one_error(done, tmp_path)
+    assert err.startswith("evalcheck: error: the agent's model refused its credentials: the "
+                          "first 2 runs all failed the same way before it answered anything: "
+                          "the agent reported an error in turn 1: the agent raised ClientError: "
+                          "400 INVALID_ARGUMENT."), err
+    assert "(check the key or credentials the agent's model uses" in err
+    assert "not-a-key" not in err
+    assert len(fake.requests) == 2  # the key reached the (fake) API: a refusal, not a missing key
+
+
+def test_a_failure_of_the_agents_own_making_is_a_failed_run(tmp_path):
+    """Every first turn failing the same way, but not for want of setup: exit 1, per case."""
+    script = tmp_path / "agent.py"
+    script.write_text("import json, sys\nfor line in sys.stdin:\n    m = json.loads(line)\n"
+                      "    if m['type'] == 'start':\n        print(json.dumps({'type': 'ready'}), flush=True)\n"
+                      "    if m['type'] == 'user':\n        print(json.dumps({'type': 'error', "
+                      "'invocationId': m['invocationId'], 'message': \"KeyError: 'city'\"}), flush=True)\n")
+    path = write_eval_set(tmp_path / "evals", "set", [case(f"c{i}", turns=1) for i in range(2)])
+    done, _ = evalcheck(tmp_path, str(path), "--agent-command", f"{shlex.quote(PY)} agent.py")
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.count("2 of 2 runs errored - run 1: the agent reported an error in "
+                             "turn 1: KeyError: 'city'") == 2
+
+
+# --- the real adk api_server -------------------------------------------------------------
+
+def test_wrong_app_name_exits_2_naming_the_apps_served(tmp_path):
+    url, server = served(tmp_path, REPO / "tests" / "adk_agent" / "weather_app")
+    done, _ = evalcheck(tmp_path, str(ADK_EVALS), "--agent-url", url,
+                        "--agent-server-command", server, "--app-name", "weather")
+    err = one_error(done, tmp_path)
+    assert err == (f"evalcheck: error: --app-name 'weather': the agent server at {url} does not "
+                   "serve app 'weather'; it serves: weather_app (pass --app-name weather_app)\n")
+
+
+def test_an_eval_sets_app_name_the_server_does_not_serve_names_the_file(tmp_path):
+    evals = tmp_path / "evals"
+    shutil.copytree(ADK_EVALS, evals)
+    eval_file = evals / "weather_app.evalset.json"
+    data = json.loads(eval_file.read_text())
+    data["eval_cases"][0]["session_input"]["app_name"] = "shop"
+    eval_file.write_text(json.dumps(data, indent=2))
+    url, server = served(tmp_path, REPO / "tests" / "adk_agent" / "weather_app")
+    done, _ = evalcheck(tmp_path, str(evals), "--agent-url", url, "--agent-server-command", server)
+    err = one_error(done, tmp_path)
+    assert err.startswith("evalcheck: error: evals/weather_app.evalset.json:"), err
+    assert (f" at $.eval_cases[0].session_input.app_name: the agent server at {url} does not "
+            "serve app 'shop'; it serves: weather_app (did you mean 'weather_app'? set "
+            "session_input.app_name to the app's name, or pass --app-name)\n") in err
+
+
+def test_adk_example_on_an_api_server_without_credentials_exits_2_once(tmp_path):
+    url, server = served(tmp_path, EXAMPLE_AGENT)
+    done, seconds = evalcheck(tmp_path, str(EXAMPLE_EVALS), "--agent-url", url,
+                              "--agent-server-command", server, "--app-name", "adk_weather")
+    err = one_error(done, tmp_path)
+    assert err.startswith("evalcheck: error: the agent has no model credentials: the first 4 "
+                          "runs all failed the same way before it answered anything: turn 1: "
+                          "the agent server answered HTTP 500: Internal Server Error; its log "
+                          "says: ValueError: No API key was provided."), err
+    assert err.count("No API key was provided") == 1  # the server's log once, not per run
+    assert seconds < 10, seconds
