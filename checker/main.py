@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .compare.verdict import VerdictRule, parse_verdict_rule, runs_needed
-from .inputs.discover import EvalTarget, discover, find_repo_root
+from .inputs.discover import EvalTarget, discover, find_repo_root, report_path
 from .safety.confine import confined
 from .errors import InputError
 from .safety.limits import check_runs, check_turn_timeout
@@ -225,7 +225,7 @@ def compare_with_baseline(options: RunOptions, baseline: Results | None, plan: P
     from .compare.comparison import compare
     from .models.results import BaselineInfo
 
-    return compare(baseline, results, baseline_info=BaselineInfo(path=str(options.baseline)))
+    return compare(baseline, results, baseline_info=BaselineInfo(path=report_path(options.baseline)))
 
 
 def write(options: RunOptions, plan: Plan, redactor: Redactor, results: Results,

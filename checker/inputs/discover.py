@@ -44,6 +44,13 @@ def display_path(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
+def report_path(path: Path | str) -> str:
+    """A file named in a report (a baseline): relative to the repository root, as eval files
+    are (in the Action, the workspace: never the container's /github/workspace/...), or as
+    given when it lies outside."""
+    return display_path(Path(path), find_repo_root(Path.cwd()))
+
+
 def _skip_dir(path: Path) -> bool:
     name = path.name
     if name in SKIP_DIRS or name.endswith(".egg-info"):

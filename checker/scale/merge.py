@@ -330,10 +330,11 @@ def merge_files(request: MergeRequest) -> Results:
                          file=", ".join(str(p) for p, _ in inputs.recorded))
     if request.baseline is not None:
         from ..compare.comparison import compare
+        from ..inputs.discover import report_path
         from ..models.results import BaselineInfo
 
         merged = compare(load_suite_results(request.baseline, "baseline"), merged,
-                         baseline_info=BaselineInfo(path=str(request.baseline)))
+                         baseline_info=BaselineInfo(path=report_path(request.baseline)))
     write_reports(merged, RunOptions(results=request.results, markdown=request.markdown,
                                      junit=request.junit, template=request.template), files)
     files.check()

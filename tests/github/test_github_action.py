@@ -197,4 +197,10 @@ def test_the_markdown_input_may_not_overwrite_an_input_but_a_restored_baseline_m
                                    files={"evalcheck-report/results.json": main_results},
                                    baseline="evalcheck-report/results.json")
     assert code == 1, log  # the evaluation's verdict: the baseline was read, then replaced
-    assert "compared with baseline" in log
+    # Named relative to the workspace, as the eval files are: not the container's path.
+    assert "compared with baseline evalcheck-report/results.json: " in log
+    body = fake.comments[7][-1]["body"]
+    assert "compared with `evalcheck-report/results.json`" in body
+    assert str(runner.workspace) not in body + runner.summary() + log
+    results = json.loads((runner.workspace / "evalcheck-report/results.json").read_text())
+    assert results["comparison"]["baseline"]["path"] == "evalcheck-report/results.json"

@@ -114,8 +114,9 @@ def test_adk_example_without_credentials_exits_2_once_within_10_s(tmp_path):
            "Gemini, GOOGLE_API_KEY (or GEMINI_API_KEY)" in err
     assert "Traceback" not in err and "last output" not in err
     # Four agent processes (2 cases x 2 runs) start, fail their first turn and are stopped:
-    # about 5.5 CPU seconds in all, 6 to 7 s of wall-clock time at a load of 6 on this 2-core machine, which
-    # is shared (a generous wall-clock bound, so that a busy neighbour fails no build).
+    # about 5.5 CPU seconds in all; 6 to 7 s of wall-clock time at a load of 6 on this
+    # shared 2-core machine (a generous wall-clock bound, so that a busy neighbour fails no
+    # build).
     assert cpu < 10, cpu
     assert seconds < 40, seconds
 
