@@ -328,7 +328,7 @@ def test_container_agent_server_runs_unprivileged(image, tmp_path):
         port = s.getsockname()[1]
     with FakeGitHub() as fake:
         runner = Runner.create(tmp_path, event())
-        shutil.copy(ROOT / "tests" / "runners" / "agents" / "tiny_api_server.py", runner.workspace)
+        shutil.copy(ROOT / "tests" / "agents" / "agents" / "tiny_api_server.py", runner.workspace)
         _hand_to_runner_user(runner)
         server = f"id -u > server-uid.txt && env > server-env.txt && exec python tiny_api_server.py {port} server.pid"
         env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),

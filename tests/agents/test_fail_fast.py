@@ -1,6 +1,6 @@
 """An agent that cannot start stops the whole run at once: exit status 2 and one message,
 not the same failure once per case and run. (``--agent-url`` with nothing listening:
-tests/runners/test_api_server.py.)"""
+tests/agents/test_api_server.py.)"""
 
 from __future__ import annotations
 
