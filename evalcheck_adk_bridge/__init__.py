@@ -50,6 +50,26 @@ def load_agent(agent_dir: Path) -> Any:
     return AgentLoader(str(agent_dir.parent)).load_agent(agent_dir.name)
 
 
+def _shown(folder: Path) -> str:
+    """The agent folder as the user named it: relative to the working directory when inside."""
+    try:
+        return folder.relative_to(Path.cwd().resolve()).as_posix() or "."
+    except ValueError:
+        return str(folder)
+
+
+def load_problem(agent_dir: Path, exc: Exception) -> str:
+    """Why the agent folder did not load, in one short line: the checker shows the first
+    300 characters of it, and ADK's own "no root_agent" text is a page of layout help."""
+    text = str(exc)
+    if text.startswith("No root_agent found"):
+        name = agent_dir.name
+        return (f"no root_agent in {name}/agent.py, {name}/__init__.py or {name}/root_agent.yaml "
+                f"(define root_agent, the agent to evaluate, in {name}/agent.py: as adk run "
+                "and adk web load it)")
+    return f"{type(exc).__name__}: {' '.join(text.split(chr(10) * 2, 1)[0].split())}"
+
+
 def reset_function(agent_dir: Path) -> Callable[[], object] | None:
     """The agent module's ``reset_data``, which ADK's eval calls before each inference."""
     for name in (f"{agent_dir.name}.agent", agent_dir.name):
@@ -133,7 +153,8 @@ async def serve(agent_dir: Path, out: IO[str], stdin: IO[bytes], *, many: bool =
     try:
         loaded = load_agent(agent_dir)
     except Exception as exc:  # the user's agent failing to import: say why, in one line
-        return _fail(out, f"cannot load the ADK agent in {agent_dir}: {type(exc).__name__}: {exc}")
+        return _fail(out, f"cannot load the ADK agent in {_shown(agent_dir)}: "
+                          f"{load_problem(agent_dir, exc)}")
     reset = reset_function(agent_dir)
     try:
         await warm_up()

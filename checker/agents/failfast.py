@@ -83,6 +83,8 @@ class StartWatch:
         hint = next((h for status, h in _HINTS.items() if status in how), None)
         if hint:
             text += f" ({hint})"
+        if (runs[0].error or "").startswith("the agent reported an error"):
+            return AgentCannotStart(text)  # it said why itself (its log repeats it, or warnings)
         return _with_tail(text, next((r.stderr_tail for r in runs if r.stderr_tail), None))
 
 

@@ -110,3 +110,19 @@ def test_adk_bridge_without_google_adk_says_how_to_install_it(tmp_path):
                              tmp_path)
     assert "google-adk is not installed in the agent's Python" in err
     assert "pip install google-adk" in err
+
+
+def test_adk_bridge_on_a_folder_without_root_agent_says_so_in_full(tmp_path):
+    """ADK's own text is a page of layout help; the message was cut mid-word at 300 chars."""
+    pytest.importorskip("google.adk")
+    folder = tmp_path / "my_agent"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("from . import agent\n")
+    (folder / "agent.py").write_text("helper = 1\n")
+    command = f"{shlex.quote(str(Path(PY).parent / 'evalcheck-adk'))} my_agent"
+    err = assert_one_message(evalcheck_run(tmp_path, command), tmp_path)
+    assert err.endswith("the agent reported an error in turn 1: cannot load the ADK agent in "
+                        "my_agent: no root_agent in my_agent/agent.py, my_agent/__init__.py or "
+                        "my_agent/root_agent.yaml (define root_agent, the agent to evaluate, in "
+                        "my_agent/agent.py: as adk run and adk web load it)\n"), err
+    assert "\u2026" not in err and "last output" not in err  # nothing cut, no log echo
