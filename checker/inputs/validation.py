@@ -152,8 +152,7 @@ def describe_validation_error(exc: ValidationError, model: type[BaseModel],
     err = min(errors, key=lambda e: rank.get(e["type"], 2))
     loc = prefix + tuple(p for p in err["loc"] if not _is_union_tag(p))
     kind = err["type"]
-    more = len(errors) - 1
-    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    suffix = _others(err, [e for e in errors if e is not err], prefix)
     if kind == "extra_forbidden":
         key = str(loc[-1])
         hint = did_you_mean(key, _known_keys(model))
@@ -169,6 +168,37 @@ def describe_validation_error(exc: ValidationError, model: type[BaseModel],
     if kind not in ("value_error", "assertion_error") and not isinstance(got, (dict, list)):
         msg = f"{msg}, got {json.dumps(got)[:60]}"
     return json_path(loc), msg + suffix, None
+
+
+MAX_OTHERS = 10  # further problems named after the first one
+
+
+def _others(first: dict, others: list[dict], prefix: tuple[Any, ...]) -> str:
+    """" (and 2 more problems: $.a: unknown key 'x'; $.b: missing required key 'y')": the
+    other problems named, so that a file is not fixed one error per run. The key a misspelt
+    key meant (missing beside it) is the same problem, not another."""
+    loc = tuple(p for p in first["loc"] if not _is_union_tag(p))
+    if first["type"] == "extra_forbidden":
+        parent, typo = loc[:-1], str(loc[-1])
+        others = [e for e in others if not (
+            e["type"] == "missing" and tuple(p for p in e["loc"][:-1] if not _is_union_tag(p)) == parent
+            and did_you_mean(typo, [str(e["loc"][-1])]))]
+    if not others:
+        return ""
+    named = []
+    for e in others[:MAX_OTHERS]:
+        where = prefix + tuple(p for p in e["loc"] if not _is_union_tag(p))
+        if e["type"] == "extra_forbidden":
+            named.append(f"{json_path(where[:-1])}: unknown key '{where[-1]}'")
+        elif e["type"] == "missing":
+            named.append(f"{json_path(where[:-1])}: missing required key '{where[-1]}'")
+        else:
+            msg = e["msg"].removeprefix("Value error, ")
+            named.append(f"{json_path(where)}: {msg}")
+    rest = len(others) - len(named)
+    tail = f"; and {rest} more" if rest else ""
+    count = len(others)
+    return f" (and {count} more problem{'s' if count > 1 else ''}: {'; '.join(named)}{tail})"
 
 
 def _writes_camel(model: type[BaseModel]) -> bool:

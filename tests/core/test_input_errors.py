@@ -227,6 +227,28 @@ def test_unknown_key_without_a_near_miss(repo):
     assert_input_error(run(repo), f"{EVAL} at $.eval_cases[0]:", "unknown key 'owner'")
 
 
+def test_the_other_problems_are_named_up_to_ten(repo):
+    """Not "(and 1 more problem)" without saying which: each one, its JSON path and what."""
+    setup(repo, evalset("s", {**case("c1"), "owner": "me"}, {**case("c2"), "eval_idd": "x"}))
+    line = assert_input_error(run(repo), f"{EVAL} at $.eval_cases[0]: unknown key 'owner' "
+                              "(and 1 more problem: $.eval_cases[1]: unknown key 'eval_idd')")
+    setup(repo, evalset("s", *({**case(f"c{i}"), "owner": "me"} for i in range(13))))
+    line = assert_input_error(run(repo), "(and 12 more problems: $.eval_cases[1]: unknown key "
+                              "'owner'; $.eval_cases[2]: unknown key 'owner';",
+                              "$.eval_cases[10]: unknown key 'owner'; and 2 more)")
+    assert "$.eval_cases[11]" not in line
+
+
+def test_a_misspelt_key_is_one_problem_not_two(repo):
+    """Pydantic also reports the key it meant as missing: the same problem, not another."""
+    data = evalset("s", case("c1"))
+    data["eval_cases"][0]["eval_idd"] = data["eval_cases"][0].pop("eval_id")
+    setup(repo, data)
+    line = assert_input_error(run(repo), f"{EVAL} at $.eval_cases[0]: unknown key 'eval_idd' "
+                              "(did you mean 'eval_id'?)")
+    assert "more problem" not in line
+
+
 def test_both_conversation_and_scenario(repo):
     scenario = {"starting_prompt": "hi", "conversation_plan": "ask"}
     setup(repo, with_case(conversation_scenario=scenario))
