@@ -151,6 +151,16 @@ def _run_status(run: RecordedRun, per_metric: list[tuple[ConfiguredMetric, RunSc
     return "passed" if all(verdicts) else "failed"
 
 
+def own_time(run: RecordedRun) -> float | None:
+    """The seconds a run's agent spent on the case's turns: its invocations' durations when
+    each has one (a process's or warm worker's start-up before its ready message is not the
+    case's time, nor is a simulated user's thinking), else the run's recorded time."""
+    durations = [i.duration for i in run.invocations]
+    if run.error is None and durations and all(d is not None for d in durations):
+        return round(sum(durations), 3)
+    return run.duration_seconds
+
+
 async def score_case(case: EvalCase, config: EvalConfig, runs: list[RecordedRun], line: int,
                      context: ScoringContext, rule: VerdictRule = MEAN) -> CaseResult:
     runs = sorted(runs, key=lambda r: r.run)
@@ -172,7 +182,7 @@ async def score_case(case: EvalCase, config: EvalConfig, runs: list[RecordedRun]
     metrics = [aggregate_metric(configured, [(r.run, per_run[r.run][i][1]) for r in runs], rule)
                for i, configured in enumerate(config.metrics)]
     run_results = [RunResult(run=r.run, status=_run_status(r, per_run[r.run]), error=r.error,
-                             duration_seconds=r.duration_seconds, stderr_tail=r.stderr_tail)
+                             duration_seconds=own_time(r), stderr_tail=r.stderr_tail)
                    for r in runs]
     return CaseResult(eval_id=case.eval_id, status=case_status(run_results, metrics), line=line,
                       runs=run_results, metrics=metrics,

@@ -486,6 +486,28 @@ def test_results_junit_and_markdown(repo):
     assert "bad" in markdown and "tool_trajectory_avg_score" in markdown
 
 
+def test_junit_time_is_the_cases_own_time_not_its_runs_start_up(repo):
+    """A run's recorded time includes the agent's start-up (a warm worker imports ADK before
+    its first run): JUnit showed 90.5 s for one case of a 35 s run. A case's time is its
+    runs' turns; a run without timed turns (an errored one) keeps its recorded time."""
+    write_json(repo / "e/w.evalset.json", evalset("w", case("c"), case("broken")))
+    timed = [{**invocation(invocation_id="inv-1"), "duration": 2.5},
+             {**invocation(invocation_id="inv-2"), "duration": 1.25}]
+    runs = replay(*({"evalSetId": "w", "evalId": "c", "run": n, "invocations": timed,
+                     "error": None, "durationSeconds": 45.0} for n in (1, 2)),
+                  {"evalSetId": "w", "evalId": "broken", "run": 1, "invocations": [],
+                   "error": "the agent exited with status 1", "durationSeconds": 0.5})
+    write_json(repo / "runs.json", runs)
+    out = run_cli(["run", "e", "--replay", "runs.json", "--num-runs", "2", "--results", "r.json",
+                   "--junit", "junit.xml"], repo)
+    assert out.code == 1, out.output
+    cases = {c.get("name"): c for c in ET.parse(repo / "junit.xml").getroot().iter("testcase")}
+    assert cases["c"].get("time") == "7.500"  # 2 runs x (2.5 + 1.25), not 2 x 45
+    assert cases["broken"].get("time") == "0.500"
+    results = json.loads((repo / "r.json").read_text())
+    assert [r["durationSeconds"] for r in results["evalSets"][0]["cases"][0]["runs"]] == [3.75, 3.75]
+
+
 def test_junit_is_valid_xml_whatever_the_ids_and_texts(repo):
     """XML 1.0 cannot carry most control characters, U+FFFE or U+FFFF, not even as character
     references: in ids, file names, errors and stderr they are shown as escapes, as in the
