@@ -32,7 +32,9 @@ SECRET_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GITHUB_TOKEN", "GH_TOKE
 _SECRET_NAME = re.compile(r"(?:^|[_-])(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$",
                           re.IGNORECASE)
 # Named so, but holding a path: hiding it would blank paths out of messages, not a secret.
-_NOT_SECRET = frozenset({"GOOGLE_APPLICATION_CREDENTIALS"})
+# And the comment-key input under its bare name, as nektos/act passes every input besides
+# INPUT_*: a setting (the github-token input's value is a secret under its INPUT_ name).
+_NOT_SECRET = frozenset({"GOOGLE_APPLICATION_CREDENTIALS", "COMMENT-KEY"})
 
 M = TypeVar("M", bound="BaseModel")
 
