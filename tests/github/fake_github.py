@@ -115,6 +115,9 @@ class Recorded:
 class FakeGitHub:
     token: str = "ghs_testtoken"
     read_only: bool = False  # a fork PR's token: every write is refused with 403
+    # A second token, read-only like a fork PR's, beside the writing one (several jobs of
+    # one workflow against one fake: tests/act).
+    read_only_token: str | None = None
     requests: list[Recorded] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
@@ -253,7 +256,9 @@ class FakeGitHub:
         lowered = {k.lower(): v for k, v in headers.items()}
         with self._lock:
             self.requests.append(Recorded(method, path, query, lowered, body))
-        if lowered.get("authorization") != f"Bearer {self.token}":
+        read_only = self.read_only or (self.read_only_token is not None
+                                       and lowered.get("authorization") == f"Bearer {self.read_only_token}")
+        if lowered.get("authorization") != f"Bearer {self.token}" and not read_only:
             return 401, {}, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"}
         for name, want in (("accept", "application/vnd.github+json"), ("x-github-api-version", "2022-11-28")):
             if lowered.get(name) != want:
@@ -276,7 +281,7 @@ class FakeGitHub:
                 return answer
             self._route(method, path, query, body)
             return answer
-        if self.read_only and method != "GET":
+        if read_only and method != "GET":
             return 403, {"x-accepted-github-permissions": "issues=write; pull_requests=write"}, {
                 "message": "Resource not accessible by integration",
                 "documentation_url": "https://docs.github.com/rest", "status": "403"}
