@@ -180,6 +180,10 @@ def migrate(old: Path, new: Path, initial_session: Path | None) -> None:
     for note in notes:
         click.echo(log_safe(f"evalcheck: note: {note}"), err=True)
     click.echo(f"wrote {new}: eval set '{eval_set.eval_set_id}' with {len(eval_set.eval_cases)} case(s)")
+    click.echo(log_safe(f"evalcheck: note: delete {old} now (or move it out of the folders "
+                        f"`evalcheck run` searches): it holds eval set "
+                        f"'{eval_set.eval_set_id}' too, and a run that finds both stops on the "
+                        "duplicated eval set id"), err=True)
 
 
 @main.command()

@@ -51,6 +51,16 @@ def report_path(path: Path | str) -> str:
     return display_path(Path(path), find_repo_root(Path.cwd()))
 
 
+def _duplicate_fix(one: str, other: str) -> str:
+    fix = "give every eval set a unique id (a legacy file takes its file name)"
+    legacy = [p for p in (one, other) if p.endswith(".test.json")]
+    if len(legacy) == 1 and any(p.endswith(".evalset.json") for p in (one, other)):
+        # `evalcheck migrate` (and ADK's) writes the new file beside the old one.
+        fix = (f"if the .evalset.json was migrated from {legacy[0]}, delete {legacy[0]}; "
+               f"else {fix}")
+    return fix
+
+
 def _skip_dir(path: Path) -> bool:
     name = path.name
     if name in SKIP_DIRS or name.endswith(".egg-info"):
@@ -168,7 +178,7 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None,
         if set_id in seen_ids:
             raise InputError(f"eval_set_id '{set_id}' is also used by {seen_ids[set_id]}",
                              file=loaded.display_path, path="$.eval_set_id",
-                             fix="give every eval set a unique id (a legacy file takes its file name)")
+                             fix=_duplicate_fix(loaded.display_path, seen_ids[set_id]))
         seen_ids[set_id] = loaded.display_path
         all_ids = loaded.case_ids
         if ids is not None:

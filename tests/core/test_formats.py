@@ -278,6 +278,23 @@ def test_migrate_writes_what_adk_writes(repo, with_session):
     assert adk_normalized(ours) == adk_normalized(adk)
 
 
+def test_migrate_says_the_old_file_must_go_and_run_says_so_too(repo):
+    """Left beside the new file, the old one stops the next `run .` on a duplicated id."""
+    write_json(repo / "weather.test.json", QUERY_LIST)
+    out = run_cli(["migrate", "weather.test.json", "weather.evalset.json"], repo)
+    assert out.code == 0, out.output
+    assert out.stderr == ("evalcheck: note: delete weather.test.json now (or move it out of the "
+                          "folders `evalcheck run` searches): it holds eval set 'weather' too, and "
+                          "a run that finds both stops on the duplicated eval set id\n")
+    write_json(repo / "runs.json", legacy_replay("weather", "weather", [call("get_weather", city="Paris")]))
+    out = run_cli(["run", ".", "--replay", "runs.json"], repo)
+    assert out.code == 2
+    assert "(if the .evalset.json was migrated from weather.test.json, delete weather.test.json; " \
+           "else give every eval set a unique id" in out.stderr
+    (repo / "weather.test.json").unlink()
+    assert run_cli(["run", ".", "--replay", "runs.json"], repo).code == 1  # runs (turn 2 fails)
+
+
 def test_migrated_file_scores_like_the_legacy_file(repo):
     write_json(repo / "legacy/weather.test.json", QUERY_LIST)
     assert run_cli(["migrate", "legacy/weather.test.json", "migrated/weather.evalset.json"], repo).code == 0
