@@ -50,6 +50,11 @@ def load_results_file(path: Path, what: str = "results file") -> Results:
                          file=display, path="$.version",
                          fix="this evalcheck reads version 1 results files; " + fix)
     missing = [k for k in ("passed", "summary") if k not in data]
+    if missing and isinstance(data.get("runs"), list):  # what --inference-out writes
+        raise InputError(f"this is a recorded-runs file (--inference-out), not a {what}",
+                         file=display, path="$.runs",
+                         fix=f"score it with evalcheck run --replay {display}, and give the "
+                             "results.json that run writes with --results")
     if missing:
         raise InputError(f"not a {what}: no '{missing[0]}' key, so not a results file",
                          file=display, path="$", fix=fix)
