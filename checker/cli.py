@@ -9,7 +9,7 @@ import click
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 # = checker.compare.gate.FAIL_ON, kept here so --help imports no pydantic (a test compares).
-FAIL_ON = ("failure", "regression", "error", "never")
+FAIL_ON = ("failure", "regression", "drop", "error", "never")
 
 
 class InputProblem(click.ClickException):
@@ -78,9 +78,12 @@ def main() -> None:
 @click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), help="Write the markdown report.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML (one testcase per eval case).")
 @click.option("--template", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Your own Jinja template for the markdown report.")
-@click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), help="Results file of an earlier run (e.g. of main) to compare with (docs/comparing.md).")
+@click.option("--baseline", "baselines", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="Results file of main to compare with; give several (newest first) to pool main's history (docs/comparing.md).")
 @click.option("--verdict", default="mean", show_default=True, metavar="RULE", help="How runs make a metric's verdict: mean, all-runs, majority or k-of-n:K.")
-@click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the run (exit 1); regression needs --baseline.")
+@click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the run (exit 1); regression and drop need --baseline.")
+@click.option("--confirm-runs", type=click.IntRange(min=0), metavar="N", help="Fresh runs for each case that looks worse than the baseline; only they decide (default 20; 0 in replay; at most 100).")
+@click.option("--alpha", type=click.FloatRange(min=0, max=0.5, min_open=True), default=0.05, show_default=True, help="Family-wise significance level of the whole suite's regression decisions.")
+@click.option("--retries", type=click.IntRange(min=0, max=5), default=1, show_default=True, help="Re-runs of a run whose agent errored, before it counts as failing.")
 @click.option("--max-runs", type=click.IntRange(min=1), metavar="M", help="Adaptive: give cases whose verdict is uncertain more runs, one round at a time, up to M runs in all (at most 100).")
 @click.option("--shard", metavar="I/N", help="Evaluate only shard I (1-based) of N of the selected cases; merge the shards with `evalcheck merge`.")
 def run(paths: tuple[str, ...], **options) -> None:
@@ -98,23 +101,24 @@ def run(paths: tuple[str, ...], **options) -> None:
     if options.get("agent_server_command") and not options.get("agent_url"):
         raise click.UsageError("--agent-server-command goes with --agent-url")
     try:
-        passed = execute(RunOptions(paths=list(paths), **options))
+        passed = execute(RunOptions(paths=list(paths), **{**options, "baselines": list(options["baselines"])}))
     except InputError as exc:
         raise _fail_input(exc) from None
     sys.exit(EXIT_PASSED if passed else EXIT_FAILED)
 
 
 @main.command()
-@click.argument("baseline", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("baselines", metavar="BASELINE...", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("head", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--results", type=click.Path(dir_okay=False, path_type=Path), help="Write HEAD's results with the comparison (JSON).")
 @click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), help="Write the markdown report.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML.")
 @click.option("--template", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Your own Jinja template for the markdown report.")
-@click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the comparison (exit 1); regression: only a regressed case, a failing new case or an error.")
-@click.option("--alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=0.05, show_default=True, help="Significance level of the one-sided exact test.")
+@click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the comparison (exit 1); regression: only a regressed case, a failing new case or a metric error; drop: also a suite-wide drop.")
+@click.option("--alpha", type=click.FloatRange(min=0, max=0.5, min_open=True), default=0.05, show_default=True, help="Family-wise significance level of the whole suite's regression decisions.")
 def compare(**options) -> None:
-    """Compare two results files (BASELINE, e.g. of main, and HEAD) without running an agent.
+    """Compare results files (BASELINE, e.g. of main - several, newest first, pool main's
+    history - and HEAD) without running an agent.
 
     Labels every HEAD case regressed, improved, unchanged, new or changed (docs/comparing.md).
     Exit status: 0 the gate passed (per --fail-on), 1 it failed, 2 bad input.
@@ -136,8 +140,9 @@ def compare(**options) -> None:
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML (one testcase per eval case).")
 @click.option("--template", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Your own Jinja template for the markdown report.")
 @click.option("--inference-out", type=click.Path(dir_okay=False, path_type=Path), help="Merge the shards' recorded-runs files (given among FILES) into this file.")
-@click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), help="Results file of an earlier run to compare the merged results with (docs/comparing.md).")
-@click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the merge (exit 1); regression needs --baseline.")
+@click.option("--baseline", "baselines", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="Results file of main to compare the merged results with; several (newest first) pool main's history (docs/comparing.md).")
+@click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the merge (exit 1); regression and drop need --baseline.")
+@click.option("--alpha", type=click.FloatRange(min=0, max=0.5, min_open=True), default=0.05, show_default=True, help="Family-wise significance level of the whole suite's regression decisions.")
 def merge(files: tuple[Path, ...], **options) -> None:
     """Merge the results files of `run --shard I/N` shards into one, as if one machine ran all.
 
@@ -158,7 +163,7 @@ def merge(files: tuple[Path, ...], **options) -> None:
         raise _fail_input(exc) from None
     for line in failure_lines(merged):
         click.echo(log_safe(line))
-    passed = report_gate(merged, request.fail_on, with_baseline=request.baseline is not None)
+    passed = report_gate(merged, request.fail_on, with_baseline=bool(request.baselines))
     sys.exit(EXIT_PASSED if passed else EXIT_FAILED)
 
 

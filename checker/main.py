@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .compare.verdict import VerdictRule, parse_verdict_rule, runs_needed
-from .inputs.discover import EvalTarget, discover, find_repo_root, report_path
+from .inputs.discover import EvalTarget, discover, find_repo_root
 from .safety.confine import confined
 from .errors import InputError
 from .safety.limits import check_runs, check_turn_timeout
@@ -43,7 +43,7 @@ class Inputs:
     """What the run reads, checked before any agent runs (bad input is found here)."""
     root: Path
     rule: VerdictRule
-    baseline: Results | None
+    baselines: list[Results]  # main's results, newest first
     targets: list[EvalTarget]  # with --shard, outlined only: the plan loads its own cases
     notes: list[str]  # e.g. an empty eval set skipped
 
@@ -83,7 +83,7 @@ def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
     be written. ``secrets``: values to redact on top of the environment's secret variables."""
     files = OutputFiles()
     results = evaluate(options, secrets, files)
-    passed = report_gate(results, options.fail_on, with_baseline=options.baseline is not None)
+    passed = report_gate(results, options.fail_on, with_baseline=bool(options.baselines))
     files.check()
     return passed
 
@@ -96,7 +96,7 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) ->
     plan = plan_runs(options, inputs)
     runs = run_cases(options, plan, secrets, files)
     results = score(options, plan, runs, started)
-    results = compare_with_baseline(options, inputs.baseline, plan, results)
+    results = compare_with_baseline(options, inputs.baselines, plan, results)
     return write(options, plan, runs.redactor, results, files)
 
 
@@ -107,10 +107,10 @@ def read_inputs(options: RunOptions) -> Inputs:
     check_turn_timeout(options.turn_timeout)
     if options.max_runs is not None:
         check_runs("max-runs", options.max_runs)
-
+    check_comparison_options(options)
     rule = parse_verdict_rule(options.verdict)
     check_run_counts(options, rule)
-    baseline = read_baseline(options)  # bad input is found before any agent runs
+    baselines = read_baselines(options)  # bad input is found before any agent runs
     root = find_repo_root(Path.cwd())
     if options.config_file is not None and not options.config_file.is_file():
         raise InputError("config file not found", file=str(options.config_file))
@@ -127,7 +127,7 @@ def read_inputs(options: RunOptions) -> Inputs:
     targets = discover(options.paths, root=root, config_file=options.config_file,
                        initial_session=options.initial_session, notes=notes,
                        confine=options.confine, outline_only=options.shard is not None)
-    return Inputs(root=root, rule=rule, baseline=baseline, targets=targets, notes=notes)
+    return Inputs(root=root, rule=rule, baselines=baselines, targets=targets, notes=notes)
 
 
 def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
@@ -137,7 +137,7 @@ def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
     if options.shard is not None:
         from .scale.shards import shard_targets
 
-        targets, shard = shard_targets(targets, options, inputs.baseline)
+        targets, shard = shard_targets(targets, options, inputs.baselines[0] if inputs.baselines else None)
         for target in targets:  # outlined so far: load this shard's cases, only them
             target.loaded.keep_cases(target.case_ids)
     check_outputs(run_outputs(options), run_inputs(options, targets))  # before anything is written
@@ -153,14 +153,8 @@ def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
 
         context.services["custom_metric_worker"] = CustomMetricWorker(
             inputs.root, env=options.sandbox.environ(os.environ), popen=options.sandbox.popen_kwargs())
-    adaptive = None
-    if options.max_runs is not None and options.max_runs > options.num_runs:
-        if options.replay is not None:
-            say("evalcheck: note: --max-runs is ignored in replay mode (nothing to run)", err=True)
-        else:
-            from .compare.adaptive import AdaptiveRuns
-
-            adaptive = AdaptiveRuns(targets, options.max_runs, inputs.rule, context)
+    adaptive = extra_runs(options, targets, inputs.rule, context,
+                          inputs.baselines if shard is None else [])
     return Plan(targets=targets, rule=inputs.rule, shard=shard, warnings=warnings, context=context,
                 simulated=simulated, adaptive=adaptive)
 
@@ -169,6 +163,8 @@ def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: Ou
     """Run the agents (or read the replay), end the sandbox, and write what they did
     (--inference-out)."""
     runs = collect_runs(plan.targets, options, plan.simulated, plan.adaptive)
+    if plan.adaptive is not None:  # confirmation runs are kept apart: only they decide a drop
+        runs = {key: plan.adaptive.first_runs(key, found) for key, found in runs.items()}
     if options.replay is not None:
         check_replayed_counts(options.replay, run_counts(runs), plan.rule)
     # Known secrets never reach a file: agent output, judge errors and server bodies are
@@ -217,15 +213,18 @@ def score(options: RunOptions, plan: Plan, runs: Runs, started: Started) -> Resu
     return results
 
 
-def compare_with_baseline(options: RunOptions, baseline: Results | None, plan: Plan,
+def compare_with_baseline(options: RunOptions, baselines: list[Results], plan: Plan,
                           results: Results) -> Results:
-    """Each case against the baseline's (--baseline); the results unchanged without one."""
-    if baseline is None or plan.shard is not None:  # a shard's baseline only balances the split
+    """Each case against main's pooled runs (--baseline), decided on the confirmation runs
+    when there were some; the results unchanged without a baseline."""
+    if not baselines or plan.shard is not None:  # a shard's baseline only balances the split
         return results
-    from .compare.comparison import compare
-    from .models.results import BaselineInfo
+    from .compare.command import compare_with_files
 
-    return compare(baseline, results, baseline_info=BaselineInfo(path=report_path(options.baseline)))
+    confirmation = plan.adaptive.confirmation if plan.adaptive is not None else None
+    return compare_with_files(options.baselines, results, alpha=options.alpha, baselines=baselines,
+                              confirmations=confirmation.confirmations()
+                              if confirmation is not None else None)
 
 
 def write(options: RunOptions, plan: Plan, redactor: Redactor, results: Results,
@@ -246,9 +245,30 @@ def write(options: RunOptions, plan: Plan, redactor: Redactor, results: Results,
         say(clean(judge.line()))
     if plan.simulated.used():
         say(clean(plan.simulated.line()))
-    if plan.adaptive is not None:
-        say(clean(plan.adaptive.line()))
+    for line in plan.adaptive.lines() if plan.adaptive is not None else []:
+        say(clean(line))
     return results
+
+
+def extra_runs(options: RunOptions, targets: list[EvalTarget], rule: VerdictRule,
+               context: ScoringContext, baselines: list[Results]) -> AdaptiveRuns | None:
+    """The rounds after the first --num-runs: adaptive runs (--max-runs) and, with a
+    baseline, confirmation runs of the cases that look worse (--confirm-runs)."""
+    adaptive = options.max_runs is not None and options.max_runs > options.num_runs
+    confirm = options.confirmation_runs() if baselines else 0
+    if options.replay is not None:
+        if adaptive:
+            say("evalcheck: note: --max-runs is ignored in replay mode (nothing to run)", err=True)
+        return None
+    if not adaptive and not confirm:
+        return None
+    from .compare.adaptive import AdaptiveRuns
+    from .compare.pooling import BaselinePool
+
+    extra = AdaptiveRuns(targets, options.max_runs if adaptive else options.num_runs, rule, context,
+                         pool=BaselinePool(baselines) if baselines else None, confirm_runs=confirm)
+    extra.adaptive = adaptive
+    return extra
 
 
 def empty_shard(plan: Plan) -> str | None:
@@ -386,9 +406,23 @@ def check_replayed_counts(replay: Path, counts: Iterable[int], rule: VerdictRule
             f"cannot pass --verdict {rule}", err=True)
 
 
-def read_baseline(options: RunOptions) -> Results | None:
-    if options.baseline is None:
-        return None
-    from .compare.results_file import load_suite_results
+def read_baselines(options: RunOptions) -> list[Results]:
+    if not options.baselines:
+        return []
+    from .compare.results_file import load_baselines
 
-    return load_suite_results(options.baseline, "baseline")
+    return load_baselines(list(options.baselines))
+
+
+MAX_RETRIES = 5
+
+
+def check_comparison_options(options: RunOptions) -> None:
+    """--alpha in (0, 0.5]; --confirm-runs capped like --num-runs; --retries 0 to 5."""
+    if not 0 < options.alpha <= 0.5:
+        raise InputError(f"alpha must be above 0 and at most 0.5, got {options.alpha}",
+                         fix="the family-wise significance level, e.g. 0.05 (the default)")
+    if options.confirm_runs:
+        check_runs("confirm-runs", options.confirm_runs)
+    if not 0 <= options.retries <= MAX_RETRIES:
+        raise InputError(f"retries must be between 0 and {MAX_RETRIES}, got {options.retries}")

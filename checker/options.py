@@ -10,6 +10,9 @@ if TYPE_CHECKING:
     from .agents.sandbox import AgentSandbox
 
 
+DEFAULT_CONFIRM_RUNS = 20
+
+
 @dataclass
 class RunOptions:
     paths: list[str] = field(default_factory=list)
@@ -31,7 +34,11 @@ class RunOptions:
     junit: Path | None = None
     template: Path | None = None
     # Comparing and gating (CONTRACT section 8).
-    baseline: Path | None = None
+    # Results of main, newest first: pooled per case (docs/comparing.md).
+    baselines: list[Path] = field(default_factory=list)
+    alpha: float = 0.05  # family-wise level of the suite's regression decisions
+    confirm_runs: int | None = None  # fresh runs of screened cases; None: 20 live, 0 in replay
+    retries: int = 1  # re-runs of a run whose agent errored
     verdict: str = "mean"
     fail_on: str = "failure"
     max_runs: int | None = None  # adaptive runs up to this many a case; None: --num-runs
@@ -45,3 +52,14 @@ class RunOptions:
     # Files the caller writes after the run (the Action's markdown report): checked against
     # the inputs with the run's own outputs (checker/report/writes.py check_outputs).
     written_after: tuple[tuple[str, Path], ...] = ()
+
+    @property
+    def baseline(self) -> Path | None:
+        """The newest baseline file (what the split of shards is priced with)."""
+        return self.baselines[0] if self.baselines else None
+
+    def confirmation_runs(self) -> int:
+        """Fresh runs per screened case: none in replay (nothing can run again)."""
+        if self.replay is not None:
+            return 0
+        return DEFAULT_CONFIRM_RUNS if self.confirm_runs is None else self.confirm_runs

@@ -42,6 +42,7 @@ class ActionConfig:
     merge: str = ""  # glob of shards' results files to merge instead of evaluating
     publish_enabled: bool = True  # false: write files, post nothing (a shard's job)
     auto_baseline: bool = True  # `baseline: auto`: the PR's merge base's results artifact
+    baseline_depth: int = 5  # results of main pooled by `baseline: auto`
 
 
 def _path(inputs: Inputs, name: str, base: Path, *, must_exist: bool = False,
@@ -103,11 +104,15 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
     fail_on = inputs.choice("fail-on", FAIL_ON, "failure")
     baseline = inputs.text("baseline") or "auto"
     if baseline.lower() not in ("auto", "off"):  # a results file, e.g. restored from a cache
-        run.baseline = _path(inputs, "baseline", workdir, must_exist=True)
+        run.baselines = [_path(inputs, "baseline", workdir, must_exist=True)]
     from ..compare.verdict import parse_verdict_rule
 
     run.verdict = str(parse_verdict_rule(inputs.text("verdict") or "mean", source="input 'verdict'"))
     run.max_runs = inputs.integer("max-runs", 0) or None
+    confirm = inputs.text("confirm-runs")
+    run.confirm_runs = inputs.integer("confirm-runs", 0, minimum=0) if confirm else None
+    run.alpha = _alpha(inputs.text("alpha"))
+    baseline_depth = inputs.integer("baseline-depth", 5)
     run.fail_on = fail_on
     publish = PublishOptions(
         budget=publish_budget(env),
@@ -121,7 +126,18 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
                         setup_command=inputs.text("setup-command"), workdir=workdir,
                         results_path=results_path, markdown_path=markdown_path, merge=merge,
                         publish_enabled=inputs.flag("publish", True),
-                        auto_baseline=baseline.lower() == "auto")
+                        auto_baseline=baseline.lower() == "auto", baseline_depth=baseline_depth)
+
+
+def _alpha(raw: str) -> float:
+    try:
+        value = float(raw) if raw else 0.05
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 0.5:
+        raise InputError(f"input 'alpha' must be a number above 0 and at most 0.5, got {raw!r}",
+                         fix="the family-wise significance level of the regression gate, e.g. 0.05")
+    return value
 
 
 def publish_budget(env: Mapping[str, str]) -> float:

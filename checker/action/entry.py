@@ -69,7 +69,7 @@ def find_auto_baseline(config: ActionConfig, ctx: RunContext) -> BaselineSearch 
         return None
     say(clean(describe(search)))
     if search.found is not None:
-        config.run.baseline = search.found.path
+        config.run.baselines = [search.found.path]
     return search
 
 

@@ -21,7 +21,7 @@ from ..models.evalset import EvalCase
 from ..models.records import RecordedRun
 from ..safety.output import GuardedStream, clean, say
 from ..safety.redact import Redactor
-from .base import AgentRunner, RunJob
+from .base import AgentRunner, RunJob, cannot_start
 from .failfast import StartWatch, server_cannot_start
 
 if TYPE_CHECKING:
@@ -230,6 +230,14 @@ async def run_agent_jobs(targets: list[EvalTarget], options: RunOptions, *,
         return await _run_jobs(targets, options, runner, progress, simulator_stats, more)
 
 
+async def _attempt(runner: AgentRunner, job: RunJob) -> RecordedRun:
+    try:
+        return await runner.run(job)
+    except Exception as exc:  # a runner bug fails this run, not the others
+        return RecordedRun(eval_set_id=job.eval_set_id, eval_id=job.eval_id,
+                           run=job.run, error=f"internal error: {type(exc).__name__}: {exc}")
+
+
 async def _drain(feed: Iterator[RunJob], one: Callable[[RunJob], Awaitable[None]]) -> None:
     """One worker: runs the jobs it takes from ``feed`` (shared by all workers), one by one."""
     for job in feed:
@@ -273,11 +281,16 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
         async with limit:
             if watch.stopped:
                 return
-            try:
-                run = await runner.run(job)
-            except Exception as exc:  # a runner bug fails this run, not the others
-                run = RecordedRun(eval_set_id=job.eval_set_id, eval_id=job.eval_id,
-                                  run=job.run, error=f"internal error: {type(exc).__name__}: {exc}")
+            run = await _attempt(runner, job)
+            # A run whose agent errored once it had started is run again (--retries): one
+            # crash must not decide a comparison. Not a start failure: fail-fast owns those.
+            retries = 0
+            while run.error is not None and retries < options.retries and not watch.stopped \
+                    and cannot_start(run) is None:
+                retries += 1
+                run = await _attempt(runner, job)
+            if retries:
+                run.retries = retries
         finished.append(run)
         if simulation is not None:  # its credential headers are known once it has called
             progress.hide(simulation.credentials)
@@ -318,7 +331,10 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
             if more is None:
                 break
             wanted = await more(finished[done_before:])
-            round_jobs = [replace(template[key], run=runs_of[key] + 1) for key in wanted]
+            round_jobs = []
+            for key in wanted:  # a key given k times gets k more runs
+                runs_of[key] += 1
+                round_jobs.append(replace(template[key], run=runs_of[key]))
             progress.add_jobs(round_jobs)
     except (asyncio.CancelledError, KeyboardInterrupt):
         for task in tasks:

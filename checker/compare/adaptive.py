@@ -1,12 +1,18 @@
-"""Adaptive runs (``--max-runs M``): extra runs only where they can change a verdict.
+"""Extra runs after the first ``--num-runs``: adaptive runs, then confirmation runs.
 
-After the ``--num-runs`` round, every case is scored; a case whose verdict is uncertain
-(a gating metric's runs disagree, or under ``mean`` one more run could move the mean across
-the threshold - ``VerdictRule.uncertain``) gets one more run, and so on, one round at a
-time, until no case is uncertain or each uncertain case has ``M`` runs. A case that errored
-gets none (more runs cannot undo an error). The scores of each round are kept, so the final
-results reuse them instead of scoring (and asking a judge) twice. Replay mode has nothing to
-run and ignores ``--max-runs``. See docs/comparing.md.
+Adaptive runs (``--max-runs M``): every case is scored after each round; a case whose
+verdict is uncertain (a gating metric's runs disagree, or under ``mean`` one more run could
+move the mean across the threshold - ``VerdictRule.uncertain``) gets one more run, and so
+on, until no case is uncertain or each uncertain case has ``M`` runs. With a baseline, a
+case whose comparison is undecided - it looks worse than main's runs (screening) - counts
+as uncertain too. A case that errored gets none (more runs cannot undo an error).
+
+Confirmation runs (``--confirm-runs N``, with a baseline): once no case wants an adaptive
+run, the cases screening flags get fresh runs in rounds (confirm.py); those runs are kept
+apart and scored apart - the comparison decides on them alone.
+
+The scores of each round are kept, so the final results reuse them instead of scoring (and
+asking a judge) twice. Replay mode has nothing to run. See docs/comparing.md.
 """
 
 from __future__ import annotations
@@ -20,6 +26,9 @@ from ..models.records import RecordedRun
 from ..safety.output import say
 from ..models.results import CaseResult
 from ..scoring.case import score_case
+from .comparison import screened_metrics
+from .confirm import Confirmation
+from .pooling import BaselinePool
 
 if TYPE_CHECKING:
     from ..inputs.discover import EvalTarget
@@ -36,11 +45,16 @@ def uncertain(case: CaseResult, rule: VerdictRule) -> bool:
 
 class AdaptiveRuns:
     """The ``more`` callback of ``run_agent_jobs``: scores each finished round and names the
-    cases that get one more run. ``scored`` holds every case's latest CaseResult."""
+    cases that get more runs. ``scored`` holds every case's latest CaseResult over its
+    first runs; ``confirmation`` the fresh runs, apart."""
 
     def __init__(self, targets: list[EvalTarget], max_runs: int, rule: VerdictRule,
-                 context: ScoringContext):
+                 context: ScoringContext, pool: BaselinePool | None = None, confirm_runs: int = 0):
         self.max_runs = max_runs
+        self.adaptive = True  # False: only confirmation runs (no --max-runs above --num-runs)
+        self.pool = pool
+        self.confirmation = Confirmation(pool, confirm_runs) if pool is not None and confirm_runs else None
+        self.confirming = False
         self.rule = rule
         self.context = context
         self.cases = {}
@@ -54,15 +68,31 @@ class AdaptiveRuns:
         self.rounds = 0
         self.extra_runs = 0
         self.extended: set[RunKey] = set()  # cases that got an extra run
+        self.fresh_runs: dict[RunKey, set[int]] = {}  # run numbers of confirmation runs
+
+    def _uncertain(self, key: RunKey, case: CaseResult) -> bool:
+        if uncertain(case, self.rule):
+            return True
+        return self.pool is not None and case.status not in ("error", "not_evaluated") \
+            and bool(screened_metrics(self.pool, key, case))
 
     async def more(self, finished: list[RecordedRun]) -> list[RunKey]:
+        if self.confirming:
+            return await self._confirm(finished)
         touched = list(dict.fromkeys((r.eval_set_id, r.eval_id) for r in finished))
         for run in finished:
             self.runs.setdefault((run.eval_set_id, run.eval_id), []).append(run)
         scored = await asyncio.gather(*(self._score(key) for key in touched))
         self.scored.update(zip(touched, scored))
         wanted = [key for key, case in zip(touched, scored)
-                  if len(self.runs[key]) < self.max_runs and uncertain(case, self.rule)]
+                  if len(self.runs[key]) < self.max_runs and self._uncertain(key, case)]
+        if not wanted and self.confirmation is not None:
+            self.confirming = True
+            wanted = self.confirmation.start(self.scored)
+            if wanted:
+                say(f"evalcheck: confirmation: {len(set(wanted))} case(s) look worse than the "
+                    f"baseline; {len(wanted)} fresh run(s) to confirm", err=True)
+            return wanted
         if wanted:
             self.rounds += 1
             self.extra_runs += len(wanted)
@@ -71,9 +101,38 @@ class AdaptiveRuns:
                 "uncertain verdict get one more run", err=True)
         return wanted
 
-    async def _score(self, key: RunKey) -> CaseResult:
+    async def _score(self, key: RunKey, runs: list[RecordedRun] | None = None) -> CaseResult:
         case, config, line = self.cases[key]
-        return await score_case(case, config, self.runs[key], line, self.context, self.rule)
+        return await score_case(case, config, self.runs[key] if runs is None else runs, line,
+                                self.context, self.rule)
+
+    async def _confirm(self, finished: list[RecordedRun]) -> list[RunKey]:
+        assert self.confirmation is not None
+        fresh: dict[RunKey, list[RecordedRun]] = {}
+        for run in finished:
+            key = (run.eval_set_id, run.eval_id)
+            fresh.setdefault(key, []).append(run)
+            self.fresh_runs.setdefault(key, set()).add(run.run)
+        scored = await asyncio.gather(*(self._score(key, runs) for key, runs in fresh.items()))
+        for key, case in zip(fresh, scored):
+            self.confirmation.add(key, case)
+        return self.confirmation.next_round()
+
+    def first_runs(self, key: RunKey, runs: list[RecordedRun]) -> list[RecordedRun]:
+        """``runs`` without the fresh confirmation runs (kept apart)."""
+        fresh = self.fresh_runs.get(key)
+        return [r for r in runs if r.run not in fresh] if fresh else runs
+
+    def lines(self) -> list[str]:
+        """The terminal lines: adaptive runs (when asked for), confirmation runs."""
+        out = [self.line()] if self.max_runs > 0 and self.adaptive else []
+        if self.confirmation is not None:
+            c = self.confirmation
+            out.append(f"confirmation: {c.extra_runs()} fresh run(s) in {c.rounds} round(s) for "
+                       f"{len(c.cases)} case(s) that looked worse than the baseline (up to "
+                       f"{c.confirm_runs} a case)" if c.cases else
+                       "confirmation: no case looked worse than the baseline, no fresh run")
+        return out
 
     def line(self) -> str:
         """The terminal line: how many extra runs went to how many cases."""
@@ -87,5 +146,8 @@ class AdaptiveRuns:
                 + (", ..." if len(extra) > len(most) else ""))
 
     def metadata(self) -> dict[str, int]:
-        return {"maxRuns": self.max_runs, "adaptiveRounds": self.rounds,
-                "adaptiveExtraRuns": self.extra_runs}
+        out = {"maxRuns": self.max_runs, "adaptiveRounds": self.rounds,
+               "adaptiveExtraRuns": self.extra_runs} if self.adaptive else {}
+        if self.confirmation is not None:
+            out.update(self.confirmation.metadata())
+        return out

@@ -10,7 +10,7 @@ from ..models.results import BaselineInfo, Results
 
 @dataclass
 class CompareRequest:
-    baseline: Path
+    baselines: list[Path]  # newest first
     head: Path
     results: Path | None = None
     markdown: Path | None = None
@@ -18,6 +18,19 @@ class CompareRequest:
     template: Path | None = None
     fail_on: str = "failure"
     alpha: float = 0.05
+
+
+def compare_with_files(paths: list[Path], head: Results, *, alpha: float,
+                       confirmations=None, baselines: list[Results] | None = None) -> Results:
+    """``head`` compared with the baseline files at ``paths`` (newest first; ``baselines``:
+    the same files already read), each named in the results by its path."""
+    from ..inputs.discover import report_path
+    from .comparison import compare
+    from .results_file import load_baselines
+
+    files = baselines if baselines is not None else load_baselines(list(paths))
+    return compare(files, head, alpha=alpha, confirmations=confirmations,
+                   baseline_info=[BaselineInfo(path=report_path(p)) for p in paths])
 
 
 def compare_files(request: CompareRequest) -> bool:
@@ -28,20 +41,20 @@ def compare_files(request: CompareRequest) -> bool:
     from ..safety.output import clean, say
     from ..report.terminal import failure_lines
     from ..report.writes import check_outputs
-    from .comparison import compare
     from .results_file import load_suite_results
 
     check_outputs([("--results", request.results), ("--markdown", request.markdown), ("--junit", request.junit)],
-                  [("the baseline (BASELINE)", request.baseline), ("the results file (HEAD)", request.head),
-                   ("the template (--template)", request.template)])
+                  [*(("the baseline (BASELINE)", path) for path in request.baselines),
+                   ("the results file (HEAD)", request.head), ("the template (--template)", request.template)])
     if request.template is not None:
         from ..report.markdown import check_template
 
         check_template(request.template)
-    baseline = load_suite_results(request.baseline, "baseline")
+    from .results_file import load_baselines
+
+    baselines = load_baselines(list(request.baselines))
     head = load_suite_results(request.head, "results file")
-    results: Results = compare(baseline, head, alpha=request.alpha,
-                               baseline_info=BaselineInfo(path=str(request.baseline)))
+    results = compare_with_files(request.baselines, head, alpha=request.alpha, baselines=baselines)
     write_reports(results, RunOptions(results=request.results, markdown=request.markdown,
                                       junit=request.junit, template=request.template))
     for line in failure_lines(results):

@@ -1,87 +1,49 @@
-"""Compare a results file with a baseline's: change labels, p-values, suite-level deltas.
+"""Compare a results file with baselines (main's history): change labels, p-values, suite deltas.
 
-Cases are matched by (eval set id, eval id). Per gating metric, the runs' pass/fail counts
-of both sides go through a one-sided Fisher exact test; a case is ``regressed`` only when
-some metric is significantly worse (p <= alpha) or dropped deterministically (every run of
-both sides scored the same, at least two runs a side, and the PR's score is lower and fails
-the threshold). ``improved`` is the mirror image. Anything else is ``unchanged``: a drop the
-test cannot tell from noise keeps its p-value for the reports ("within noise").
+Cases are matched by (eval set id, eval id); the baseline of each case is the runs of main's
+results pooled across commits (pooling.py). Each gating metric is an exact test, and all
+tests of the comparison are decided together at a family-wise level (decision.py): a case
+is ``regressed`` only when some metric's drop survives that, on fresh confirmation runs
+when the PR got them. ``improved`` is the mirror image. Anything else is ``unchanged``: a
+drop the tests cannot tell from noise keeps its p-value for the reports ("within noise").
 See docs/comparing.md.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..inputs.bulk import paused_gc
-from ..models.results import (BaselineInfo, CaseRef, CaseResult, ChangeSummary, Comparison,
+from ..models.results import (BaselineFile, BaselineInfo, CaseRef, CaseResult, ChangeSummary, Comparison,
                               MetricResult, Results)
-from .stats import BOOTSTRAP_SEED, fisher_better, fisher_worse, paired_bootstrap, wilson
+from .decision import (DEFAULT_ALPHA, FamilyDecision, MetricTest, check_alpha, decide,
+                       decide_improvements, p_better, p_worse, screens)
+from .pooling import BaselinePool, CaseKey, PooledCase, run_passes
+from .stats import BOOTSTRAP_SEED, paired_bootstrap, wilson
 from .verdict import case_flaky
 
-DEFAULT_ALPHA = 0.05
-# A "deterministic" drop needs this many identical runs a side: one run shows no spread.
-MIN_DETERMINISTIC_RUNS = 2
-
-
-@dataclass(frozen=True)
-class MetricComparison:
-    direction: str | None  # "regressed", "improved" or None
-    baseline_score: float | None
-    delta: float | None
-    p_value: float | None
-
-
-def _deterministic(base: list[float], head: list[float]) -> bool:
-    return (len(base) >= MIN_DETERMINISTIC_RUNS and len(head) >= MIN_DETERMINISTIC_RUNS
-            and min(base) == max(base) and min(head) == max(head))
-
-
-def deterministic_change(metric: MetricResult) -> bool:
-    """A compared metric whose runs scored the same on each side (at least two runs a side)
-    and moved: the evidence is the determinism, not the p-value (reports say which)."""
-    if metric.baseline_runs is None:
-        return False
-    base, head = _scored_runs(metric.baseline_runs), _scored_runs(metric.runs)
-    return _deterministic(base, head) and base[0] != head[0]
+# Reports call a change "deterministic" (every run the same on each side) from this many
+# runs a side: fewer show no spread.
+MIN_DETERMINISTIC_RUNS = 3
 
 
 def _scored_runs(runs: list[float | None]) -> list[float]:
     return [s for s in runs if s is not None]
 
 
-def compare_metric(base: MetricResult, head: MetricResult, alpha: float = DEFAULT_ALPHA) -> MetricComparison:
-    """One metric of one case on both sides. Informational metrics get a delta only."""
-    delta = (head.score - base.score if head.score is not None and base.score is not None
-             else None)
-    threshold = head.threshold
-    gating = head.status != "informational" and threshold is not None and \
-        base.threshold == threshold
-    base_runs, head_runs = _scored_runs(base.runs), _scored_runs(head.runs)
-    if not gating or not base_runs or not head_runs:
-        return MetricComparison(None, base.score, delta, None)
-    k_base = len([s for s in base_runs if s >= threshold])
-    k_head = len([s for s in head_runs if s >= threshold])
-    n_base, n_head = len(base_runs), len(head_runs)
-    worse = fisher_worse(k_base, n_base, k_head, n_head)
-    better = fisher_better(k_base, n_base, k_head, n_head)
-    fixed = _deterministic(base_runs, head_runs)
-    direction = None
-    if worse <= alpha or (fixed and head_runs[0] < base_runs[0] and head_runs[0] < threshold):
-        direction = "regressed"
-    elif better <= alpha or (fixed and head_runs[0] > base_runs[0] and head_runs[0] >= threshold):
-        direction = "improved"
-    # The p-value of the direction the pass rate moved in ("worse" when it did not move).
-    p_value = worse if k_head * n_base <= k_base * n_head else better
-    return MetricComparison(direction, base.score, delta, p_value)
+def deterministic_change(metric: MetricResult) -> bool:
+    """A compared metric whose runs scored the same on each side (at least three a side)
+    and moved: reports say so beside the p-value. It decides nothing by itself."""
+    if metric.baseline_runs is None:
+        return False
+    base, head = _scored_runs(metric.baseline_runs), _scored_runs(metric.confirm_runs or metric.runs)
+    return (len(base) >= MIN_DETERMINISTIC_RUNS and len(head) >= MIN_DETERMINISTIC_RUNS
+            and min(base) == max(base) and min(head) == max(head) and base[0] != head[0])
 
 
-def _criteria(case: CaseResult) -> dict[str, float | None]:
-    return {m.name: m.threshold for m in case.metrics if m.status != "informational"}
-
-
-_AGAINST_BASELINE = ("baseline_score", "delta", "p_value", "baseline_runs")
+_AGAINST_BASELINE = ("baseline_score", "delta", "p_value", "baseline_runs", "confirm_runs", "screened")
 
 
 def _uncompared(metric: MetricResult) -> MetricResult:
@@ -89,31 +51,6 @@ def _uncompared(metric: MetricResult) -> MetricResult:
     if all(getattr(metric, key) is None for key in _AGAINST_BASELINE):
         return metric
     return metric.model_copy(update=dict.fromkeys(_AGAINST_BASELINE))
-
-
-def _label_case(base: CaseResult | None, head: CaseResult, alpha: float) -> CaseResult:
-    # Flakiness is recomputed: a results file older than the label has none.
-    flaky = case_flaky(head.metrics)
-    if base is None or (base.fingerprint and head.fingerprint and base.fingerprint != head.fingerprint) \
-            or _criteria(base) != _criteria(head):
-        return head.model_copy(update={"change": "new" if base is None else "changed", "flaky": flaky,
-                                       "metrics": [_uncompared(m) for m in head.metrics]})
-    base_metrics = {m.name: m for m in base.metrics}
-    metrics, directions = [], set()
-    for metric in head.metrics:
-        other = base_metrics.get(metric.name)
-        if other is None:
-            metrics.append(_uncompared(metric))
-            continue
-        found = compare_metric(other, metric, alpha)
-        if found.direction:
-            directions.add(found.direction)
-        metrics.append(metric.model_copy(update={"baseline_score": found.baseline_score,
-                                                 "delta": found.delta, "p_value": found.p_value,
-                                                 "baseline_runs": other.runs}))
-    change = ("regressed" if "regressed" in directions else
-              "improved" if "improved" in directions else "unchanged")
-    return head.model_copy(update={"metrics": metrics, "change": change, "flaky": flaky})
 
 
 def _rate(passed: int, cases: int) -> dict[str, Any]:
@@ -180,50 +117,200 @@ def suite_drops(comparison: Comparison | None) -> list[SuiteShift]:
     return drops
 
 
-def compare(baseline: Results, head: Results, *, alpha: float = DEFAULT_ALPHA,
-            baseline_info: BaselineInfo | None = None, seed: int = BOOTSTRAP_SEED) -> Results:
-    """``head`` with every case labelled against ``baseline`` and ``comparison`` filled in.
+@dataclass
+class _Compared:
+    """One metric of one PR case against its pooled baseline, before the family decides."""
 
-    Pure: neither input is modified (cases and metrics that change are copies).
+    metric: MetricResult
+    base: MetricResult
+    base_passes: list[bool]
+    head_passes: list[bool]  # the PR's own runs
+    screened: bool
+    test: MetricTest | None  # None: not tested (not screened while confirming)
+    fresh: MetricResult | None = None
+
+
+@dataclass
+class _Case:
+    head: CaseResult
+    pooled: PooledCase | None
+    change: str | None  # "new" / "changed" decided before any test
+    compared: list[_Compared]
+
+
+def _gating(metric: MetricResult) -> bool:
+    return metric.status != "informational" and metric.threshold is not None
+
+
+def metric_pairs(pooled: PooledCase, head: CaseResult):
+    """(PR metric, newest baseline metric, pooled baseline passes, PR passes) of each gating
+    metric compared on both sides. Screening and the comparison read the same pairs."""
+    base_metrics = {m.name: m for m in pooled.newest.metrics}
+    for metric in head.metrics:
+        base = base_metrics.get(metric.name)
+        if base is None or not _gating(metric) or base.threshold != metric.threshold:
+            continue
+        base_passes = pooled.passes.get(metric.name, [])
+        head_passes = run_passes(head, metric)
+        if base_passes and head_passes:
+            yield metric, base, base_passes, head_passes
+
+
+def screened_metrics(pool: BaselinePool, key: CaseKey, head: CaseResult) -> list[str]:
+    """The gating metrics of a scored PR case that look worse than its pooled baseline:
+    they get confirmation runs."""
+    pooled = pool.pooled(key, head)
+    if pooled is None:
+        return []
+    return [metric.name for metric, _, base, mine in metric_pairs(pooled, head) if screens(base, mine)]
+
+
+def _prepare(key: CaseKey, head: CaseResult, pool: BaselinePool,
+             confirmations: Mapping[CaseKey, CaseResult] | None) -> _Case:
+    if pool.newest_case(key) is None:
+        return _Case(head, None, "new", [])
+    pooled = pool.pooled(key, head)
+    if pooled is None:
+        return _Case(head, None, "changed", [])
+    fresh_case = confirmations.get(key) if confirmations is not None else None
+    fresh_metrics = {m.name: m for m in fresh_case.metrics} if fresh_case is not None else {}
+    compared = []
+    for metric, base, base_passes, head_passes in metric_pairs(pooled, head):
+        screened = screens(base_passes, head_passes)
+        test, fresh = None, None
+        if confirmations is None:  # nothing can run again: decide on the runs there are
+            test = MetricTest(tuple(base_passes), tuple(head_passes))
+        elif screened and metric.name in fresh_metrics:
+            fresh = fresh_metrics[metric.name]
+            fresh_passes = run_passes(fresh_case, fresh)  # type: ignore[arg-type]
+            if fresh_passes:
+                test = MetricTest(tuple(base_passes), tuple(fresh_passes))
+        compared.append(_Compared(metric, base, base_passes, head_passes, screened, test, fresh))
+    return _Case(head, pooled, None, compared)
+
+
+def _every_run_errored(case: CaseResult) -> bool:
+    return bool(case.runs) and all(r.status == "error" for r in case.runs)
+
+
+def _label(prepared: _Case, family: FamilyDecision, better_level: float,
+           confirming: bool, history: bool) -> CaseResult:
+    head = prepared.head
+    flaky = case_flaky(head.metrics)  # recomputed: a results file older than the label has none
+    if prepared.change is not None:
+        return head.model_copy(update={"change": prepared.change, "flaky": flaky,
+                                       "metrics": [_uncompared(m) for m in head.metrics]})
+    pooled = prepared.pooled
+    assert pooled is not None
+    by_name = {c.metric.name: c for c in prepared.compared}
+    regressed = improved = False
+    metrics = []
+    for metric in head.metrics:
+        found = by_name.get(metric.name)
+        if found is None:
+            metrics.append(_uncompared(metric))
+            continue
+        decision = list(found.test.head) if found.test is not None else found.head_passes
+        if found.test is not None and family.rejects(found.test):
+            regressed = True
+        elif p_better(found.base_passes, found.head_passes) <= better_level:
+            improved = True
+        worse = p_worse(found.base_passes, decision)
+        moved_up = sum(decision) * len(found.base_passes) > sum(found.base_passes) * len(decision)
+        p_value = p_better(found.base_passes, decision) if moved_up else worse
+        delta = (metric.score - found.base.score if metric.score is not None
+                 and found.base.score is not None else None)
+        update: dict[str, Any] = {"baseline_score": found.base.score, "delta": delta,
+                                  "p_value": p_value,
+                                  "baseline_runs": pooled.scores.get(metric.name, found.base.runs)}
+        if confirming:
+            update["screened"] = found.screened
+            if found.fresh is not None:
+                update["confirm_runs"] = list(found.fresh.runs)
+        metrics.append(metric.model_copy(update=update))
+    # An agent that could not run the case at all (after its retries), where main passed it.
+    if _every_run_errored(head) and pooled.newest.status == "passed":
+        regressed = True
+    change = "regressed" if regressed else "improved" if improved else "unchanged"
+    update = {"metrics": metrics, "change": change, "flaky": flaky}
+    if history:
+        update["baseline_pool"] = pooled.sources
+    return head.model_copy(update=update)
+
+
+def compare(baseline: Results | Sequence[Results], head: Results, *, alpha: float = DEFAULT_ALPHA,
+            baseline_info: BaselineInfo | Sequence[BaselineInfo] | None = None,
+            seed: int = BOOTSTRAP_SEED,
+            confirmations: Mapping[CaseKey, CaseResult] | None = None) -> Results:
+    """``head`` with every case labelled against ``baseline`` (one results file, or main's
+    history newest first) and ``comparison`` filled in.
+
+    ``confirmations``: the scored fresh runs of each screened case, when the PR got
+    confirmation runs; None when nothing could run again (replay, ``compare``), and the
+    tests are decided on the runs there are. Pure: no input is modified.
     """
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+    try:
+        check_alpha(alpha)
+    except ValueError:
+        raise ValueError(f"alpha must be in (0, 0.5], got {alpha}") from None
+    files = [baseline] if isinstance(baseline, Results) else list(baseline)
+    if baseline_info is None:
+        infos = [BaselineInfo() for _ in files]
+    elif isinstance(baseline_info, BaselineInfo):
+        infos = [baseline_info] + [BaselineInfo() for _ in files[1:]]
+    else:
+        infos = list(baseline_info)
     with paused_gc():
-        return _compare(baseline, head, alpha, baseline_info, seed)
+        return _compare(BaselinePool(files, infos), head, alpha, seed, confirmations)
 
 
-def _compare(baseline: Results, head: Results, alpha: float, baseline_info: BaselineInfo | None,
-             seed: int) -> Results:
-    by_key = {(s.eval_set_id, c.eval_id): c for s in baseline.eval_sets for c in s.cases}
-    seen: set[tuple[str, str]] = set()
-    pairs: list[tuple[CaseResult, CaseResult]] = []
-    summary = ChangeSummary()
-    unknown = 0
-    sets = []
+def _compare(pool: BaselinePool, head: Results, alpha: float, seed: int,
+             confirmations: Mapping[CaseKey, CaseResult] | None) -> Results:
+    prepared: list[list[_Case]] = []
+    keys_seen: set[CaseKey] = set()
     for eval_set in head.eval_sets:
-        cases = []
+        row = []
         for case in eval_set.cases:
             key = (eval_set.eval_set_id, case.eval_id)
-            seen.add(key)
-            base = by_key.get(key)
-            labelled = _label_case(base, case, alpha)
-            if base is not None and not (base.fingerprint and case.fingerprint):
-                unknown += 1
-            if labelled.change not in ("new", "changed"):
-                pairs.append((base, labelled))  # type: ignore[arg-type]
+            keys_seen.add(key)
+            row.append(_prepare(key, case, pool, confirmations))
+        prepared.append(row)
+    tests = [c.test for row in prepared for p in row for c in p.compared if c.test is not None]
+    family = decide(tests, alpha)
+    better_level = decide_improvements(
+        [(c.base_passes, c.head_passes) for row in prepared for p in row for c in p.compared], alpha)
+    confirming = confirmations is not None
+    history = len(pool.files) > 1
+    summary = ChangeSummary()
+    pairs: list[tuple[CaseResult, CaseResult]] = []
+    unknown = 0
+    sets = []
+    for eval_set, row in zip(head.eval_sets, prepared):
+        cases = []
+        for item in row:
+            labelled = _label(item, family, better_level, confirming, history)
+            if item.pooled is not None:
+                pairs.append((item.pooled.newest, labelled))
+                if not (item.pooled.newest.fingerprint and labelled.fingerprint):
+                    unknown += 1
             setattr(summary, labelled.change, getattr(summary, labelled.change) + 1)
             cases.append(labelled)
         sets.append(eval_set.model_copy(update={"cases": cases}))
-    removed = [CaseRef(eval_set_id=k[0], eval_id=k[1]) for k in by_key if k not in seen]
+    removed = [CaseRef(eval_set_id=k[0], eval_id=k[1]) for k in pool.keys() if k not in keys_seen]
     summary.removed = len(removed)
     notes = []
     if unknown:
         notes.append(f"fingerprint unknown for {unknown} case(s) (a results file written before "
                      "fingerprints): matched by eval set and case id only, a change of their "
                      "eval data cannot be seen")
-    if baseline.verdict_rule != head.verdict_rule:
-        notes.append(f"verdict rules differ: baseline '{baseline.verdict_rule}', this run "
+    if pool.newest.verdict_rule != head.verdict_rule:
+        notes.append(f"verdict rules differ: baseline '{pool.newest.verdict_rule}', this run "
                      f"'{head.verdict_rule}'")
-    comparison = Comparison(baseline=baseline_info or BaselineInfo(), summary=summary,
-                            removed=removed, metrics=suite_metrics(pairs, seed=seed), notes=notes)
+    baseline_info = pool.infos[0]
+    if history:
+        baseline_info = baseline_info.model_copy(update={"history": [
+            BaselineFile(path=i.path, commit=i.commit) for i in pool.infos]})
+    comparison = Comparison(baseline=baseline_info, summary=summary, removed=removed,
+                            metrics=suite_metrics(pairs, seed=seed), notes=notes,
+                            familywise=family.as_json(confirming))
     return head.model_copy(update={"eval_sets": sets, "comparison": comparison})

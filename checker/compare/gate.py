@@ -2,10 +2,15 @@
 
 - ``failure``: any case did not pass (a metric failed, a run or metric errored, nothing
   could be scored).
-- ``regression``: a case regressed against the baseline, a new or changed case does not
-  pass, or a run or metric errored. Without a comparison it is ``failure`` (and says so);
-  a shard's results, which are compared only once merged (``merge --baseline``), fail it
-  only for what a shard can know: a run or metric errored.
+- ``regression``: a case regressed against the baseline (decided for the whole suite at the
+  family-wise alpha, docs/comparing.md), a new or changed case does not pass, or a metric
+  could not be computed (a judge or custom metric errored: nothing can be said). A run of
+  the agent that errored (after its retries) is a failing run in the comparison, not a
+  gate failure by itself. Without a comparison it is ``failure`` (and says so); a shard's
+  results, compared only once merged (``merge --baseline``), fail it only when a metric
+  errored.
+- ``drop``: ``regression``, and also when a gating metric's suite mean-delta interval lies
+  wholly below 0 (many cases each within noise, together worse for sure).
 - ``error``: a run or metric errored, or nothing could be scored.
 - ``never``: advisory, never fails.
 """
@@ -14,10 +19,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..models.results import Results
+from ..models.results import CaseResult, Results
 from .comparison import suite_drops
 
-FAIL_ON = ("failure", "regression", "error", "never")
+FAIL_ON = ("failure", "regression", "drop", "error", "never")
+COMPARING = ("regression", "drop")
 
 
 def _errored(results: Results) -> bool:
@@ -26,6 +32,10 @@ def _errored(results: Results) -> bool:
         return True
     # A failed case can hide an errored run (its failing metric decides its status).
     return any(r.status == "error" for es in results.eval_sets for c in es.cases for r in c.runs)
+
+
+def _metric_errored(case: CaseResult) -> bool:
+    return any(m.status == "error" for m in case.metrics)
 
 
 def regression_cases(results: Results) -> list[tuple[str, str, str]]:
@@ -37,8 +47,8 @@ def regression_cases(results: Results) -> list[tuple[str, str, str]]:
                 why = "regressed"
             elif case.change in ("new", "changed") and case.status != "passed":
                 why = f"{case.change} and {case.status}"
-            elif case.status in ("error", "not_evaluated") or any(r.status == "error" for r in case.runs):
-                why = "errored" if case.status != "not_evaluated" else "not evaluated"
+            elif _metric_errored(case):
+                why = "a metric errored"
             else:
                 continue
             found.append((eval_set.eval_set_id, case.eval_id, why))
@@ -51,10 +61,11 @@ def gate_failed(results: Results, fail_on: str) -> bool:
         raise ValueError(f"fail-on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
     if fail_on == "never":
         return False
-    if fail_on == "regression" and results.comparison is not None:
-        return bool(regression_cases(results))
-    if fail_on == "regression" and results.shard is not None:
-        return _errored(results)
+    if fail_on in COMPARING and results.comparison is not None:
+        return bool(regression_cases(results)) or (
+            fail_on == "drop" and bool(suite_drops(results.comparison)))
+    if fail_on in COMPARING and results.shard is not None:
+        return any(_metric_errored(c) for s in results.eval_sets for c in s.cases)
     if results.passed:
         return False
     if fail_on == "error":
@@ -65,25 +76,28 @@ def gate_failed(results: Results, fail_on: str) -> bool:
 def gate_message(results: Results, fail_on: str) -> str:
     """One line saying what the gate decided and why, for logs and the CLI."""
     failed = gate_failed(results, fail_on)
-    if fail_on == "regression" and results.comparison is None and results.shard is not None:
+    verdict = "failed" if failed else "passed"
+    if fail_on in COMPARING and results.comparison is None and results.shard is not None:
         shard = results.shard
-        return (f"shard {shard.index}/{shard.count} {'failed' if failed else 'passed'} (fail-on: "
-                "regression): regressions are found when the shards are merged with `evalcheck "
-                "merge --baseline`; a shard fails only when a run or metric errored")
-    if fail_on == "regression" and results.comparison is None:
-        return (f"evaluation {'failed' if failed else 'passed'} (fail-on: regression, but there "
-                "is no baseline to compare with, so it gated on failure)")
-    if fail_on == "regression":
+        return (f"shard {shard.index}/{shard.count} {verdict} (fail-on: {fail_on}): regressions "
+                "are found when the shards are merged with `evalcheck merge --baseline`; a shard "
+                "fails only when a metric errored")
+    if fail_on in COMPARING and results.comparison is None:
+        return (f"evaluation {verdict} (fail-on: {fail_on}, but there is no baseline to compare "
+                "with, so it gated on failure)")
+    if fail_on in COMPARING:
         found = regression_cases(results)
-        if not found:
-            drops = suite_drops(results.comparison)
-            return ("gate passed (fail-on: regression): no case regressed, no new or changed "
-                    "case fails, no run errored" + (
+        drops = suite_drops(results.comparison)
+        if not failed:
+            return (f"gate passed (fail-on: {fail_on}): no confirmed regression, no new or "
+                    "changed case fails" + (
                         "; but the suite dropped: " + ", ".join(map(str, drops)) +
                         " (each case within noise; see the report)" if drops else ""))
         counts = Counter(why for _, _, why in found)
-        return "gate failed (fail-on: regression): " + ", ".join(
-            f"{n} case(s) {why}" for why, n in sorted(counts.items()))
+        reasons = [f"{n} case(s) {why}" for why, n in sorted(counts.items())]
+        if fail_on == "drop" and drops:
+            reasons.append("the suite dropped: " + ", ".join(map(str, drops)))
+        return f"gate failed (fail-on: {fail_on}): " + ", ".join(reasons)
     if not failed:
         return f"gate passed (fail-on: {fail_on})"
     return f"evaluation {'errored' if fail_on == 'error' else 'failed'} (fail-on: {fail_on})"

@@ -24,6 +24,27 @@ def load_suite_results(path: Path, what: str) -> Results:
     return results
 
 
+def load_baselines(paths: list[Path]) -> list[Results]:
+    """Main's results files, newest first. An older file whose cases share ids with the
+    newest's but none of their fingerprints is another suite: bad input, not history."""
+    files = [load_suite_results(path, "baseline") for path in paths]
+    if not files:
+        return files
+    newest = {(s.eval_set_id, c.eval_id): c.fingerprint for s in files[0].eval_sets for c in s.cases}
+    for path, older in zip(paths[1:], files[1:]):
+        shared = [(key, fp) for key, fp in ((((s.eval_set_id, c.eval_id)), c.fingerprint)
+                                            for s in older.eval_sets for c in s.cases)
+                  if key in newest and fp and newest[key]]
+        if shared and not any(newest[key] == fp for key, fp in shared):
+            raise InputError(f"this baseline shares {len(shared)} case id(s) with the newest "
+                             f"baseline ({paths[0]}) but not one of their fingerprints: it is the "
+                             "results of another suite, not of main's history", file=str(path),
+                             path="$.evalSets", fix="give --baseline files of one suite, newest "
+                             "first; if main's eval data changed everywhere, give only the files "
+                             "written since")
+    return files
+
+
 def load_results_file(path: Path, what: str = "results file") -> Results:
     """The Results in ``path``; anything else is an InputError naming the file, the JSON
     path and the fix. A well-formed file takes the fast path (pydantic's JSON parser); only

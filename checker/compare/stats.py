@@ -6,6 +6,8 @@
 - ``paired_bootstrap``: a seeded, deterministic percentile interval of a mean of per-case
   differences (cases resampled with replacement).
 - ``pass_at_k`` / ``pass_hat_k``: chance that at least one / all of k runs pass.
+- ``fisher_worse_floor``: the smallest p(worse) a 2x2 table's margins allow at all, and
+  ``tarone_level``: Tarone's discrete Bonferroni level for a family of such tests.
 """
 
 from __future__ import annotations
@@ -49,6 +51,43 @@ def fisher_worse(k_base: int, n_base: int, k_pr: int, n_pr: int) -> float:
 def fisher_better(k_base: int, n_base: int, k_pr: int, n_pr: int) -> float:
     """One-sided p-value that the PR passes more often: P(X >= k_pr)."""
     return min(1.0, math.fsum(_pmf(k_base, n_base, k_pr, n_pr)[k_pr:]))
+
+
+@lru_cache(maxsize=4096)
+def fisher_worse_floor(k_base: int, n_base: int, k_pr: int, n_pr: int) -> float:
+    """The smallest p(worse) these margins can give: the PR passing as rarely as the
+    margins allow (its passes at max(0, k_base + k_pr - n_base)). Tarone's p*."""
+    fewest = max(0, k_base + k_pr - n_base)
+    return fisher_worse(k_base + k_pr - fewest, n_base, fewest, n_pr)
+
+
+def tarone_level(floors: list[float], alpha: float) -> tuple[float, int, int]:
+    """Tarone's discrete Bonferroni (Biometrics 46:515-522, 1990) for m discrete tests.
+
+    ``floors``: each test's smallest attainable p-value. For K = 1, 2, ...:
+    m(K) = #{i : floor_i <= alpha / K}; K is the smallest with m(K) <= K. A test is rejected
+    when its p <= alpha / K. Tests that cannot reach alpha / K at all do not count against
+    the others. Returns (alpha / K, K, m(K)).
+    """
+    ordered = sorted(floors)
+    k = 1
+    while True:
+        level = alpha / k
+        testable = _count_at_most(ordered, level)
+        if testable <= k:
+            return level, k, testable
+        k += 1
+
+
+def _count_at_most(ordered: list[float], level: float) -> int:
+    low, high = 0, len(ordered)
+    while low < high:
+        mid = (low + high) // 2
+        if ordered[mid] <= level:
+            low = mid + 1
+        else:
+            high = mid
+    return low
 
 
 def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:

@@ -19,6 +19,8 @@ class RecordedRun(OutputModel):
     # Extra, optional: the tail of the agent's stderr when the run errored.
     stderr_tail: str | None = None
     duration_seconds: float | None = None
+    # How many times the agent errored on this run before this attempt (--retries).
+    retries: int | None = None
     # Not written: why the agent could not start at all (agents/failfast.py), when so.
     _cannot_start: str | None = PrivateAttr(default=None)
 

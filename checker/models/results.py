@@ -41,6 +41,8 @@ class RunResult(ResultsModel):
     error: str | None = None
     duration_seconds: float | None = None
     stderr_tail: str | None = None
+    # Attempts of this run that errored before it and were run again (--retries).
+    retries: int | None = optional()
 
 
 class MetricResult(ResultsModel):
@@ -56,8 +58,13 @@ class MetricResult(ResultsModel):
     baseline_score: float | None = optional()
     delta: float | None = optional()
     p_value: float | None = optional()
-    # The baseline's per-run scores (for its pass count k/N beside this one's).
+    # The baseline's per-run scores (for its pass count k/N beside this one's): every run
+    # pooled from main's history, newest commit first.
     baseline_runs: list[float | None] | None = optional()
+    # Confirmation (a PR with an agent): whether screening flagged this metric, and the
+    # scores of the fresh runs the decision was made on.
+    screened: bool | None = optional()
+    confirm_runs: list[float | None] | None = optional()
 
     @property
     def min_max(self) -> tuple[float, float] | None:
@@ -77,6 +84,9 @@ class CaseResult(ResultsModel):
     change: ChangeLabel | None = optional()
     # A gating metric's runs disagree (some pass, some fail).
     flaky: bool = False
+    # Which baseline files (indices into comparison.baseline.history, newest first) were
+    # pooled into this case's baseline; only when several were given.
+    baseline_pool: list[int] | None = optional()
 
 
 class EvalSetResult(ResultsModel):
@@ -109,11 +119,21 @@ class ShardInfo(ResultsModel):
     baseline_durations: str | None = optional()
 
 
+class BaselineFile(ResultsModel):
+    """One results file of main's history."""
+
+    path: str | None = optional()
+    commit: str | None = optional()
+
+
 class BaselineInfo(ResultsModel):
     path: str | None = optional()
     ref: str | None = optional()  # the branch the commit is on (the Action's automatic baseline)
     commit: str | None = optional()
     commits_behind: int | None = optional()
+    # Main's history: every baseline file given, newest first (only when several were);
+    # cases name the ones pooled into their baseline by index (CaseResult.baseline_pool).
+    history: list[BaselineFile] | None = optional()
 
 
 class ChangeSummary(ResultsModel):
@@ -138,6 +158,8 @@ class Comparison(ResultsModel):
     # intervals, and notes (e.g. "baseline has no fingerprints"); see docs/comparing.md.
     metrics: list[dict[str, Any]] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    # The family-wise decision: {alpha, method, tests, testable, level, confirmed}.
+    familywise: dict[str, Any] | None = optional()
 
 
 class Results(ResultsModel):

@@ -9,14 +9,14 @@ cases or score-changing options), of another shard count or of another evalcheck
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic_core import to_json
 
 from ..inputs.bulk import paused_gc
-from ..compare.results_file import load_results_file, load_suite_results
+from ..compare.results_file import load_results_file
 from ..errors import InputError
 from ..safety.limits import loads_bounded
 from ..models.results import CaseResult, EvalSetResult, Results, ShardInfo
@@ -291,8 +291,9 @@ class MergeRequest:
     junit: Path | None = None
     template: Path | None = None
     inference_out: Path | None = None
-    baseline: Path | None = None
+    baselines: list[Path] = field(default_factory=list)  # newest first
     fail_on: str = "failure"
+    alpha: float = 0.05
 
 
 @paused_gc()  # bulk JSON in, bulk JSON out (bulk.py)
@@ -328,13 +329,10 @@ def merge_files(request: MergeRequest) -> Results:
     elif inputs.recorded:
         raise InputError("recorded-runs files given but no --inference-out to merge them into",
                          file=", ".join(str(p) for p, _ in inputs.recorded))
-    if request.baseline is not None:
-        from ..compare.comparison import compare
-        from ..inputs.discover import report_path
-        from ..models.results import BaselineInfo
+    if request.baselines:
+        from ..compare.command import compare_with_files
 
-        merged = compare(load_suite_results(request.baseline, "baseline"), merged,
-                         baseline_info=BaselineInfo(path=report_path(request.baseline)))
+        merged = compare_with_files(request.baselines, merged, alpha=request.alpha)
     write_reports(merged, RunOptions(results=request.results, markdown=request.markdown,
                                      junit=request.junit, template=request.template), files)
     files.check()
@@ -375,8 +373,9 @@ def merge_in_action(pattern: str, run: Any, fail_on: str) -> Results:
     print(f"evalcheck: merging {len(files)} file(s): " + ", ".join(log_safe(str(f)) for f in files))
     merged = merge_files(MergeRequest(files=files, results=run.results, junit=run.junit,
                                       template=run.template, inference_out=run.inference_out,
-                                      baseline=run.baseline, fail_on=fail_on))
+                                      baselines=list(run.baselines), fail_on=fail_on,
+                                      alpha=run.alpha))
     for line in failure_lines(merged):
         print(log_safe(line))
-    report_gate(merged, fail_on, with_baseline=run.baseline is not None)
+    report_gate(merged, fail_on, with_baseline=bool(run.baselines))
     return merged

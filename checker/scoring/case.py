@@ -182,7 +182,8 @@ async def score_case(case: EvalCase, config: EvalConfig, runs: list[RecordedRun]
     metrics = [aggregate_metric(configured, [(r.run, per_run[r.run][i][1]) for r in runs], rule)
                for i, configured in enumerate(config.metrics)]
     run_results = [RunResult(run=r.run, status=_run_status(r, per_run[r.run]), error=r.error,
-                             duration_seconds=own_time(r), stderr_tail=r.stderr_tail)
+                             duration_seconds=own_time(r), stderr_tail=r.stderr_tail,
+                             retries=r.retries)
                    for r in runs]
     return CaseResult(eval_id=case.eval_id, status=case_status(run_results, metrics), line=line,
                       runs=run_results, metrics=metrics,

@@ -247,8 +247,8 @@ def test_a_suite_whose_interval_reaches_zero_did_not_drop():
 
 def test_a_shard_under_the_regression_gate_fails_only_on_errors_and_says_merge_decides():
     """A shard is compared only once merged: a failing case it cannot label must not fail
-    its job as "no baseline" would (a baseline may well have been given); an errored run
-    still does."""
+    its job as "no baseline" would (a baseline may well have been given); a metric that
+    errored still does."""
     from checker.models.results import RunResult, ShardInfo
 
     shard = ShardInfo(index=2, count=3, selection="sha256:x")
@@ -261,6 +261,13 @@ def test_a_shard_under_the_regression_gate_fails_only_on_errors_and_says_merge_d
     errored = case_result("e", metric([0.0, None]))
     errored = errored.model_copy(update={"runs": [RunResult(run=1, status="failed"),
                                                   RunResult(run=2, status="error", error="boom")]})
-    broken = results(errored).model_copy(update={"shard": shard})
+    # An errored run is a failing run of the comparison (after its retries), decided at the
+    # merge; a metric that could not be computed fails the shard: nothing can be said of it.
+    with_errored_run = results(errored).model_copy(update={"shard": shard})
+    assert not gate_failed(with_errored_run, "regression")
+    broken_metric = case_result("m", metric([1.0, 1.0]))
+    broken_metric.metrics[0] = broken_metric.metrics[0].model_copy(
+        update={"status": "error", "error": "run 1: judge unreachable"})
+    broken = results(broken_metric).model_copy(update={"shard": shard})
     assert gate_failed(broken, "regression")
     assert gate_message(broken, "regression").startswith("shard 2/3 failed")

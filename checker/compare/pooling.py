@@ -1,0 +1,141 @@
+"""Main's history as the baseline: the runs of several results files of main, pooled per case.
+
+Baseline files come newest first (``--baseline`` given several times, or the Action's
+``baseline: auto`` with ``baseline-depth``). For each case of the PR:
+
+- the newest file that has the case decides what it is compared with: no file has it ->
+  ``new``; its fingerprint or criteria differ from the PR's -> ``changed``;
+- then older files are pooled into it, newest first, while each is *consistent* with the
+  runs pooled so far: same fingerprint and criteria (another eval data or threshold is
+  another case), and on every gating metric neither one-sided Fisher p-value of the older
+  file's pass count against the pool is <= ``CONSISTENT_P``. The first older file that
+  fails this ends the pooling for that case: a regression that already reached main, or a
+  fix, is a change point, and runs from before it would make main look better (or worse)
+  than it is now.
+
+Pure: nothing here reads files or changes its inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..models.results import BaselineInfo, CaseResult, MetricResult, Results
+from .stats import fisher_better, fisher_worse
+
+# An older commit joins the pool unless its pass count differs from the pool's at this
+# level (either direction). 3/3 against 0/3 (p = 0.05 each way) is a change point.
+CONSISTENT_P = 0.05
+
+CaseKey = tuple[str, str]
+
+
+def criteria(case: CaseResult) -> dict[str, float | None]:
+    return {m.name: m.threshold for m in case.metrics if m.status != "informational"}
+
+
+def run_passes(case: CaseResult, metric: MetricResult) -> list[bool]:
+    """Per run, whether it passed the metric's threshold. A run whose agent errored (after
+    its retries) counts as failing; a run the metric alone could not score is left out."""
+    threshold = metric.threshold
+    errored = {r.run for r in case.runs if r.status == "error"}
+    runs = [r.run for r in case.runs]
+    out = []
+    for index, score in enumerate(metric.runs):
+        if score is not None:
+            out.append(threshold is not None and score >= threshold)
+        elif index < len(runs) and runs[index] in errored:
+            out.append(False)
+    return out
+
+
+def same_case(base: CaseResult, head: CaseResult) -> bool:
+    """Whether ``base`` evaluated what ``head`` evaluates (fingerprint, criteria)."""
+    if base.fingerprint and head.fingerprint and base.fingerprint != head.fingerprint:
+        return False
+    return criteria(base) == criteria(head)
+
+
+def _consistent(pool: dict[str, list[bool]], older: CaseResult) -> bool:
+    for metric in older.metrics:
+        if metric.name not in pool or metric.status == "informational":
+            continue
+        have, other = pool[metric.name], run_passes(older, metric)
+        if not have or not other:
+            continue
+        k, n, k_old, n_old = sum(have), len(have), sum(other), len(other)
+        if fisher_worse(k, n, k_old, n_old) <= CONSISTENT_P or \
+                fisher_better(k, n, k_old, n_old) <= CONSISTENT_P:
+            return False
+    return True
+
+
+@dataclass
+class PooledCase:
+    """The baseline one PR case is compared with."""
+
+    newest: CaseResult  # the newest file's case: its status and scores are "main now"
+    sources: list[int]  # indices (newest first) of the files whose runs were pooled
+    passes: dict[str, list[bool]]  # per gating metric, every pooled run's pass/fail
+    scores: dict[str, list[float | None]] = field(default_factory=dict)  # pooled run scores
+
+    def deterministic(self, metric: str) -> bool:
+        """Every pooled run of ``metric`` scored the same (and there are at least 3)."""
+        scored = [s for s in self.scores.get(metric, []) if s is not None]
+        return len(scored) >= 3 and min(scored) == max(scored)
+
+
+class BaselinePool:
+    """Baseline results files, newest first, indexed by case."""
+
+    def __init__(self, files: list[Results], infos: list[BaselineInfo] | None = None):
+        if not files:
+            raise ValueError("a baseline pool needs at least one results file")
+        self.files = files
+        self.infos = infos or [BaselineInfo() for _ in files]
+        self._index: list[dict[CaseKey, CaseResult]] = [
+            {(s.eval_set_id, c.eval_id): c for s in f.eval_sets for c in s.cases} for f in files]
+
+    @property
+    def newest(self) -> Results:
+        return self.files[0]
+
+    def keys(self) -> list[CaseKey]:
+        """Every case of any file, newest file's order first."""
+        seen: dict[CaseKey, None] = {}
+        for index in self._index:
+            seen.update(dict.fromkeys(index))
+        return list(seen)
+
+    def newest_case(self, key: CaseKey) -> tuple[int, CaseResult] | None:
+        for position, index in enumerate(self._index):
+            if key in index:
+                return position, index[key]
+        return None
+
+    def pooled(self, key: CaseKey, head: CaseResult) -> PooledCase | None:
+        """The pooled baseline of ``head``; None when the newest file that has the case
+        evaluated something else (``changed``) - and None when no file has it (``new``):
+        tell the two apart with ``newest_case``."""
+        found = self.newest_case(key)
+        if found is None or not same_case(found[1], head):
+            return None
+        first, newest = found
+        gating = [m for m in newest.metrics if m.status != "informational"]
+        passes = {m.name: run_passes(newest, m) for m in gating}
+        scores = {m.name: list(m.runs) for m in gating}
+        sources = [first]
+        for position in range(first + 1, len(self.files)):
+            older = self._index[position].get(key)
+            if older is None or not same_case(older, head):
+                continue  # another eval data or criteria: not this case's history
+            if not _consistent(passes, older):
+                break  # a change point: nothing older describes main as it is now
+            by_name = {m.name: m for m in older.metrics}
+            for name in passes:
+                metric = by_name.get(name)
+                if metric is not None:
+                    passes[name] += run_passes(older, metric)
+                    scores[name] += list(metric.runs)
+            sources.append(position)
+        return PooledCase(newest=newest, sources=sources, passes=passes, scores=scores)
