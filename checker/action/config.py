@@ -25,7 +25,7 @@ INPUTS = (
     "template", "results", "markdown", "junit", "inference-out",
     "github-token", "setup-command", "working-directory", "comment", "comment-key",
     "check-run", "commit-status", "fail-on", "shard", "publish", "merge",
-    "baseline", "verdict", "max-runs",
+    "baseline", "baseline-depth", "verdict", "max-runs", "confirm-runs", "alpha",
 )
 
 

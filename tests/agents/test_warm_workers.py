@@ -85,7 +85,7 @@ def test_crash_hang_and_garbage_fail_only_their_run(tmp_path, monkeypatch):
     cases = [case("ok1"), case("crash", text="CRASH please"), case("ok2"),
              case("hang", text="HANG please"), case("ok3"), case("garbage", text="GARBAGE please"),
              case("ok4")]
-    runs = run_jobs(tmp_path, cases, WARM, num_runs=2, concurrency=2, turn_timeout=1.0)
+    runs = run_jobs(tmp_path, cases, WARM, num_runs=2, concurrency=2, turn_timeout=1.0, retries=0)
     errors = {(r.eval_id, r.run): r.error for r in runs}
     for n in (1, 2):
         assert errors[("crash", n)] == "the agent exited with status 5 without answering turn 1"

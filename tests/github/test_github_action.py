@@ -93,7 +93,7 @@ def test_setup_command_runs_first_and_cannot_issue_workflow_commands(tmp_path, f
 
 @pytest.mark.parametrize("inputs, message", [
     ({"num_runs": "two"}, "input 'num-runs' must be a whole number"),
-    ({"fail_on": "sometimes"}, "input 'fail-on' must be one of failure, regression, error, never"),
+    ({"fail_on": "sometimes"}, "input 'fail-on' must be one of failure, regression, drop, error, never"),
     ({"comment_key": "a b -->"}, "comment-key"),
     ({"agent_command": "python agent.py"}, "exactly one of the inputs agent-command, agent-url, replay"),
     ({"setup_command": "exit 3"}, "setup-command failed with exit status 3"),
