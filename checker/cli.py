@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from .version import DISTRIBUTION
+
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 # = checker.compare.gate.FAIL_ON, kept here so --help imports no pydantic (a test compares).
 FAIL_ON = ("failure", "regression", "drop", "error", "never")
@@ -54,7 +56,7 @@ def _fail_input(exc: Exception) -> InputProblem:
 
 
 @click.group(cls=GuardedGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="evalcheck")
+@click.version_option(package_name=DISTRIBUTION)
 def main() -> None:
     """Evaluate AI agents on Google ADK eval sets and gate pull requests on the result."""
 

@@ -221,7 +221,7 @@ def _import_genai() -> Any:
         from google import genai
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise JudgeConfigError(
-            "LLM-judged metrics need the google-genai package: pip install 'evalcheck[judges]'"
+            "LLM-judged metrics need the google-genai package: pip install 'evalcheck-adk[judges]'"
         ) from exc
     return genai
 

@@ -30,9 +30,9 @@ def test_results_metadata_describes_the_run(repo):
     assert 0 <= meta["durationSeconds"] <= (finished - started).total_seconds() + 1
     from importlib.metadata import version
 
-    assert meta["evalcheckVersion"] == version("evalcheck")
+    assert meta["evalcheckVersion"] == version("evalcheck-adk")
     footer = (repo / "r.md").read_text().strip().splitlines()[-1]
-    assert footer.startswith(f"<sub>evalcheck {version('evalcheck')} · ") and " s" in footer
+    assert footer.startswith(f"<sub>evalcheck {version('evalcheck-adk')} · ") and " s" in footer
     assert "judge" not in footer  # no judge scored this run
     assert f" in {meta['durationSeconds']:.1f} s: " in out.stdout  # the summary line too
 

@@ -153,7 +153,7 @@ def _make_client(settings: Settings) -> tuple[Any, Any]:
     except ImportError as exc:
         raise VertexError(
             "Vertex AI metrics need google-cloud-aiplatform with pandas, tqdm and pyyaml: "
-            "pip install 'evalcheck[vertex]'") from exc
+            "pip install 'evalcheck-adk[vertex]'") from exc
     # Pointing the client elsewhere is genai's supported http_options.base_url; with a
     # project and location the path stays projects/{p}/locations/{l}:evaluateInstances.
     http_options: dict[str, Any] = {}
