@@ -3,6 +3,9 @@
 
     release_action.py tags v1.4.2
         -> prints "version=v1.4.2" and "major=v1" (append to $GITHUB_OUTPUT)
+    release_action.py version v1.4.2 pyproject.toml
+        -> refuses unless pyproject.toml's [project] version is 1.4.2 (the package on PyPI
+           and the image of a release carry the same version)
     release_action.py pin action.yml docker://ghcr.io/owner/evalcheck:v1.4.2@sha256:...
         -> rewrites `runs.image: Dockerfile` to that image, nothing else
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 VERSION_TAG = re.compile(r"v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)")
@@ -36,6 +40,19 @@ def release_tags(tag: str) -> dict[str, str]:
     if match is None:
         raise Refused(f"tag {tag!r} is not a version tag vX.Y.Z (e.g. v1.4.2)")
     return {"version": match.group(0), "major": f"v{match.group(1)}"}
+
+
+def package_version_matches(tag: str, pyproject: str) -> str:
+    """The package version of ``pyproject`` (its text), if it is the version of ``tag``."""
+    wanted = release_tags(tag)["version"].removeprefix("v")
+    try:
+        version = tomllib.loads(pyproject)["project"]["version"]
+    except (tomllib.TOMLDecodeError, KeyError, TypeError) as exc:
+        raise Refused(f"pyproject.toml has no readable [project] version ({exc})") from None
+    if version != wanted:
+        raise Refused(f"pyproject.toml says version {version!r}; the tag {tag} needs {wanted!r}: "
+                      f"set it, commit, and tag that commit")
+    return version
 
 
 def _runs_block(lines: list[str]) -> tuple[int, int]:
@@ -75,19 +92,26 @@ def pin_image(text: str, image: str) -> str:
     return "".join(lines)
 
 
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise Refused(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
 def main(argv: list[str]) -> int:
     try:
         if len(argv) == 2 and argv[0] == "tags":
             for key, value in release_tags(argv[1]).items():
                 print(f"{key}={value}")
             return 0
+        if len(argv) == 3 and argv[0] == "version":
+            path = Path(argv[2])
+            print(f"{path}: version {package_version_matches(argv[1], _read(path))}, as the tag {argv[1]}")
+            return 0
         if len(argv) == 3 and argv[0] == "pin":
             path = Path(argv[1])
-            try:
-                text = path.read_text(encoding="utf-8")
-            except OSError as exc:
-                raise Refused(f"cannot read {path}: {exc.strerror or exc}") from None
-            path.write_text(pin_image(text, argv[2]), encoding="utf-8")
+            path.write_text(pin_image(_read(path), argv[2]), encoding="utf-8")
             print(f"{path}: runs.image is now {argv[2]}")
             return 0
     except Refused as exc:

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ WORKFLOWS = [ROOT / ".github/workflows/release.yml", *sorted((ROOT / "examples/w
 IMAGE = "docker://ghcr.io/octo/evalcheck:v1.4.2@sha256:" + "ab" * 32
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from release_action import Refused, pin_image, release_tags  # noqa: E402
+from release_action import Refused, package_version_matches, pin_image, release_tags  # noqa: E402
 
 
 def actionlint(*files: Path) -> list[dict]:
@@ -81,6 +82,45 @@ def test_release_workflow_builds_both_platforms_and_pins_the_tagged_action():
     assert 'git push -f origin "refs/tags/$VERSION" "refs/tags/$MAJOR"' in script
 
 
+def test_release_workflow_publishes_the_package_with_trusted_publishing():
+    """The tagged version is the package's; the sdist and wheel that `python -m build` made
+    and the smoke test installed are what PyPI gets, through trusted publishing (an OIDC
+    token in the `pypi` environment, no stored password), after the image job."""
+    flow = yaml.safe_load((ROOT / ".github/workflows/release.yml").read_text())
+    jobs = flow["jobs"]
+    assert flow["permissions"] == {"contents": "read"}
+    package, pypi = jobs["package"], jobs["pypi"]
+    script = "\n".join(s.get("run", "") for s in package["steps"])
+    assert 'scripts/release_action.py version "$TAG" pyproject.toml' in script
+    assert "python3 -m build --outdir dist/" in script
+    assert 'pip install --quiet dist/*.whl' in script and '--version)" = "evalcheck, version ${TAG#v}"' in script
+    (upload,) = [s for s in package["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
+    (download,) = [s for s in pypi["steps"] if s.get("uses", "").startswith("actions/download-artifact")]
+    assert upload["with"]["path"] == download["with"]["path"] == "dist/"
+    assert upload["with"]["name"] == download["with"]["name"]
+    (publish,) = [s for s in pypi["steps"] if s.get("uses", "").startswith("pypa/gh-action-pypi-publish@")]
+    assert not {"password", "user", "repository-url"} & set(publish.get("with", {}))
+    assert pypi["permissions"] == {"id-token": "write"}
+    assert pypi["environment"]["name"] == "pypi" and pypi["environment"]["url"].endswith("/evalcheck-adk/")
+    assert set(pypi["needs"]) == {"package", "image"} and jobs["image"]["needs"] == "package"
+    assert "id-token" not in jobs["image"]["permissions"] and "permissions" not in package
+
+
+def test_the_tag_must_be_the_package_version(tmp_path):
+    pyproject = '[project]\nname = "evalcheck-adk"\nversion = "1.4.2"\n'
+    assert package_version_matches("v1.4.2", pyproject) == "1.4.2"
+    with pytest.raises(Refused, match="says version '1.4.2'; the tag v1.4.3 needs '1.4.3'"):
+        package_version_matches("v1.4.3", pyproject)
+    with pytest.raises(Refused, match="not a version tag"):
+        package_version_matches("1.4.2", pyproject)
+    with pytest.raises(Refused, match="no readable"):
+        package_version_matches("v1.4.2", '[project]\nname = "x"\n')
+    with pytest.raises(Refused, match="no readable"):
+        package_version_matches("v1.4.2", "[project\n")
+    ours = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert package_version_matches(f"v{ours}", (ROOT / "pyproject.toml").read_text()) == ours
+
+
 def test_main_builds_the_dockerfile():
     assert yaml.safe_load((ROOT / "action.yml").read_text())["runs"] == {"using": "docker", "image": "Dockerfile"}
 
@@ -138,5 +178,10 @@ def test_script_command_line(tmp_path):
     again = run("pin", str(action), IMAGE)
     assert again.returncode == 2 and "already uses" in again.stderr and "Traceback" not in again.stderr
     assert run("tags", "latest").returncode == 2
+    (tmp_path / "pyproject.toml").write_text('[project]\nversion = "2.0.1"\n')
+    matches = run("version", "v2.0.1", str(tmp_path / "pyproject.toml"))
+    assert (matches.returncode, matches.stdout) == (0, f"{tmp_path / 'pyproject.toml'}: version 2.0.1, as the tag v2.0.1\n")
+    differs = run("version", "v2.0.2", str(tmp_path / "pyproject.toml"))
+    assert differs.returncode == 2 and "needs '2.0.2'" in differs.stderr and "Traceback" not in differs.stderr
     assert run("pin", str(tmp_path / "missing.yml"), IMAGE).returncode == 2
     assert run().returncode == 2
