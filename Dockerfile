@@ -1,16 +1,34 @@
-# evalcheck GitHub Action image. The runner builds this file for `uses: owner/evalcheck@v1`
-# and runs it as root with --workdir /github/workspace (no WORKDIR or USER here: both are
+# evalcheck GitHub Action image. The runner builds this file for `uses: owner/evalcheck@main`
+# (a release tag pulls the image the release workflow built from it) and runs it as root with --workdir /github/workspace (no WORKDIR or USER here: both are
 # overridden or break workspace access; see docs/github-action.md).
-# BASE_IMAGE lets CI build offline on a locally bootstrapped Debian image.
-ARG BASE_IMAGE=python:3.12-slim
+# The base is the distribution and Python the tests build on: Debian bookworm with Debian's
+# python3 (3.11), installed below with apt. CI cannot pull images: scripts/setup.d/50-docker.sh
+# bootstraps the same Debian release from its packages and tags it as this default, so the
+# tested image and the released one differ only in where the base came from. BASE_IMAGE
+# may name another Debian bookworm image.
+ARG BASE_IMAGE=debian:bookworm-slim
 # Judge metrics (google-genai) and Vertex AI metrics (google-cloud-aiplatform) ship in the
 # image so that every criterion a test_config.json names works in the Action.
 ARG EXTRAS=judges,vertex
 
-FROM ${BASE_IMAGE} AS build
+# Debian's python3 with venv (and ensurepip's pip for the venvs), and git: setup-commands
+# and agents often need it; the workspace belongs to another uid, so mark every directory
+# safe (actions/runner-images#6775). Without manuals, documentation and translations (dpkg
+# skips them; licences kept).
+FROM ${BASE_IMAGE} AS python
+# hadolint ignore=DL3008
+RUN printf '%s\n' 'path-exclude=/usr/share/doc/*' 'path-include=/usr/share/doc/*/copyright' \
+      'path-exclude=/usr/share/man/*' 'path-exclude=/usr/share/locale/*' \
+      > /etc/dpkg/dpkg.cfg.d/01-evalcheck-nodoc \
+ && apt-get update \
+ && apt-get install -y --no-install-recommends python3 python3-venv ca-certificates git \
+ && apt-get clean \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/* \
+ && git config --system --add safe.directory '*'
+
+FROM python AS build
 ARG EXTRAS
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-# python3 -m venv works on both python:3.12-slim and Debian's python3 (no `python` there).
 RUN python3 -m venv /opt/evalcheck
 COPY pyproject.toml README.md /src/
 COPY checker /src/checker
@@ -32,20 +50,8 @@ RUN bin/pip install --no-compile "/src${EXTRAS:+[${EXTRAS}]}" \
  && /opt/evalcheck/bin/python -m compileall -q -b -j 0 -x '^\./(checker|anyio)/' . \
  && find . -name '*.py' -not -path './checker/*' -not -path './anyio/*' -delete
 
-FROM ${BASE_IMAGE}
+FROM python
 ENV PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-# git: setup-commands and agents often need it; the workspace belongs to another uid, so
-# mark every directory safe (actions/runner-images#6775).
-# Without manuals, documentation and translations (dpkg skips them; licences kept).
-# hadolint ignore=DL3008
-RUN printf '%s\n' 'path-exclude=/usr/share/doc/*' 'path-include=/usr/share/doc/*/copyright' \
-      'path-exclude=/usr/share/man/*' 'path-exclude=/usr/share/locale/*' \
-      > /etc/dpkg/dpkg.cfg.d/01-evalcheck-nodoc \
- && apt-get update \
- && apt-get install -y --no-install-recommends git \
- && apt-get clean \
- && rm -rf /var/lib/apt/lists/* /var/cache/apt/* \
- && git config --system --add safe.directory '*'
 # The agent under test is the pull request's code: setup-command, agent-command and
 # agent-server-command run as this unprivileged user (checker/agents/sandbox.py), which owns the
 # agent's environment and its home and nothing of evalcheck's (docs/github-action.md).

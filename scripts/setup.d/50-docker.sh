@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
 # Docker engine + a locally built base image for the container end-to-end test
 # (tests/container). Images cannot be pulled here, so the base is bootstrapped from
-# Debian packages. Idempotent: a second run only checks that dockerd is up.
+# Debian packages: the Debian release the Dockerfile's default base is, and tagged as that
+# default (debian:bookworm-slim) when no such image exists, so that building the Dockerfile
+# as the runner does (no build arguments) works offline. Idempotent: a second run only
+# checks that dockerd is up and both names exist.
 # Runs only as root and only in CI (CI=true) or when EVALCHECK_DOCKER_TESTS=1.
 set -euo pipefail
 
-BASE_IMAGE=${EVALCHECK_BASE_IMAGE:-evalcheck-base:bookworm}
+cd "$(dirname "$0")/../.."
+# The Dockerfile's default base, debian:SUITE-slim, and its Debian release SUITE.
+DEFAULT_BASE=$(sed -n 's/^ARG BASE_IMAGE=//p' Dockerfile)
+case "$DEFAULT_BASE" in
+  debian:*-slim) SUITE=${DEFAULT_BASE#debian:}; SUITE=${SUITE%-slim} ;;
+  *) echo "50-docker: the Dockerfile's default base '$DEFAULT_BASE' is not debian:SUITE-slim" >&2; exit 1 ;;
+esac
+BASE_IMAGE=${EVALCHECK_BASE_IMAGE:-evalcheck-base:$SUITE}
 
 if [ "$(id -u)" != 0 ]; then
   echo "50-docker: not root; skipping docker setup"; exit 0
@@ -16,8 +26,21 @@ fi
 
 docker_up() { [ -S /var/run/docker.sock ] && docker info >/dev/null 2>&1; }
 
-if docker_up && docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
-  echo "50-docker: dockerd runs and $BASE_IMAGE exists"; exit 0
+has_image() { docker image inspect "$1" >/dev/null 2>&1; }
+
+tag_default_base() {
+  if has_image "$DEFAULT_BASE"; then
+    echo "50-docker: $DEFAULT_BASE exists (the Dockerfile's default base)"
+  else
+    docker tag "$BASE_IMAGE" "$DEFAULT_BASE"
+    echo "50-docker: tagged $BASE_IMAGE as $DEFAULT_BASE (the Dockerfile's default base)"
+  fi
+}
+
+if docker_up && has_image "$BASE_IMAGE"; then
+  echo "50-docker: dockerd runs and $BASE_IMAGE exists"
+  tag_default_base
+  exit 0
 fi
 
 if ! command -v dockerd >/dev/null || ! command -v debootstrap >/dev/null; then
@@ -33,12 +56,12 @@ if ! docker_up; then
   docker_up || { echo "50-docker: dockerd did not start, see /var/log/evalcheck-dockerd.log" >&2; exit 1; }
 fi
 
-if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+if ! has_image "$BASE_IMAGE"; then
   root=$(mktemp -d /var/tmp/evalcheck-base.XXXXXX)
   trap 'rm -rf "$root"' EXIT
   echo "50-docker: bootstrapping $BASE_IMAGE (debootstrap, a few minutes)"
   debootstrap --variant=minbase --include=python3,python3-venv,python3-pip,ca-certificates \
-    bookworm "$root" >/var/log/evalcheck-debootstrap.log 2>&1 \
+    "$SUITE" "$root" >/var/log/evalcheck-debootstrap.log 2>&1 \
     || { tail -20 /var/log/evalcheck-debootstrap.log >&2; exit 1; }
   # Registries are reached through a TLS proxy whose CA is only in the host's bundle.
   cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
@@ -48,3 +71,4 @@ if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
     - "$BASE_IMAGE" >/dev/null
   echo "50-docker: built $BASE_IMAGE"
 fi
+tag_default_base

@@ -1,7 +1,9 @@
 """End to end: build the action's image and run it exactly as the Actions runner does.
 
-`docker build` of the real Dockerfile (with a locally bootstrapped base image, since images
-cannot be pulled here; scripts/setup.d/50-docker.sh makes it), then `docker run` with the
+`docker build` of the real Dockerfile as the runner builds it, with no build arguments: its
+default base, debian:bookworm-slim, is here the Debian bookworm that
+scripts/setup.d/50-docker.sh bootstraps and tags under that name, since images cannot be
+pulled here (EVALCHECK_BASE_IMAGE names another base); then `docker run` with the
 runner's mounts, working directory and -e variables, on the weather example (replay mode:
 one failing and one passing case), against the fake GitHub API on 127.0.0.1 (--network
 host). In CI (CI=true) a missing docker is a failure, not a skip.
@@ -12,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -29,7 +32,8 @@ from fake_vertex import FakeVertex  # noqa: E402
 from fake_gemini import FakeGemini, verdict  # noqa: E402
 from runner_env import ROOT, Runner, input_env  # noqa: E402
 
-BASE_IMAGE = os.environ.get("EVALCHECK_BASE_IMAGE", "evalcheck-base:bookworm")
+DEFAULT_BASE = re.search(r"^ARG BASE_IMAGE=(\S+)$", (ROOT / "Dockerfile").read_text(), re.M).group(1)
+BASE_IMAGE = os.environ.get("EVALCHECK_BASE_IMAGE", DEFAULT_BASE)
 # One tag per checkout: several checkouts testing on one machine must not run each
 # other's image (a tag is rebuilt by whoever builds last).
 IMAGE = "evalcheck-action:pytest-" + hashlib.sha1(str(ROOT).encode()).hexdigest()[:10]
@@ -55,8 +59,9 @@ def image() -> str:
         if os.environ.get("CI") == "true":
             pytest.fail(f"container test needs docker in CI: {problem}")
         pytest.skip(problem)
-    build = subprocess.run(["docker", "build", "-q", "--build-arg", f"BASE_IMAGE={BASE_IMAGE}",
-                            "-t", IMAGE, str(ROOT)], capture_output=True, text=True, timeout=900)
+    base = [] if BASE_IMAGE == DEFAULT_BASE else ["--build-arg", f"BASE_IMAGE={BASE_IMAGE}"]
+    build = subprocess.run(["docker", "build", "-q", *base, "-t", IMAGE, str(ROOT)],
+                           capture_output=True, text=True, timeout=900)
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     return IMAGE
 
@@ -72,6 +77,19 @@ def docker_run(image: str, runner: Runner, env: dict[str, str]) -> subprocess.Co
         args += ["-e", name]
     return subprocess.run([*args, image], env={**os.environ, **env}, capture_output=True,
                           text=True, timeout=600)
+
+
+def test_the_image_runs_debians_python(image):
+    """evalcheck and the agent run on the Python of the Debian release the default base names
+    (bookworm: python3 3.11 from apt, in /usr), as in CI's bootstrapped base."""
+    suite = DEFAULT_BASE.removeprefix("debian:").removesuffix("-slim")
+    probe = ("import platform, sys; print(platform.freedesktop_os_release()['VERSION_CODENAME'], "
+             "'%d.%d' % sys.version_info[:2], sys.base_prefix)")
+    for python in ("/opt/evalcheck/bin/python", "/opt/agent/bin/python"):
+        done = subprocess.run(["docker", "run", "--rm", "--entrypoint", python, image, "-c", probe],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == [suite, {"bookworm": "3.11"}[suite], "/usr"], python
 
 
 def event() -> dict:

@@ -168,6 +168,19 @@ def test_dockerfile_is_hadolint_clean():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_the_image_builds_on_debian_python_as_ci_does():
+    """The default base is a Debian release (CI bootstraps the same one and tags it under this
+    name: scripts/setup.d/50-docker.sh), and Python is Debian's python3 from apt, installed
+    once for both stages, not a base image's own Python (python:3.12-slim was never tested)."""
+    text = (ROOT / "Dockerfile").read_text()
+    (default,) = re.findall(r"^ARG BASE_IMAGE=(\S+)$", text, re.M)
+    assert re.fullmatch(r"debian:[a-z]+-slim", default), default
+    stages = re.findall(r"^FROM (\S+)(?: AS (\S+))?$", text, re.M)
+    assert stages == [("${BASE_IMAGE}", "python"), ("python", "build"), ("python", "")]
+    (packages,) = re.findall(r"apt-get install -y --no-install-recommends ([^\\\n]+)", text)
+    assert {"python3", "python3-venv", "git"} <= set(packages.split())
+
+
 def test_help_does_not_import_publishing_modules():
     code = ("import sys, checker.cli; from click.testing import CliRunner; "
             "r = CliRunner().invoke(checker.cli.main, ['--help']); assert r.exit_code == 0; "
