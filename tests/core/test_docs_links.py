@@ -89,3 +89,62 @@ def test_every_run_option_is_in_the_command_line_docs():
     text = (ROOT / "docs" / "command-line.md").read_text(encoding="utf-8")
     documented = set(re.findall(r"^\| `(--[a-z-]+)", text, re.M))
     assert options - {"--help"} == documented
+
+
+def test_every_docs_page_is_in_the_readme_documentation_list():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Documentation\n", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^- \[[^\]]*\]\((docs/[^)#]+\.md)\)", section, re.M))
+    pages = {f"docs/{page.name}" for page in PAGES[1:]}
+    assert "docs/judge-limits.md" in pages and pages == listed, {
+        "not listed": sorted(pages - listed), "no such page": sorted(listed - pages)}
+
+
+# A file of this repository named in prose or code (checker/limits.py, scripts/setup, ...).
+CITED = re.compile(r"(?<![\w/.-])((?:checker|scripts|tests|examples|bench|tools|docs|evalcheck_adk_bridge"
+                   r"|\.github|\.ci)/[\w./-]*[\w/])")
+
+
+def cited_files(page: Path) -> list[str]:
+    return CITED.findall(page.read_text(encoding="utf-8"))
+
+
+def test_the_citation_finder_finds_paths(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("see `checker/limits.py`, (scripts/setup) and tests/core/; not my/checker/x.py\n")
+    assert cited_files(page) == ["checker/limits.py", "scripts/setup", "tests/core/"]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_docs_cite_only_what_the_repository_holds(page):
+    """A file the page names exists (from the repository root or the page's folder), and no
+    page cites a document users do not have (the project's internal CONTRACT)."""
+    text = page.read_text(encoding="utf-8")
+    missing = [p for p in cited_files(page) if not (ROOT / p).exists() and not (page.parent / p).exists()]
+    assert not missing, f"{page.relative_to(ROOT)} names files that do not exist: {missing}"
+    assert not re.search(r"\bCONTRACT\b", text), f"{page.relative_to(ROOT)} cites the CONTRACT, not in the repository"
+
+
+def option_defaults(text: str, name: str) -> dict[str, str]:
+    """{option: default} of the markdown table rows whose first cell matches ``name``."""
+    found = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        match = re.fullmatch(name, cells[0]) if line.startswith("| `") and len(cells) >= 3 else None
+        if match:
+            found[match.group(1)] = cells[-1].replace("`", "").replace("--", "")
+    return found
+
+
+def test_the_readme_and_the_command_line_docs_give_the_same_defaults():
+    """An Action input and the option of the same name have the same documented default,
+    except where the Action's differs on purpose (it writes its reports to
+    evalcheck-report/, and finds main's results by itself) or the README says what empty means."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").split("\nOutputs:", 1)[0]
+    inputs = option_defaults(readme, r"`([a-z-]+)`")
+    options = option_defaults((ROOT / "docs" / "command-line.md").read_text(encoding="utf-8"),
+                              r"`--([a-z-]+)(?: [A-Z/]+)?`")
+    assert {"num-runs", "max-runs", "verdict"} <= set(inputs) & set(options)
+    differ = {name for name in set(inputs) & set(options) if inputs[name] != options[name]}
+    assert differ == {"baseline", "results", "markdown", "config", "template"}, {
+        name: (inputs[name], options[name]) for name in differ}
