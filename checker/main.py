@@ -58,6 +58,8 @@ class Plan:
     context: ScoringContext
     simulated: SimulatorStats  # conversation_scenario cases' simulated users
     adaptive: AdaptiveRuns | None
+    replayed: Mapping[RunKey, list[RecordedRun]] | None = None  # the replay's selected runs, read
+    metric_sources: Path | None = None  # the private copy of the custom metrics' packages
 
 
 @dataclass
@@ -88,14 +90,40 @@ def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
     return passed
 
 
-def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles) -> Results:
-    """Read, plan, run, score, compare, write the files (failures reported by ``files``) and
-    print the failure lines; the results, redacted as written."""
+@dataclass
+class Prepared:
+    """Everything the verdict reads, read before any of the pull request's code runs
+    (setup-command, the agents, custom metrics): eval files and criteria, the baselines, the
+    recorded runs, the template (the Action's private copy) and the custom metrics' sources
+    (a private copy). Nothing later reads those files again (docs/github-action.md#trust-model)."""
+    started: Started
+    inputs: Inputs
+    plan: Plan
+
+
+def prepare(options: RunOptions) -> Prepared:
+    """The reading stages: ``read_inputs`` and ``plan_runs``. The Action calls it before
+    setup-command; ``evaluate`` when not given it."""
     started = Started.now()
     inputs = read_inputs(options)
-    plan = plan_runs(options, inputs)
-    runs = run_cases(options, plan, secrets, files)
-    results = score(options, plan, runs, started)
+    return Prepared(started, inputs, plan_runs(options, inputs))
+
+
+def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles,
+             prepared: Prepared | None = None) -> Results:
+    """Read, plan, run, score, compare, write the files (failures reported by ``files``) and
+    print the failure lines; the results, redacted as written. ``prepared``: the reading
+    stages, when the caller ran them earlier (the Action: before setup-command)."""
+    prepared = prepared or prepare(options)
+    started, inputs, plan = prepared.started, prepared.inputs, prepared.plan
+    try:
+        runs = run_cases(options, plan, secrets, files)
+        results = score(options, plan, runs, started)
+    finally:
+        if plan.metric_sources is not None:
+            import shutil
+
+            shutil.rmtree(plan.metric_sources, ignore_errors=True)
     results = compare_with_baseline(options, inputs.baselines, plan, results)
     return write(options, plan, runs.redactor, results, files)
 
@@ -120,9 +148,14 @@ def read_inputs(options: RunOptions) -> Inputs:
         if path is not None:
             confined(path, options.confine, what)
     if options.template is not None:
-        from .report.markdown import check_template
+        from .report.markdown import check_template, private_template_copy
 
         check_template(options.template)
+        if options.sandbox is not None:  # a copy the agent's user cannot write
+            import tempfile
+
+            options.template = private_template_copy(
+                options.template, Path(tempfile.mkdtemp(prefix="evalcheck-template-")))
     notes: list[str] = []
     targets = discover(options.paths, root=root, config_file=options.config_file,
                        initial_session=options.initial_session, notes=notes,
@@ -148,21 +181,29 @@ def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
 
     simulated = SimulatorStats()
     context = build_context(options)
-    if options.sandbox is not None:  # custom metrics are the PR's code too: run as the agent
-        from .scoring.custom_metric_worker import CustomMetricWorker
+    replayed = None
+    if options.replay is not None:
+        from .inputs.replay import index_replay
 
-        context.services["custom_metric_worker"] = CustomMetricWorker(
-            inputs.root, env=options.sandbox.environ(os.environ), popen=options.sandbox.popen_kwargs())
+        replayed = index_replay(options.replay, targets)  # the selected runs' text, in memory
+    from .scoring.custom_metric_worker import metric_worker
+    from .scoring.metric_sources import copy_metric_sources
+
+    # Custom metrics are the PR's code: never imported here, always in the worker process,
+    # as the agent's user in the Action, from a copy of their sources made now.
+    sources = copy_metric_sources(targets, inputs.root)
+    context.services["custom_metric_worker"] = metric_worker(inputs.root, options.sandbox, sources=sources)
     adaptive = extra_runs(options, targets, inputs.rule, context,
                           inputs.baselines if shard is None else [])
     return Plan(targets=targets, rule=inputs.rule, shard=shard, warnings=warnings, context=context,
-                simulated=simulated, adaptive=adaptive)
+                simulated=simulated, adaptive=adaptive, replayed=replayed, metric_sources=sources)
 
 
 def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: OutputFiles) -> Runs:
     """Run the agents (or read the replay), end the sandbox, and write what they did
     (--inference-out)."""
-    runs = collect_runs(plan.targets, options, plan.simulated, plan.adaptive)
+    runs = plan.replayed if plan.replayed is not None else \
+        collect_runs(plan.targets, options, plan.simulated, plan.adaptive)
     if plan.adaptive is not None:  # confirmation runs are kept apart: only they decide a drop
         runs = {key: plan.adaptive.first_runs(key, found) for key, found in runs.items()}
     if options.replay is not None:

@@ -67,7 +67,9 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
     if merge:
         from ..scale.merge import check_merge_inputs
 
-        check_merge_inputs(modes, inputs.text("shard"))
+        # nothing to set up, and nothing of the PR's may run before the shards are read
+        check_merge_inputs([*modes, *(["setup-command"] if inputs.text("setup-command") else [])],
+                           inputs.text("shard"))
     elif inputs.text("shard"):
         from ..scale.shards import parse_shard
 

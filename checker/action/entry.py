@@ -33,10 +33,9 @@ if TYPE_CHECKING:
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 def agent_sandbox(config: ActionConfig, ctx: RunContext) -> AgentSandbox | None:
-    """The unprivileged user the PR's code runs as, when there is code to run and the
-    container has that user (checker/agents/sandbox.py); None in replay without setup-command."""
-    if not (config.setup_command or config.run.agent_command or config.run.agent_url):
-        return None
+    """The unprivileged user the PR's code - setup-command, the agents, custom metrics - runs
+    as, in every mode, replay included, when the container has that user
+    (checker/agents/sandbox.py)."""
     sandbox = AgentSandbox.for_action(
         config.workdir, ctx.workspace, secrets=[config.token],
         outputs=[config.results_path, config.markdown_path, config.run.junit, config.run.inference_out],
@@ -184,7 +183,9 @@ def _main(env: dict[str, str]) -> int:
     finally:
         for sandbox in sandboxes:  # the workspace goes back to its owner whatever happened
             with contextlib.suppress(InputError):
-                sandbox.end()
+                sandbox.close()
+            for problem in sandbox.problems:
+                commands.warning(f"evalcheck: could not give back {clean(problem, 300)}")
 
 
 def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSandbox]) -> int:
@@ -203,23 +204,23 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
         sandbox = agent_sandbox(config, ctx)
         if sandbox is not None:
             sandboxes.append(sandbox)
-            if config.run.template is not None:  # before the PR's code runs
-                import tempfile
-
-                from ..report.markdown import private_template_copy
-
-                # Every rendering - report, job summary, comment, check run - reads the copy.
-                config.run.template = config.publish.template = private_template_copy(
-                    config.run.template, Path(tempfile.mkdtemp(prefix="evalcheck-template-")))
-            sandbox.hand_over()
             config.run.sandbox = sandbox
         search = find_auto_baseline(config, ctx)
-        if config.setup_command:
-            run_setup(config.setup_command, config.workdir, commands, sandbox)
         from ..report.finish import report_gate, results_from_file
-        from ..main import evaluate
+        from ..main import evaluate, prepare
 
         os.chdir(config.workdir)
+        # Everything the verdict reads - eval files, criteria, the baseline, recorded runs,
+        # the template, the custom metrics' sources - is read (or privately copied) now,
+        # before setup-command, the agents or a custom metric run (the event file was read
+        # first of all, by RunContext). Every rendering reads the template's private copy.
+        prepared = None if config.merge else prepare(config.run)
+        config.publish.template = config.run.template
+        if sandbox is not None:
+            sandbox.begin(hand_over=bool(config.setup_command or config.run.agent_command
+                                         or config.run.agent_url))
+        if config.setup_command:
+            run_setup(config.setup_command, config.workdir, commands, sandbox)
         commands.group("evalcheck: merge" if config.merge else "evalcheck: evaluation")
         try:
             if config.merge:
@@ -230,7 +231,7 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
                 merge_in_action(config.merge, config.run, config.fail_on)
                 results = results_from_file(config.results_path)
             else:
-                results = evaluate(config.run, secret_values(env), files)
+                results = evaluate(config.run, secret_values(env), files, prepared)
                 if search is not None:  # before the lines below: they name the baseline
                     results, search = record_baseline(results, search, config, files), None
                 report_gate(results, config.run.fail_on, with_baseline=config.run.baseline is not None)

@@ -20,7 +20,7 @@ import ctypes
 import os
 import pwd
 import stat
-import subprocess
+import signal
 import sys
 import time
 from collections.abc import Iterable, Mapping
@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..safety.confine import unbend_output
+from ..safety.tree import walk_tree
 from ..errors import InputError
 from .process import proc_files
 
@@ -70,7 +71,9 @@ class AgentSandbox:
     secrets: tuple[str, ...] = ()
     outputs: tuple[Path, ...] = ()    # written by the checker after the agents: no symlinks
     protected: tuple[Path, ...] = ()  # read by the checker after the agents: never handed over
-    _identity: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    _identity: dict[Path, tuple[int, int] | None] = field(default_factory=dict)
+    _git_modes: dict[Path, int] = field(default_factory=dict)
+    _problems: list[str] = field(default_factory=list)
     _ended: bool = False
 
     @classmethod
@@ -105,18 +108,73 @@ class AgentSandbox:
 
     # ------------------------------------------------------------ the working directory
 
-    def _skipped(self, path: Path) -> bool:
-        return path.name == ".git" or any(path == p for p in self.protected)
+    def _git_dirs(self) -> list[Path]:
+        """The repository folders holding the checkout's credentials: actions/checkout
+        (``persist-credentials``, the default) writes the token into ``.git/config``."""
+        found = []
+        for top in dict.fromkeys([self.boundary, *self._between()]):
+            git = top / ".git"
+            with contextlib.suppress(OSError):
+                if not stat.S_ISLNK(git.lstat().st_mode):
+                    found.append(git)
+        return found
 
-    def hand_over(self) -> None:
-        """Give the working directory to the agent's user (not ``.git``, not what the checker
-        reads after the agents), so that setup-command and the agent can write there."""
+    def _between(self) -> list[Path]:
+        """The working directory and its parents up to the workspace."""
+        out, p = [], self.workdir
+        while True:
+            out.append(p)
+            if p == self.boundary or p == p.parent:
+                return out
+            p = p.parent
+
+    def begin(self, *, hand_over: bool = True) -> None:
+        """Before any of the pull request's code runs (setup-command, agents, custom
+        metrics): ``.git`` becomes unreadable to everyone but its owner and root (restored
+        by ``close()``), and, with ``hand_over``, the working directory is given to the
+        agent's user (not ``.git``, not what the checker reads after the agents), so that
+        setup-command and the agent can write there."""
         make_undumpable()
+        for git in self._git_dirs():
+            st = git.lstat()
+            self._git_modes[git] = stat.S_IMODE(st.st_mode)
+            self._identity[git] = (st.st_dev, st.st_ino)
+            os.chmod(git, stat.S_IMODE(st.st_mode) & 0o700)
         for p in self.protected:
             self._identity[p] = _identity(p)
-        for path in _walk(self.workdir, self._skipped):
+        if not hand_over:
+            return
+
+        def give(fd: int | None, name: str, st: os.stat_result) -> None:
+            if fd is not None and (name == ".git" or self._is_protected(fd, name)):
+                return
             with contextlib.suppress(OSError):
-                os.chown(path, self.uid, self.gid, follow_symlinks=False)
+                os.chown(name, self.uid, self.gid, dir_fd=fd, follow_symlinks=False)
+
+        self._problems += walk_tree(str(self.workdir), give, self._not_entered)
+
+    def hand_over(self) -> None:
+        self.begin(hand_over=True)
+
+    def _not_entered(self, fd: int, name: str) -> bool:
+        return name == ".git" or self._is_protected(fd, name)
+
+    def _is_protected(self, fd: int, name: str) -> bool:
+        """Whether ``name`` in the folder open as ``fd`` is one of the protected paths
+        (compared by the folder's inode: no path is built, however deep)."""
+        if name not in {p.name for p in self.protected}:
+            return False
+        try:
+            here = os.fstat(fd)
+        except OSError:
+            return False
+        for p in self.protected:
+            if p.name == name:
+                with contextlib.suppress(OSError):
+                    parent = p.parent.stat()
+                    if (parent.st_dev, parent.st_ino) == (here.st_dev, here.st_ino):
+                        return True
+        return False
 
     def end(self) -> None:
         """After the last agent: kill every process of the agent's user, give the working
@@ -126,14 +184,17 @@ class AgentSandbox:
         if self._ended:
             return
         self._ended = True
-        kill_user_processes(self.uid, self.popen_kwargs())
-        for path in _walk(self.workdir, lambda p: p.name == ".git"):
+        kill_user_processes(self.uid)
+
+        def give_back(fd: int | None, name: str, st: os.stat_result) -> None:
+            if st.st_uid != self.uid:
+                return
             with contextlib.suppress(OSError):
-                st = os.lstat(path)
-                if st.st_uid == self.uid:
-                    os.chown(path, *self.owner, follow_symlinks=False)
-                    if not stat.S_ISLNK(st.st_mode):  # e.g. a `chmod 777 .` of the agent's
-                        os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o022)
+                os.chown(name, *self.owner, dir_fd=fd, follow_symlinks=False)
+                if not stat.S_ISLNK(st.st_mode):  # e.g. a `chmod 777 .` of the agent's
+                    os.chmod(name, stat.S_IMODE(st.st_mode) & ~0o022, dir_fd=fd)
+
+        self._problems += walk_tree(str(self.workdir), give_back, lambda fd, name: name == ".git")
         for p, identity in self._identity.items():
             if _identity(p) != identity:  # replaced, removed, or made by the agent
                 raise InputError("was replaced while the agent ran (the agent under test may not "
@@ -144,8 +205,26 @@ class AgentSandbox:
         """Kill every process of the agent's user and clear the outputs' paths: at the end
         of the agents, and again after scoring, which may have run custom metrics as that
         user (checker/scoring/custom_metric_worker.py) - nothing of theirs outlives it."""
-        kill_user_processes(self.uid, self.popen_kwargs())
+        kill_user_processes(self.uid)
         self._clear_outputs()
+
+    def close(self) -> None:
+        """At the very end, whatever happened: nothing of the agent's user lives on, the
+        working directory is the owner's again, and ``.git`` has its own mode back."""
+        try:
+            self.end()
+        finally:
+            kill_user_processes(self.uid)
+            for git, mode in self._git_modes.items():
+                with contextlib.suppress(OSError):
+                    if _identity(git) == self._identity.get(git):
+                        os.chmod(git, mode)
+            self._git_modes.clear()
+
+    @property
+    def problems(self) -> list[str]:
+        """Folders the hand-over or hand-back could not open (reported, never raised)."""
+        return list(self._problems)
 
     def _clear_outputs(self) -> None:
         for out in self.outputs:
@@ -160,47 +239,52 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def _walk(top: Path, skip) -> Iterable[str]:
-    """``top`` and everything under it, symlinks not followed, ``skip``ped folders left out."""
-    yield str(top)
-    for current, dirs, files in os.walk(top, followlinks=False):
-        base = Path(current)
-        dirs[:] = [d for d in dirs if not skip(base / d)]
-        for name in (*dirs, *files):
-            if not skip(base / name):
-                yield str(base / name)
-
-
 def _user_processes(uid: int) -> list[tuple[int, bool]]:
-    """(pid, is_zombie) of every process whose real uid is ``uid``."""
+    """(pid, is_zombie) of every process with ``uid`` as its real, effective, saved or
+    filesystem uid."""
     found = []
     for pid, status in proc_files("status"):
         fields = dict(line.split(":", 1) for line in status.decode("ascii", "replace").splitlines()
                       if ":" in line)
         uids = fields.get("Uid", "").split()
-        if uids and int(uids[0]) == uid:
+        if str(uid) in uids:
             found.append((pid, fields.get("State", "").strip().startswith("Z")))
     return found
 
 
-def kill_user_processes(uid: int, as_user: dict, timeout: float = 5.0) -> None:
+class SurvivorError(InputError):
+    """A process of the agent's user outlived SIGKILL: the run's outputs cannot be trusted."""
+
+
+def kill_user_processes(uid: int, timeout: float = 5.0) -> None:
     """SIGKILL every process of ``uid`` - also those that left their process group (setsid,
-    double fork) - with kill(-1) as that user, until none is left; reap our zombies."""
-    if not os.path.isdir("/proc"):
+    double fork) - from this (root) process, pid by pid, until none is left: nothing is
+    spawned, so that a full pids limit (the agent's fork bomb) cannot stop it. Zombies of
+    ours are reaped. Raises SurvivorError when one is still alive after ``timeout``."""
+    if not os.path.isdir("/proc") or uid == os.getuid():
         return
     deadline = time.monotonic() + timeout
     while True:
-        # kill -9 -1 as the agent's user: every process it may signal, i.e. its own. At
-        # least once: a process may hide from /proc scans, not from kill(-1).
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            subprocess.run(["/bin/sh", "-c", "kill -9 -1"], stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5,
-                           check=False, **as_user)
-        time.sleep(0.05)
-        left = _user_processes(uid)
-        for pid, zombie in left:
-            if zombie:
+        alive = []
+        for pid, zombie in _user_processes(uid):
+            if zombie:  # dead: its files are closed; reap it if it is ours
                 with contextlib.suppress(ChildProcessError, OSError):
                     os.waitpid(pid, os.WNOHANG)
-        if not [pid for pid, zombie in left if not zombie] or time.monotonic() > deadline:
+                continue
+            alive.append(pid)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        if not alive:
             return
+        if time.monotonic() > deadline:
+            raise SurvivorError(f"{len(alive)} process(es) of the agent's user (uid {uid}) survived "
+                                f"SIGKILL (pid {', '.join(map(str, alive[:5]))}): the run's outputs "
+                                "are not trusted", fix="see docs/github-action.md#trust-model")
+        time.sleep(0.01)
+
+
+def unprivileged_sandbox(root: Path) -> AgentSandbox | None:
+    """The agent's user for a checker running as root in evalcheck's image without the
+    Action's sandbox (``evalcheck run`` in a Kubernetes Job): what custom metrics run as.
+    None elsewhere (not root, or not evalcheck's image)."""
+    return AgentSandbox.for_action(root, None)

@@ -43,16 +43,18 @@ class CustomMetricProblem(Exception):
     pass
 
 
-def import_function(path: str, root: Path) -> Callable[..., Any]:
-    """``pkg.module.function`` imported with ``root`` first on sys.path (restored after)."""
+def import_function(path: str, root: Path, sources: Path | None = None) -> Callable[..., Any]:
+    """``pkg.module.function`` imported with ``sources`` (the private copy of the metrics'
+    packages) and ``root`` first on sys.path (restored after). Only ever called in the
+    worker process (custom_metric_worker.py), never as root in evalcheck's image."""
     module_name, _, attr = path.rpartition(".")
     if not module_name or not attr:
         raise CustomMetricProblem(f"custom metric function '{path}' is not a dotted path "
                                   "like package.module.function")
-    entry = str(root)
-    added = entry not in sys.path
-    if added:
-        sys.path.insert(0, entry)
+    refuse_root()
+    entries = [str(p) for p in (sources, root) if p is not None]
+    added = [e for e in entries if e not in sys.path]
+    sys.path[0:0] = added
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:
@@ -60,7 +62,7 @@ def import_function(path: str, root: Path) -> Callable[..., Any]:
                                   f"function '{path}' (searched from the repository root "
                                   f"{root}): {type(exc).__name__}: {exc}") from None
     finally:
-        if added:
+        for entry in added:
             try:
                 sys.path.remove(entry)
             except ValueError:
@@ -134,18 +136,34 @@ def to_run_score(result: Any, path: str) -> RunScore:
     return RunScore(score=score, invocations=invocations)
 
 
+def refuse_root() -> None:
+    """The one guard: in evalcheck's image (where the unprivileged user exists) a process
+    running as root never imports a custom metric."""
+    import os
+    import pwd
+
+    from ..agents.sandbox import AGENT_USER
+
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        try:
+            pwd.getpwnam(AGENT_USER)
+        except KeyError:
+            return
+        raise CustomMetricProblem("refusing to import a custom metric as root")
+
+
 async def score_custom(configured: Any, run: RunInput, context: ScoringContext) -> RunScore:
-    """Score one run with the custom metric of ``configured`` (a ConfiguredMetric): in a
-    worker process as the agent's user when the run has one (checker/scoring/custom_metric_worker.py),
-    else in this process."""
+    """Score one run with the custom metric of ``configured`` (a ConfiguredMetric), always in
+    the worker process (checker/scoring/custom_metric_worker.py): the context's, or one made
+    here for the repository root (closed with the context's other services)."""
     path = configured.custom_function_path or ""
     worker = context.services.get("custom_metric_worker")
-    if worker is not None:
-        return await worker.score(path, configured.name, configured.criterion, run)
-    from ..inputs.discover import find_repo_root
+    if worker is None:
+        from ..inputs.discover import find_repo_root
+        from .custom_metric_worker import metric_worker
 
-    return await score_in_process(path, configured.name, configured.criterion, run,
-                                  find_repo_root(Path.cwd()))
+        worker = context.services["custom_metric_worker"] = metric_worker(find_repo_root(Path.cwd()))
+    return await worker.score(path, configured.name, configured.criterion, run)
 
 
 def as_adk_types(run: RunInput) -> tuple[list[Any], list[Any] | None, Any]:
@@ -168,10 +186,12 @@ def as_adk_types(run: RunInput) -> tuple[list[Any], list[Any] | None, Any]:
             None if run.scenario is None else adk(run.scenario, ConversationScenario))
 
 
-async def score_in_process(path: str, name: str, criterion: Any, run: RunInput, root: Path) -> RunScore:
-    """Import the function at ``path`` (``root`` first on sys.path) and score ``run``."""
+async def score_in_process(path: str, name: str, criterion: Any, run: RunInput, root: Path, *,
+                           sources: Path | None = None) -> RunScore:
+    """In the worker process: import the function at ``path`` (``sources``, then ``root``
+    first on sys.path) and score ``run``."""
     try:
-        function = import_function(path, root)
+        function = import_function(path, root, sources)
         metric = CustomEvalMetric(
             metric_name=name, criterion=criterion, threshold=None, custom_function_path=path,
             judge_model_options=getattr(criterion, "judge_model_options", None))

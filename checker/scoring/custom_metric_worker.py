@@ -1,10 +1,15 @@
 """Custom metrics out of the checker's process, as the agent's user (the Action's sandbox).
 
-A custom metric is the repository's own Python, like the agent: where agents run as the
-unprivileged ``evalcheck-agent`` user, so do custom metrics. ``CustomMetricWorker`` starts
-``python -m checker.scoring.custom_metric_worker ROOT`` (evalcheck's own Python, so the imports are
-the ones the metric would get in process) as that user and sends it one run at a time, a
-JSON line each way. The worker's answer is untrusted: it is read with a size limit and
+A custom metric is the repository's own Python, like the agent: it is never imported by
+the checker, in any mode (agent, server, replay; the Action or the command line). Where
+agents run as the unprivileged ``evalcheck-agent`` user, so do custom metrics, and a checker
+running as root in evalcheck's image runs them as that user even without agents
+(``metric_worker``). ``CustomMetricWorker`` starts ``python -m
+checker.scoring.custom_metric_worker ROOT [SOURCES]`` (evalcheck's own Python, so the
+imports are the ones the metric would get in process; without the current directory or the
+user's site-packages on its path) and sends it one run at a time, a JSON line each way.
+SOURCES is the private copy of the metrics' packages (checker/scoring/metric_sources.py),
+imported before ROOT. The worker's answer is untrusted: it is read with a size limit and
 validated, and a worker that dies, hangs past the metric's deadline or answers garbage fails
 that one metric and is started again for the next.
 """
@@ -18,11 +23,14 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from ..metrics.base import RunInput, RunScore
+
+if TYPE_CHECKING:
+    from ..agents.sandbox import AgentSandbox
 
 MAX_REPLY = 1 << 20  # bytes of one answer line
 
@@ -31,16 +39,17 @@ class CustomMetricWorker:
     """Runs custom metrics in a child process started with ``popen`` keyword arguments
     (the sandbox's user and group) and ``env``; one call at a time."""
 
-    def __init__(self, root: Path, *, env: dict[str, str] | None = None,
+    def __init__(self, root: Path, *, sources: Path | None = None, env: dict[str, str] | None = None,
                  popen: dict[str, Any] | None = None):
-        self.root, self.env, self.popen = root, env, popen or {}
+        self.root, self.sources, self.env, self.popen = root, sources, env, popen or {}
         self._proc: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()
 
     async def _start(self) -> asyncio.subprocess.Process:
         if self._proc is None or self._proc.returncode is not None:
             self._proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "checker.scoring.custom_metric_worker", str(self.root),
+                sys.executable, "-P", "-s", "-m", "checker.scoring.custom_metric_worker", str(self.root),
+                *([str(self.sources)] if self.sources is not None else []),
                 cwd=self.root, env=self.env, stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
                 limit=MAX_REPLY, start_new_session=True, **self.popen)
@@ -112,9 +121,24 @@ class CustomMetricWorker:
         await self._stop()
 
 
+def metric_worker(root: Path, sandbox: AgentSandbox | None = None, *,
+                  sources: Path | None = None) -> CustomMetricWorker:
+    """The worker custom metrics run in: as the sandbox's user with its scrubbed environment;
+    without a sandbox, as ``evalcheck-agent`` when the checker is root in evalcheck's image
+    (e.g. ``evalcheck run`` in a Kubernetes Job), else as the caller."""
+    if sandbox is None:
+        from ..agents.sandbox import unprivileged_sandbox
+
+        sandbox = unprivileged_sandbox(root)
+    if sandbox is None:
+        return CustomMetricWorker(root, sources=sources)
+    return CustomMetricWorker(root, sources=sources, env=sandbox.environ(os.environ),
+                              popen=sandbox.popen_kwargs())
+
+
 # ------------------------------------------------------------------ the child process
 
-def _serve(root: Path) -> int:
+def _serve(root: Path, sources: Path | None) -> int:
     from ..inputs.criteria import _CustomCriterion
     from .custom_metric import score_in_process
     from ..models.evalset import ConversationScenario, Invocation
@@ -131,7 +155,8 @@ def _serve(root: Path) -> int:
                            scenario=None if request["scenario"] is None else
                            ConversationScenario.model_validate(request["scenario"]))
             criterion = _CustomCriterion.model_validate(request["criterion"])
-            score = asyncio.run(score_in_process(request["path"], request["name"], criterion, run, root))
+            score = asyncio.run(score_in_process(request["path"], request["name"], criterion, run,
+                                                 root, sources=sources))
             reply: dict[str, Any] = {"score": score.model_dump(mode="json")}
         except Exception as exc:  # a malformed request is the checker's bug: say it, go on
             reply = {"error": f"custom metric worker: {type(exc).__name__}: {exc}"}
@@ -141,7 +166,7 @@ def _serve(root: Path) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print("usage: python -m checker.scoring.custom_metric_worker ROOT", file=sys.stderr)
+    if len(sys.argv) not in (2, 3):
+        print("usage: python -m checker.scoring.custom_metric_worker ROOT [SOURCES]", file=sys.stderr)
         raise SystemExit(2)
-    sys.exit(_serve(Path(sys.argv[1])))
+    sys.exit(_serve(Path(sys.argv[1]), Path(sys.argv[2]) if len(sys.argv) == 3 else None))

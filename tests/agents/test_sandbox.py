@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -122,3 +123,109 @@ def test_outputs_the_agent_made_into_a_fifo_or_a_hard_link_are_replaced(workspac
     assert not (workspace / "out" / "results.json").exists()
     assert not (workspace / "out" / "report.md").exists()
     assert precious.read_text() == "keep"
+
+
+# --- issue 22 -------------------------------------------------------------------------------
+
+TOKEN_HEADER = "AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hzX3NlY3JldA=="
+
+
+def test_git_is_unreadable_to_the_agent_while_it_runs_and_restored_after(workspace):
+    """actions/checkout (persist-credentials: true, its default) writes the token into
+    .git/config: the agent's user cannot read it, setup-command or agent or custom metric."""
+    (workspace / ".git" / "config").write_text(
+        '[http "https://github.com/"]\n\textraheader = ' + TOKEN_HEADER + "\n")
+    (workspace / ".git").chmod(0o755)
+    (workspace / ".git" / "config").chmod(0o644)
+    sandbox = make(workspace)
+    sandbox.begin(hand_over=False)  # replay mode: nothing handed over, .git locked all the same
+    done = as_agent(sandbox, workspace, "cat .git/config; ls .git; git config --list 2>&1; true")
+    assert "eC1hY2Nlc3Mt" not in done.stdout + done.stderr, done
+    sandbox.close()
+    assert stat.S_IMODE((workspace / ".git").stat().st_mode) == 0o755
+    assert TOKEN_HEADER in (workspace / ".git" / "config").read_text()
+
+
+def test_a_git_folder_the_agent_swapped_is_bad_input(workspace):
+    sandbox = make(workspace)
+    sandbox.begin()
+    done = as_agent(sandbox, workspace, "mv .git .git-old && mkdir -p .git/hooks")
+    assert done.returncode == 0, done
+    with pytest.raises(InputError, match="was replaced while the agent ran"):
+        sandbox.end()
+
+
+def _deep(top: Path, depth: int, uid: int) -> None:
+    """``depth`` nested folders under ``top`` (a path far past PATH_MAX), owned by ``uid``."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("dddd", dir_fd=fd)
+            os.chown("dddd", uid, uid, dir_fd=fd)
+            child = os.open("dddd", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        with open(os.open("leaf.txt", os.O_WRONLY | os.O_CREAT, 0o666, dir_fd=fd), "w") as fh:
+            fh.write("x")
+        os.chown("leaf.txt", uid, uid, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _owners(top: Path) -> set[int]:
+    from checker.safety.tree import walk_tree
+
+    found: set[int] = set()
+    assert walk_tree(str(top), lambda fd, name, st: found.add(st.st_uid)) == []
+    return found
+
+
+def test_a_folder_1200_deep_past_path_max_is_given_back(workspace):
+    """Issue 22: 1,200 nested folders crashed end() with a RecursionError (os.walk on Python
+    3.11), and paths past PATH_MAX stayed the agent's; now every one is given back."""
+    sandbox = make(workspace)
+    sandbox.hand_over()
+    _deep(workspace, 1200, AGENT_UID)
+    try:
+        sandbox.end()
+        assert _owners(workspace) == {OWNER_UID}
+        assert sandbox.problems == []
+    finally:
+        subprocess.run(["rm", "-rf", str(workspace / "dddd")], check=True)
+
+
+def test_processes_of_the_agents_user_die_even_when_nothing_can_be_spawned(workspace, monkeypatch):
+    """Issue 22: under a full pids limit the checker cannot fork; the kill must not need to."""
+    sandbox = make(workspace)
+    sandbox.hand_over()
+    as_agent(sandbox, workspace, "setsid sleep 300 > /dev/null 2>&1 < /dev/null & "
+                                 "setsid sh -c 'trap \"\" TERM INT HUP; sleep 300' > /dev/null 2>&1 < /dev/null &")
+    time.sleep(0.2)
+    assert len([p for p, zombie in _user_processes(AGENT_UID) if not zombie]) >= 2
+
+    def no_more_processes(*args, **kwargs):
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(subprocess, "Popen", no_more_processes)
+    monkeypatch.setattr(os, "fork", no_more_processes)
+    monkeypatch.setattr(os, "posix_spawn", no_more_processes)
+    sandbox.end()
+    monkeypatch.undo()
+    assert [p for p, zombie in _user_processes(AGENT_UID) if not zombie] == []
+
+
+def test_a_process_that_survives_fails_the_run_loudly(workspace, monkeypatch):
+    from checker.agents import sandbox as sandbox_module
+
+    sandbox = make(workspace)
+    sandbox.begin()
+    as_agent(sandbox, workspace, "setsid sleep 300 > /dev/null 2>&1 < /dev/null &")
+    time.sleep(0.2)
+    real_kill = os.kill
+    monkeypatch.setattr(os, "kill", lambda pid, sig: None)  # as if SIGKILL did not take
+    try:
+        with pytest.raises(sandbox_module.SurvivorError, match="survived SIGKILL"):
+            sandbox_module.kill_user_processes(AGENT_UID, timeout=0.3)
+    finally:
+        monkeypatch.setattr(os, "kill", real_kill)
+        sandbox_module.kill_user_processes(AGENT_UID)

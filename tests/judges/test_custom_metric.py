@@ -94,10 +94,10 @@ def repo(tmp_path: Path, monkeypatch) -> Path:
         del sys.modules[name]
 
 
-@pytest.fixture(params=["in-process", "worker"])
+@pytest.fixture(params=["default", "worker"])
 def mode(request) -> str:
-    """Each behaviour holds in this process (the CLI) and in the worker process the Action
-    runs custom metrics in, as the agent's user (checker/scoring/custom_metric_worker.py)."""
+    """Each behaviour holds with the worker score_custom makes itself (the command line) and
+    with one given (the Action's, as the agent's user: checker/scoring/custom_metric_worker.py)."""
     return request.param
 
 
@@ -108,7 +108,7 @@ def custom(function: str):
     return config.metrics[0], run_input([invocation("a", "b"), invocation("c", "d")])
 
 
-def run_custom(function: str, mode: str = "in-process"):
+def run_custom(function: str, mode: str = "default"):
     configured, run = custom(function)
     before = list(sys.path)
     context = ScoringContext()
@@ -160,11 +160,15 @@ def test_not_evaluated_status_is_kept(repo, mode):
                                            "returned no score (status not_evaluated)")
 
 
-def test_the_worker_runs_the_metric_in_another_process_and_its_prints_do_not_break_it(repo):
+@pytest.mark.parametrize("mode_", ["default", "worker"])
+def test_the_metric_runs_in_another_process_and_its_prints_do_not_break_it(repo, mode_):
+    """No code path imports a custom metric into the checker (issue 22: in replay mode the
+    metric ran in the checker itself, as root in the Action)."""
     import os
 
-    assert run_custom("my_evals_pkg.metrics.whoami", "worker").score != float(os.getpid())
-    assert run_custom("my_evals_pkg.metrics.prints", "worker").score == 1.0
+    assert run_custom("my_evals_pkg.metrics.whoami", mode_).score != float(os.getpid())
+    assert run_custom("my_evals_pkg.metrics.prints", mode_).score == 1.0
+    assert not [m for m in sys.modules if m.startswith("my_evals_pkg")]
 
 
 def test_a_worker_that_dies_or_hangs_fails_that_metric_and_the_next_gets_a_new_one(repo):

@@ -1,0 +1,105 @@
+"""A private copy of the custom metrics' sources, made before any of the pull request's code
+runs (docs/github-action.md#trust-model).
+
+A custom metric named ``evals.metrics.fn`` is imported from its top-level package or module
+(``evals/`` or ``evals.py`` under the repository root). That package is copied, as it is
+before setup-command and the agents run, into a fresh folder that only the checker can
+write (readable by the metric worker's user); the worker imports from the copy first, so
+that what the agent or setup-command writes into the working directory cannot change the
+metric that scores it. Symlinks are not copied (they could lead anywhere); caches, version
+control and virtualenvs are left out; a package larger than the bounds below is bad input.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import InputError
+
+if TYPE_CHECKING:
+    from ..inputs.discover import EvalTarget
+
+MAX_FILES = 5000
+MAX_BYTES = 100 * 1024 * 1024
+_LEFT_OUT = {"__pycache__", ".git", "node_modules", ".venv", "venv", ".tox", ".mypy_cache",
+             ".pytest_cache"}
+
+
+def metric_paths(targets: Iterable[EvalTarget]) -> list[str]:
+    return sorted({m.custom_function_path for t in targets for m in t.config.metrics
+                   if m.custom_function_path})
+
+
+def copy_metric_sources(targets: Iterable[EvalTarget], root: Path) -> Path | None:
+    """A private copy of the top-level packages of every custom metric of ``targets``;
+    None when there is none. The caller removes the folder when scoring is over."""
+    tops = sorted({p.split(".", 1)[0] for p in metric_paths(targets) if "." in p})
+    if not tops:
+        return None
+    into = Path(tempfile.mkdtemp(prefix="evalcheck-metrics-"))
+    try:
+        os.chmod(into, 0o755)  # the worker's user reads it; only the checker writes it
+        budget = [MAX_FILES, MAX_BYTES]
+        for top in tops:
+            if not top.isidentifier():
+                continue  # an import of it fails anyway, with the metric's own message
+            package, module = root / top, root / f"{top}.py"
+            if _is(package, stat.S_ISDIR):
+                _copy_tree(package, into / top, budget, top)
+            elif _is(module, stat.S_ISREG):
+                _copy_file(module, into / f"{top}.py", budget, top)
+    except BaseException:
+        shutil.rmtree(into, ignore_errors=True)
+        raise
+    return into
+
+
+def _is(path: Path, kind) -> bool:
+    try:
+        return kind(path.lstat().st_mode)  # a symlink is neither: not followed
+    except OSError:
+        return False
+
+
+def _copy_tree(src: Path, dest: Path, budget: list[int], top: str) -> None:
+    dest.mkdir(mode=0o755)
+    stack = [(src, dest)]
+    while stack:
+        here, there = stack.pop()
+        for entry in os.scandir(here):
+            if entry.name in _LEFT_OUT:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                (there / entry.name).mkdir(mode=0o755)
+                stack.append((Path(entry.path), there / entry.name))
+            elif entry.is_file(follow_symlinks=False):
+                _copy_file(Path(entry.path), there / entry.name, budget, top)
+
+
+def _copy_file(src: Path, dest: Path, budget: list[int], top: str) -> None:
+    data = _read(src)
+    budget[0] -= 1
+    budget[1] -= len(data)
+    if budget[0] < 0 or budget[1] < 0:
+        raise InputError(f"the custom metrics' package '{top}' is larger than {MAX_FILES} files or "
+                         f"{MAX_BYTES // (1024 * 1024)} MiB; it is copied before the agent runs",
+                         file=str(src), fix="keep custom metrics in a small package of their own")
+    dest.write_bytes(data)
+    os.chmod(dest, 0o644)
+
+
+def _read(src: Path) -> bytes:
+    fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO swapped in: never block on it
+            return b""
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(MAX_BYTES + 1)
+    finally:
+        os.close(fd)
