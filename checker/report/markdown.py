@@ -79,6 +79,11 @@ def render_markdown(results: Results, *, template: Path | None = None,
     extra = dict(extra or {})
     links = extra.pop("links", None) or Links()
     budget = extra.pop("budget", None) or Budget()
+    if template is not None:
+        # A user's template is the PR's code: it gets plain data of its own, rebuilt from the
+        # JSON, never the live results the verdict, the annotations and the outputs read
+        # (Jinja's sandbox still allows a list's remove() or a dict's pop()).
+        results = Results.model_validate_json(results.model_dump_json())
     view = build_view(results, links, budget)
     context: dict[str, Any] = {
         "results": results, "report": view, "budget": budget, "omitted": omitted_notes(view),

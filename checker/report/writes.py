@@ -5,6 +5,7 @@ At the end ``check()`` turns the failures into one InputError (exit status 2).""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -39,25 +40,34 @@ class OutputFiles:
             return False
 
     def write(self, path: Path, text: str, what: str) -> bool:
-        """``text`` into ``path``. A file cut short by a full disk is removed, so that no
-        later step reads half a results file."""
-
-        def write() -> None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                with path.open("w", encoding="utf-8") as fh:
-                    fh.write(text)
-            except OSError:
-                if path.is_file():
-                    path.unlink(missing_ok=True)
-                raise
-
-        return self.attempt(what, path, write)
+        """``text`` into ``path``, atomically: a new file, renamed into place. No one reads
+        half a file (a full disk leaves the old one or none), and a descriptor of the old
+        file that a process still holds (a survivor of the agent's) reaches nothing."""
+        return self.attempt(what, path, lambda: write_fresh(path, text))
 
     def check(self) -> None:
         if self.failed:
             raise InputError("; ".join(self.failed),
                              fix="free disk space or choose another path; the other outputs were written")
+
+
+def write_fresh(path: Path, text: str) -> None:
+    """Write ``text`` to a new file beside ``path`` and rename it over ``path`` (a new inode;
+    a symlink in its place is replaced, not followed)."""
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(temp, 0o644)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
 
 
 Named = tuple[str, "Path | None"]  # (what the user calls it: "--results", "the replay file (--replay)", path)

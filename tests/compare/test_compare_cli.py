@@ -257,3 +257,31 @@ def test_a_template_that_would_exhaust_memory_or_time_is_a_template_error(repo, 
                    "--markdown", "c.md"], repo)
     assert out.code == 2, out.output
     assert "template error" in out.stderr and message in out.stderr
+
+
+MUTATING_TEMPLATE = (
+    "{%- for s in results.eval_sets %}{% for c in s.cases[:] %}"
+    "{% if c.change == 'regressed' and s.cases.remove(c) %}{% endif %}{% endfor %}{% endfor %}"
+    "{% for k in results.metadata.keys() | list %}{% if results.metadata.pop(k) %}{% endif %}{% endfor -%}"
+    "{{ results.eval_sets[0].cases | length }} case(s)\n")
+
+
+@pytest.mark.parametrize("command", ["compare", "run"])
+def test_a_template_cannot_change_the_verdict_or_the_results(repo, command):
+    """Issue 22: Jinja's sandbox lets a template call list.remove(); with the live results a
+    template removed the regressed case and the gate passed (exit 0 instead of 1)."""
+    setup(repo)
+    run(repo, "base", MAIN)
+    (repo / "t.j2").write_text(MUTATING_TEMPLATE)
+    if command == "compare":
+        run(repo, "head", {**MAIN, "breaks": [False] * 3})
+        out = run_cli(["compare", "base.json", "head.json", "--results", "cmp.json", "--markdown", "cmp.md",
+                       "--template", "t.j2", "--fail-on", "regression"], repo)
+    else:
+        out = run(repo, "head", {**MAIN, "breaks": [False] * 3}, "--baseline", "base.json",
+                  "--markdown", "cmp.md", "--template", "t.j2", "--fail-on", "regression")
+        (repo / "head.json").rename(repo / "cmp.json")
+    assert out.code == 1, out.output
+    assert (repo / "cmp.md").read_text() == "2 case(s)\n"  # the template's own copy changed
+    data = json.loads((repo / "cmp.json").read_text())
+    assert "breaks" in {c["evalId"] for c in data["evalSets"][0]["cases"]}
