@@ -15,7 +15,8 @@ from ..compare.gate import gate_failed
 from ..errors import InputError
 from .github.publish import PublishOptions, check_comment_key
 from .github.workflow import Commands, RunContext, write_outputs
-from ..safety.output import clean, guarded
+from ..safety.output import clean, guarded, say
+from .publish_target import Claimed, Refused, trusted_target
 from ..safety.redact import Redactor, secret_values
 from ..report.writes import OutputFiles
 
@@ -38,9 +39,9 @@ class PublishRequest:
 
 
 def publish_command(request: PublishRequest, env: Mapping[str, str] | None = None) -> int:
-    """Publish ``request.results``. The trusted context is this job's own event (e.g.
-    ``workflow_run``); a PR number taken from an artifact is checked against it: the PR's
-    head must be the commit the evaluated run ran on. Returns the exit status."""
+    """Publish ``request.results``. On a ``workflow_run`` the commit and the PR come from
+    that trusted event only (publish_target.py); an artifact that disagrees is refused and
+    nothing is posted. Returns the exit status."""
     env = dict(os.environ if env is None else env)
     with guarded(secret_values(env)):
         return _publish(request, env)
@@ -64,18 +65,11 @@ def _publish(request: PublishRequest, env: dict[str, str]) -> int:
             raise InputError("results file not found", file=str(request.results)) from None
         except ValueError as exc:
             raise InputError(f"not a results file: {one_line_error(exc)}", file=str(request.results)) from None
-        trusted_sha = ctx.head_sha if ctx.event else ""
-        pr = request.pr
-        sha = request.sha
+        claimed = Claimed(sha=request.sha, pr=request.pr)
         if request.event is not None:
             evaluated = RunContext(repository=ctx.repository, event=load_event(request.event))
-            pr = pr if pr is not None else evaluated.pr_number
-            sha = sha or evaluated.head_sha or None
-        if pr is None:
-            pr = ctx.pr_number
-        sha = sha or trusted_sha or ctx.sha
-        if not sha:
-            raise InputError("no commit to publish for", fix="pass --sha or --event, or run on workflow_run")
+            claimed.pr = claimed.pr if claimed.pr is not None else evaluated.pr_number
+            claimed.sha = claimed.sha or _head_of(evaluated)
         # Results from an artifact are outside text too: no secret of this job in them.
         results = Redactor(secret_values(env)).model(results)
         options = PublishOptions(comment=request.comment, comment_key=check_comment_key(request.comment_key),
@@ -83,18 +77,27 @@ def _publish(request: PublishRequest, env: dict[str, str]) -> int:
                                  gate_failed=gate_failed(results, request.fail_on), template=request.template,
                                  budget=publish_budget(env))
         owner, repo = ctx.owner_repo
-        if pr is not None and token and owner and trusted_sha:
-            # An artifact can claim any PR number: only post where the PR's head is the
-            # commit this workflow_run evaluated.
-            with GitHubClient(token, ctx.api_url, budget=options.budget) as client:
-                try:
-                    head = client.get_pull(owner, repo, pr).get("head")
-                    head = head.get("sha") if isinstance(head, dict) else None
-                except GitHubError as exc:
-                    raise InputError(f"cannot read pull request #{pr}: HTTP {exc.status}") from None
-            if head != trusted_sha:
-                raise InputError(f"pull request #{pr} is at {str(head)[:12]}, but the evaluated run was "
-                                 f"on {trusted_sha[:12]}", fix="a stale or forged PR number; not posting")
+        run = ctx.event.get("workflow_run")
+        if isinstance(run, dict):
+            # The fork-safe pair: only the trusted event says where to post (publish_target.py).
+            def get_pull(number: int) -> dict:
+                if not (token and owner):
+                    raise Refused(f"cannot confirm pull request #{number} without a token")
+                with GitHubClient(token, ctx.api_url, budget=options.budget) as client:
+                    try:
+                        return client.get_pull(owner, repo, number)
+                    except GitHubError as exc:
+                        raise Refused(f"cannot read pull request #{number}: HTTP {exc.status}") from None
+
+            try:
+                sha, pr = trusted_target(run, claimed, get_pull)
+            except Refused as exc:
+                return refuse(commands, exc)
+        else:  # by hand: the caller's own word
+            pr = claimed.pr if claimed.pr is not None else ctx.pr_number
+            sha = claimed.sha or ctx.head_sha or ctx.sha
+        if not sha:
+            raise InputError("no commit to publish for", fix="pass --sha or --event, or run on workflow_run")
     except InputError as exc:
         return bad_input(commands, exc)
     files = OutputFiles(report=lambda message: commands.error(f"evalcheck: {clean(message)}"))
@@ -107,3 +110,17 @@ def _publish(request: PublishRequest, env: dict[str, str]) -> int:
                       lambda: write_outputs(ctx.output_path, outputs))
     # The gate is the evaluating job's; this job only reports (see docs/github-action.md).
     return EXIT_BAD_INPUT if files.failed else EXIT_PASSED
+
+
+def _head_of(evaluated: RunContext) -> str | None:
+    """The commit the artifact's event names (its PR's head, or its own commit)."""
+    head = evaluated.pull_request.get("head")
+    sha = head.get("sha") if isinstance(head, dict) else None
+    return sha if isinstance(sha, str) and sha else (evaluated.head_sha or None)
+
+
+def refuse(commands: Commands, exc: Exception) -> int:
+    """An artifact that disagrees with the trusted event: a warning, nothing posted, exit 2."""
+    commands.warning(f"evalcheck publish: refused, nothing posted: {clean(exc)}")
+    say(f"evalcheck: error: refused, nothing posted: {clean(exc)}", err=True)
+    return EXIT_BAD_INPUT

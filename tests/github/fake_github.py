@@ -125,6 +125,7 @@ class FakeGitHub:
     annotations: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     statuses: list[dict[str, Any]] = field(default_factory=list)
     pulls: dict[int, str] = field(default_factory=dict)  # number -> head sha
+    pull_repos: dict[int, str] = field(default_factory=dict)  # number -> head repository full_name
     faults: list[Fault] = field(default_factory=list)
     # the automatic baseline: the base branch's history (newest first), the merge base the
     # compare endpoint reports (None: 404), the artifacts and their zips
@@ -384,6 +385,9 @@ class FakeGitHub:
                 pr = instance(self.spec, {"$ref": "#/components/schemas/pull-request"})
                 pr.update(number=number)
                 pr["head"]["sha"] = self.pulls[number]
+                if number in self.pull_repos:
+                    pr["head"]["repo"] = {**instance(self.spec, {"$ref": "#/components/schemas/repository"}),
+                                          "full_name": self.pull_repos[number]}
                 return 200, {}, pr
         return 404, {}, {"message": "Not Found"}
 

@@ -30,6 +30,7 @@ def invoke(args, env):
 
 def test_publishes_a_fork_prs_artifact_on_the_verified_pr(tmp_path, fake):
     fake.pulls[7] = HEAD
+    fake.pull_repos[7] = "someone/agents"
     env = workflow_run_env(tmp_path, fake)
     results = write_json(tmp_path / "results.json", realistic_results())
     artifact_event = write_json(tmp_path / "pr-event.json", pr_event(7, head_sha=HEAD, fork=True))
@@ -50,6 +51,49 @@ def test_refuses_a_pr_number_whose_head_is_another_commit(tmp_path, fake):
     result = invoke(["--results", str(results), "--pr", "8"], env)
     assert result.exit_code == 2
     assert "pull request #8 is at 999999999999" in result.output
+    assert "::warning::evalcheck publish: refused, nothing posted" in result.output
+    assert fake.writes() == []
+
+
+VICTIM = "a" * 40
+
+
+def test_refuses_an_artifact_naming_another_commit_than_the_workflow_run(tmp_path, fake):
+    """Issue 22: a fork's artifact named its own PR (whose head is the evaluated commit) but
+    the victim PR's head SHA in event.json: a success check run and status landed on the
+    victim's commit. The commit comes from workflow_run only."""
+    fake.pulls[9] = HEAD
+    fake.pull_repos[9] = "someone/agents"
+    env = workflow_run_env(tmp_path, fake)
+    results = write_json(tmp_path / "results.json", realistic_results())
+    forged = pr_event(9, head_sha=VICTIM, fork=True)
+    artifact_event = write_json(tmp_path / "pr-event.json", forged)
+    result = invoke(["--results", str(results), "--event", str(artifact_event), "--commit-status"], env)
+    assert result.exit_code == 2, result.output
+    assert "names commit aaaaaaaaaaaa, but the evaluated run was on eeeeeeeeeeee" in result.output
+    assert fake.writes() == [] and fake.statuses == [] and fake.check_runs == {}
+
+
+def test_refuses_an_artifact_that_names_no_pr(tmp_path, fake):
+    """A fork's workflow_run lists no PR; an artifact naming none gave a check run and a
+    status on whatever commit it named, unchecked."""
+    env = workflow_run_env(tmp_path, fake)
+    results = write_json(tmp_path / "results.json", realistic_results())
+    result = invoke(["--results", str(results), "--commit-status"], env)
+    assert result.exit_code == 2, result.output
+    assert "names no pull request" in result.output
+    assert fake.writes() == []
+
+
+def test_refuses_a_pr_from_another_repository_at_the_same_commit(tmp_path, fake):
+    """A fork of the fork at the same commit is not the evaluated run's head repository."""
+    fake.pulls[11] = HEAD
+    fake.pull_repos[11] = "mallory/agents"
+    env = workflow_run_env(tmp_path, fake)
+    results = write_json(tmp_path / "results.json", realistic_results())
+    result = invoke(["--results", str(results), "--pr", "11"], env)
+    assert result.exit_code == 2, result.output
+    assert "comes from mallory/agents" in result.output
     assert fake.writes() == []
 
 
