@@ -39,6 +39,8 @@ OPERATIONS: list[tuple[str, str]] = [
     ("/repos/{owner}/{repo}/commits", "get"),
     ("/repos/{owner}/{repo}/actions/artifacts", "get"),
     ("/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/{archive_format}", "get"),
+    # which run uploaded a candidate: a push on the base branch of this repository only
+    ("/repos/{owner}/{repo}/actions/runs/{run_id}", "get"),
 ]
 
 

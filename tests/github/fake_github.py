@@ -134,6 +134,7 @@ class FakeGitHub:
     artifacts: list[dict[str, Any]] = field(default_factory=list)
     blobs: dict[int, bytes] = field(default_factory=dict)
     downloads: list[Recorded] = field(default_factory=list)  # requests to the download host
+    runs: dict[int, dict[str, Any]] = field(default_factory=dict)  # workflow runs by id
     repository_id: int = 42
     _blob_server: ThreadingHTTPServer | None = None
     blob_url: str = ""
@@ -152,15 +153,25 @@ class FakeGitHub:
 
     def add_artifact(self, head_sha: str, zip_bytes: bytes, *, name: str = "evalcheck-results",
                      expired: bool = False, head_branch: str = "main", from_fork: bool = False,
-                     created_at: str = "2026-11-20T10:00:00Z") -> dict[str, Any]:
+                     created_at: str = "2026-11-20T10:00:00Z", event: str = "push",
+                     omit: tuple[str, ...] = ()) -> dict[str, Any]:
+        """An artifact and the workflow run that uploaded it (``event`` on ``head_branch``,
+        of a fork when ``from_fork``); ``omit``: keys left out of the artifact's
+        ``workflow_run`` (all are optional in GitHub's description)."""
         aid = self._new_id()
         artifact = instance(self.spec, {"$ref": "#/components/schemas/artifact"})
         artifact.update(id=aid, name=name, expired=expired, size_in_bytes=len(zip_bytes),
                         created_at=created_at,
                         archive_download_url=f"https://api.github.com/repos/octo/agents/actions/artifacts/{aid}/zip",
-                        workflow_run={"id": aid + 50000, "repository_id": self.repository_id,
-                                      "head_repository_id": self.repository_id + (1 if from_fork else 0),
-                                      "head_branch": head_branch, "head_sha": head_sha})
+                        workflow_run={k: v for k, v in {
+                            "id": aid + 50000, "repository_id": self.repository_id,
+                            "head_repository_id": self.repository_id + (1 if from_fork else 0),
+                            "head_branch": head_branch, "head_sha": head_sha}.items() if k not in omit})
+        run = instance(self.spec, {"$ref": "#/components/schemas/workflow-run"})
+        run.update(id=aid + 50000, event=event, head_branch=head_branch, head_sha=head_sha)
+        run["repository"]["full_name"] = "octo/agents"
+        run["head_repository"]["full_name"] = "someone/agents" if from_fork else "octo/agents"
+        self.runs[aid + 50000] = run
         self.artifacts.insert(0, artifact)  # GitHub lists the newest first
         self.blobs[aid] = zip_bytes
         return artifact
@@ -409,8 +420,18 @@ class FakeGitHub:
         if rest == "actions/artifacts":
             name = query.get("name", [None])[0]
             per_page = int(query.get("per_page", ["30"])[0])
+            page = int(query.get("page", ["1"])[0])
             listed = [a for a in self.artifacts if name is None or a["name"] == name]
-            return 200, {}, {"total_count": len(listed), "artifacts": listed[:per_page]}
+            headers = {}
+            if page * per_page < len(listed):  # as GitHub pages: Link rel="next"
+                url = f"{self.base_url}/repos/octo/agents/actions/artifacts?per_page={per_page}"
+                url += f"&name={name}" if name else ""
+                headers["Link"] = f'<{url}&page={page + 1}>; rel="next"'
+            return 200, headers, {"total_count": len(listed),
+                                  "artifacts": listed[(page - 1) * per_page: page * per_page]}
+        if (mm := re.fullmatch(r"actions/runs/(\d+)", rest)):
+            run = self.runs.get(int(mm.group(1)))
+            return (200, {}, run) if run is not None else (404, {}, {"message": "Not Found"})
         if (mm := re.fullmatch(r"actions/artifacts/(\d+)/zip", rest)):
             aid = int(mm.group(1))
             artifact = next((a for a in self.artifacts if a["id"] == aid), None)

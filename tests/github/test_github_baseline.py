@@ -190,3 +190,50 @@ def test_an_oversized_download_is_refused(repo, tmp_path, monkeypatch):
     result = search(repo, tmp_path)
     assert result.found is None
     assert any("larger than 100 bytes" in n for n in result.notes)
+
+
+# --- issue 22: only main's own runs are a baseline ------------------------------------------
+
+def test_another_branchs_pull_request_run_at_the_merge_base_is_never_a_baseline(repo, tmp_path):
+    """A pull_request run on another branch whose head is the merge base uploaded a forged
+    artifact; main's own for that commit is missing. It was taken as main's results."""
+    repo.add_artifact(MERGE_BASE, artifact_zip(baseline_results("forged")), head_branch="feature",
+                      event="pull_request")
+    result = search(repo, tmp_path)
+    assert result.found is None, result.notes
+    assert not repo.downloads
+
+
+def test_a_pull_request_run_named_as_main_is_not_a_baseline(repo, tmp_path):
+    """The artifact's workflow_run says head_branch main, but the run itself is a
+    pull_request (a PR from a branch called main): the run's own event decides."""
+    repo.add_artifact(MERGE_BASE, artifact_zip(baseline_results("forged")), event="pull_request")
+    result = search(repo, tmp_path)
+    assert result.found is None, result.notes
+    assert any("uploaded by a pull_request run, not a push" in n for n in result.notes), result.notes
+    assert not repo.downloads
+
+
+@pytest.mark.parametrize("missing", ["head_repository_id", "repository_id", "head_branch"])
+def test_an_artifact_whose_run_leaves_out_where_it_came_from_is_not_a_baseline(repo, tmp_path, missing):
+    """A fork artifact whose workflow_run omits head_repository_id (optional in GitHub's
+    description) passed the fork filter: now a missing field fails closed."""
+    repo.add_artifact(MERGE_BASE, artifact_zip(baseline_results("forged")), from_fork=True,
+                      omit=(missing,))
+    result = search(repo, tmp_path)
+    assert result.found is None, result.notes
+    assert not repo.downloads
+
+
+def test_mains_artifact_on_the_second_page_is_found_under_a_hundred_newer_forgeries(repo, tmp_path):
+    """100 newer artifacts (here: another branch's pull_request runs) pushed main's off the
+    one page that was read; the forged one for the merge base was used."""
+    repo.add_artifact(MERGE_BASE, artifact_zip(baseline_results("main")), created_at="2026-11-01T00:00:00Z")
+    for i in range(100):
+        repo.add_artifact(HISTORY[5 + i % 3], artifact_zip(baseline_results("forged")),
+                          head_branch=f"pr-{i}", event="pull_request", created_at="2026-11-25T00:00:00Z")
+    result = search(repo, tmp_path)
+    assert result.found is not None, result.notes
+    assert found_marker(result.found) == "main" and result.found.event == "push"
+    pages = [r for r in repo.requests if r.path.endswith("/actions/artifacts")]
+    assert len(pages) == 2 and repo.violations == []

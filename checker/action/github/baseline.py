@@ -2,7 +2,12 @@
 branch, from the results artifact the push-to-main workflow uploads.
 
 The merge base comes from the compare endpoint; the artifacts are listed by their documented
-name and matched by the workflow run's head SHA. When the merge base has none (its run failed,
+name (every page) and matched by the workflow run's head SHA. Only main's own results are a
+baseline: an artifact is used only when the workflow run that uploaded it was a ``push``
+(``BASELINE_EVENTS``) on the base branch of this very repository - its ``event``,
+``head_branch`` and head repository are read from the run itself (``GET
+/actions/runs/{id}``), and a run or artifact that leaves any of them out is not used (fail
+closed): a pull request's run, even one whose head is the merge base, never is. When the merge base has none (its run failed,
 was skipped, or the artifact expired), up to ``MAX_WALK_BACK`` older commits of the base branch
 are tried, and how far behind the baseline is gets recorded. Every way of not finding one is a
 note for the report, never an error: a pull request is still evaluated without a baseline.
@@ -16,6 +21,7 @@ import io
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +37,7 @@ MAX_WALK_BACK = 20                    # older base-branch commits tried after th
 MAX_ZIP_BYTES = 64 * 1024 * 1024      # downloaded artifact
 MAX_RESULTS_BYTES = 256 * 1024 * 1024  # results.json once unpacked
 MAX_MEMBERS = 1000                    # entries in the zip
+BASELINE_EVENTS = ("push",)           # the runs whose results are main's
 DOC = "docs/github-action.md#baseline"
 
 
@@ -41,6 +48,7 @@ class FoundBaseline:
     commits_behind: int     # 0: the merge base itself
     artifact_id: int
     run_id: int | None = None
+    event: str = ""         # the uploading run's event (push)
 
 
 @dataclass
@@ -55,41 +63,118 @@ def find_baseline(client: GitHubClient, owner: str, repo: str, *, base_ref: str,
     """Look for the baseline of a PR (base branch ``base_ref`` at ``base_sha``, head
     ``head_sha``) and write its results.json to ``dest``. Never raises GitHubError."""
     search = BaselineSearch()
+    found = list(baselines(client, owner, repo, base_ref=base_ref, base_sha=base_sha,
+                           head_sha=head_sha, dest_for=lambda sha: dest, search=search,
+                           artifact_name=artifact_name, wanted=1))
+    search.found = found[0] if found else None
+    return search
+
+
+def baselines(client: GitHubClient, owner: str, repo: str, *, base_ref: str, base_sha: str,
+              head_sha: str, dest_for, search: BaselineSearch,
+              artifact_name: str = ARTIFACT_NAME, wanted: int = 1) -> list[FoundBaseline]:
+    """Up to ``wanted`` results of the base branch, newest first: the merge base's, then
+    older commits' (at most ``MAX_WALK_BACK`` behind). Each results.json is written to
+    ``dest_for(commit)``; why fewer were found goes into ``search.notes``."""
+    found: list[FoundBaseline] = []
     try:
         merge_base = _merge_base(client, owner, repo, base_sha, head_sha, search)
         candidates = _artifacts_by_commit(client, owner, repo, artifact_name, base_ref, search)
         if not candidates:
-            search.notes.append(f"no baseline: no unexpired artifact named {artifact_name!r} in "
-                                f"{owner}/{repo} (upload one on pushes to {base_ref}: see {DOC})")
-            return search
-        tried = [merge_base]
-        if _try(client, owner, repo, candidates, merge_base, 0, dest, search):
-            return search
-        commits = client.list_commits(owner, repo, merge_base, MAX_WALK_BACK + 1)
-        older = [c["sha"] for c in commits if isinstance(c, dict) and isinstance(c.get("sha"), str)]
-        for behind, sha in enumerate(older[:MAX_WALK_BACK + 1]):
-            if sha == merge_base:
-                continue
-            tried.append(sha)
-            if _try(client, owner, repo, candidates, sha, behind, dest, search):
-                return search
-        search.notes.append(f"no baseline: none of the last {len(tried)} commits of {base_ref} "
-                            f"from the merge base {merge_base[:7]} has a usable results artifact "
-                            f"named {artifact_name!r}")
+            search.notes.append(f"no baseline: no unexpired artifact named {artifact_name!r} of a "
+                                f"push to {base_ref} in {owner}/{repo} (upload one on pushes to "
+                                f"{base_ref}: see {DOC})")
+            return found
+        commits = [merge_base]
+
+        def history() -> Iterator[tuple[int, str]]:
+            yield 0, merge_base  # the base branch's older commits are listed only when needed
+            listed = client.list_commits(owner, repo, merge_base, MAX_WALK_BACK + 1)
+            older = [c["sha"] for c in listed[:MAX_WALK_BACK + 1]
+                     if isinstance(c, dict) and isinstance(c.get("sha"), str)]
+            for behind, sha in enumerate(older):
+                if sha != merge_base:
+                    commits.append(sha)
+                    yield behind, sha
+
+        runs = RunCheck(client, owner, repo, base_ref, search)
+        for behind, sha in history():
+            for artifact in candidates.get(sha, []):
+                if not runs.ok(artifact):
+                    continue
+                one = _take(client, owner, repo, artifact, sha, behind, dest_for(sha), search, runs)
+                if one is not None:
+                    found.append(one)
+                    break
+            if len(found) >= wanted:
+                return found
+        if not found:
+            search.notes.append(f"no baseline: none of the last {len(commits)} commits of {base_ref} "
+                                f"from the merge base {merge_base[:7]} has a usable results artifact "
+                                f"named {artifact_name!r} from a push to {base_ref}")
     except GitHubError as exc:
         search.notes.append(_refused(exc))
-    return search
+    return found
 
 
-def _try(client: GitHubClient, owner: str, repo: str, candidates: dict[str, dict[str, Any]],
-         sha: str, behind: int, dest: Path, search: BaselineSearch) -> bool:
-    artifact = candidates.get(sha)
-    if artifact is None or not _fetch(client, owner, repo, artifact, dest, search):
-        return False
-    run = artifact.get("workflow_run") or {}
-    search.found = FoundBaseline(path=dest, commit=sha, commits_behind=behind, artifact_id=artifact["id"],
-                                 run_id=run.get("id") if isinstance(run.get("id"), int) else None)
-    return True
+def _take(client: GitHubClient, owner: str, repo: str, artifact: dict[str, Any], sha: str,
+          behind: int, dest: Path, search: BaselineSearch, runs: RunCheck) -> FoundBaseline | None:
+    if not _fetch(client, owner, repo, artifact, dest, search):
+        return None
+    run_id = artifact["workflow_run"]["id"]
+    return FoundBaseline(path=dest, commit=sha, commits_behind=behind, artifact_id=artifact["id"],
+                         run_id=run_id, event=runs.events.get(run_id, ""))
+
+
+class RunCheck:
+    """Whether an artifact's workflow run is one of main's own: ``event`` in
+    ``BASELINE_EVENTS``, ``head_branch`` the base branch, head repository and repository
+    this one - each read from the run itself; anything missing is a no. One request a run."""
+
+    def __init__(self, client: GitHubClient, owner: str, repo: str, base_ref: str,
+                 search: BaselineSearch):
+        self.client, self.owner, self.repo, self.base_ref = client, owner, repo, base_ref
+        self.search = search
+        self.events: dict[int, str] = {}
+        self._seen: dict[int, bool] = {}
+
+    def ok(self, artifact: dict[str, Any]) -> bool:
+        run_id = artifact["workflow_run"]["id"]
+        if run_id not in self._seen:
+            self._seen[run_id] = self._check(artifact, run_id)
+        return self._seen[run_id]
+
+    def _check(self, artifact: dict[str, Any], run_id: int) -> bool:
+        try:
+            run = self.client.get_workflow_run(self.owner, self.repo, run_id)
+        except GitHubError as exc:
+            if exc.status in (401, 403):
+                raise
+            self.search.notes.append(f"artifact {artifact['id']} skipped: its workflow run {run_id} "
+                                     f"could not be read (HTTP {exc.status})")
+            return False
+        this = f"{self.owner}/{self.repo}".lower()
+        event, branch = run.get("event"), run.get("head_branch")
+        head_repo, repo = (_full_name(run.get("head_repository")), _full_name(run.get("repository")))
+        why = None
+        if not isinstance(event, str) or event not in BASELINE_EVENTS:
+            why = f"uploaded by a {event or 'unnamed'} run, not a {' or '.join(BASELINE_EVENTS)}"
+        elif branch != self.base_ref:
+            why = f"its run was on {branch or 'no named branch'}, not {self.base_ref}"
+        elif head_repo is None or repo is None or head_repo.lower() != this or repo.lower() != this:
+            why = f"its run's head repository is {head_repo or 'not named'}, not {this}"
+        elif run.get("head_sha") != artifact["workflow_run"]["head_sha"]:
+            why = "its run's commit is not the artifact's"
+        if why is not None:
+            self.search.notes.append(f"artifact {artifact['id']} skipped: {why} (run {run_id})")
+            return False
+        self.events[run_id] = event
+        return True
+
+
+def _full_name(repo: Any) -> str | None:
+    name = repo.get("full_name") if isinstance(repo, dict) else None
+    return name if isinstance(name, str) and name else None
 
 
 def _merge_base(client: GitHubClient, owner: str, repo: str, base_sha: str, head_sha: str,
@@ -107,11 +192,14 @@ def _merge_base(client: GitHubClient, owner: str, repo: str, base_sha: str, head
 
 
 def _artifacts_by_commit(client: GitHubClient, owner: str, repo: str, name: str, base_ref: str,
-                         search: BaselineSearch) -> dict[str, dict[str, Any]]:
-    """Commit SHA -> the artifact to use for it: unexpired, exactly ``name``, uploaded by a
-    run in this repository (not a fork's), the base branch's run preferred, then the newest."""
-    found: dict[str, dict[str, Any]] = {}
-    expired = 0
+                         search: BaselineSearch) -> dict[str, list[dict[str, Any]]]:
+    """Commit SHA -> the artifacts that may be its results, newest first: unexpired, exactly
+    ``name``, from every page of the listing, whose ``workflow_run`` names its id, commit,
+    the base branch, and this repository as both repository and head repository (a field
+    left out - all are optional in GitHub's description - is a no). Their runs are checked
+    by RunCheck before one is used."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    expired = skipped = 0
     for artifact in client.list_artifacts(owner, repo, name):
         run = artifact.get("workflow_run")
         if artifact.get("name") != name or not isinstance(run, dict) or not isinstance(artifact.get("id"), int):
@@ -119,18 +207,19 @@ def _artifacts_by_commit(client: GitHubClient, owner: str, repo: str, name: str,
         if artifact.get("expired"):
             expired += 1
             continue
-        head_repo, this_repo = run.get("head_repository_id"), run.get("repository_id")
-        if head_repo is not None and this_repo is not None and head_repo != this_repo:
-            continue  # uploaded by a run of a fork's pull request: not a baseline
-        sha = run.get("head_sha")
-        if not isinstance(sha, str):
+        head_repo, this_repo, sha = run.get("head_repository_id"), run.get("repository_id"), run.get("head_sha")
+        if not (isinstance(run.get("id"), int) and isinstance(head_repo, int) and head_repo == this_repo
+                and run.get("head_branch") == base_ref and isinstance(sha, str) and sha):
+            skipped += 1  # a fork's, another branch's, or one that does not say: not main's
             continue
-        rank = (run.get("head_branch") == base_ref, str(artifact.get("created_at") or ""))
-        best = found.get(sha)
-        if best is None or rank > best["_rank"]:
-            found[sha] = {**artifact, "_rank": rank}
+        found.setdefault(sha, []).append(artifact)
+    for listed in found.values():
+        listed.sort(key=lambda a: str(a.get("created_at") or ""), reverse=True)
     if expired:
         search.notes.append(f"{expired} expired artifact{'s' if expired != 1 else ''} named {name!r} skipped")
+    if skipped:
+        search.notes.append(f"{skipped} artifact{'s' if skipped != 1 else ''} named {name!r} not from "
+                            f"{base_ref} of {owner}/{repo} (another branch, a fork, or unnamed) skipped")
     return found
 
 
@@ -234,8 +323,9 @@ def describe(search: BaselineSearch) -> str:
         return "evalcheck: " + ("; ".join(search.notes) or "no baseline")
     where = "the merge base" if found.commits_behind == 0 else \
         f"{found.commits_behind} commit{'s' if found.commits_behind != 1 else ''} behind the merge base"
+    run = f" of run {found.run_id} ({found.event or 'push'} to {search.ref})" if found.run_id else ""
     return (f"evalcheck: baseline: results of {search.ref} at {found.commit[:7]} ({where}), "
-            f"artifact {found.artifact_id}")
+            f"artifact {found.artifact_id}{run}")
 
 
 def record_search(results: Results, search: BaselineSearch) -> Results:

@@ -289,14 +289,26 @@ class GitHubClient:
             raise GitHubError(200, "GET", f"/repos/{owner}/{repo}/commits", "expected a list")
         return items
 
-    def list_artifacts(self, owner: str, repo: str, name: str) -> list[dict[str, Any]]:
-        """The 100 newest artifacts called ``name`` (expired ones included)."""
-        body = self.json(self.request("GET", f"/repos/{owner}/{repo}/actions/artifacts",
-                                      params={"name": name, "per_page": 100}))
-        items = body.get("artifacts") if isinstance(body, dict) else None
-        if not isinstance(items, list):
-            raise GitHubError(200, "GET", f"/repos/{owner}/{repo}/actions/artifacts", "expected artifacts")
-        return [a for a in items if isinstance(a, dict)]
+    def list_artifacts(self, owner: str, repo: str, name: str) -> Iterator[dict[str, Any]]:
+        """Every artifact called ``name`` (expired ones included), newest first, page after
+        page (``Link: rel="next"`` on the API's origin, at most MAX_PAGES pages)."""
+        path = f"/repos/{owner}/{repo}/actions/artifacts"
+        url: str | None = path
+        query: dict[str, Any] | None = {"name": name, "per_page": 100}
+        for _ in range(MAX_PAGES):
+            response = self.request("GET", url, params=query)
+            body = self.json(response)
+            items = body.get("artifacts") if isinstance(body, dict) else None
+            if not isinstance(items, list):
+                raise GitHubError(200, "GET", path, "expected artifacts")
+            yield from (a for a in items if isinstance(a, dict))
+            url, query = response.links.get("next", {}).get("url"), None
+            if not url:
+                return
+        raise GitHubError(200, "GET", path, f"more than {MAX_PAGES} pages")
+
+    def get_workflow_run(self, owner: str, repo: str, run_id: int) -> dict[str, Any]:
+        return self.json(self.request("GET", f"/repos/{owner}/{repo}/actions/runs/{run_id}"))
 
     def download_artifact(self, owner: str, repo: str, artifact_id: int, max_bytes: int) -> bytes:
         """An artifact's zip. GitHub answers 302 to a short-lived URL on another host, which
