@@ -87,7 +87,13 @@ def test_sigterm_during_setup_command_stops_its_children(tmp_path):
     pidfile = tmp_path / "setup.pids"
     env = {**cli_env(), "GITHUB_WORKSPACE": str(ws), "INPUT_REPLAY": "x.json",
            "INPUT_SETUP-COMMAND": f"sleep 300 & echo $! > {pidfile}; echo $$ >> {pidfile}; wait"}
-    (ws / "x.json").write_text("{}")
+    # valid inputs: they are all read before setup-command runs (issue 22)
+    turn = {"invocation_id": "i", "user_content": {"role": "user", "parts": [{"text": "hi"}]},
+            "final_response": {"role": "model", "parts": [{"text": "hello"}]}}
+    (ws / "s.evalset.json").write_text(json.dumps(
+        {"eval_set_id": "s", "eval_cases": [{"eval_id": "c", "conversation": [turn]}]}))
+    (ws / "x.json").write_text(json.dumps(
+        {"version": 1, "runs": [{"evalSetId": "s", "evalId": "c", "run": 1, "invocations": [turn]}]}))
     proc = subprocess.Popen([PY, str(ROOT / "entrypoint")], cwd=ws, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.monotonic() + 30
