@@ -52,12 +52,28 @@ class OutputFiles:
 
 
 def write_fresh(path: Path, text: str) -> None:
-    """Write ``text`` to a new file beside ``path`` and rename it over ``path`` (a new inode;
-    a symlink in its place is replaced, not followed)."""
+    """Write ``text`` to a new file beside ``path`` and rename it over ``path`` (a new inode).
+    Only a regular file (or none) is replaced so: a device (``/dev/stdout``), a FIFO or a
+    symlink the caller named is written through, as before (the Action clears its outputs'
+    paths of those first: checker/safety/confine.py)."""
     import os
+    import stat
     import tempfile
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        try:
+            with path.open("w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError:
+            if path.is_file():
+                path.unlink(missing_ok=True)
+            raise
+        return
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

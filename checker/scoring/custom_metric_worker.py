@@ -5,7 +5,7 @@ the checker, in any mode (agent, server, replay; the Action or the command line)
 agents run as the unprivileged ``evalcheck-agent`` user, so do custom metrics, and a checker
 running as root in evalcheck's image runs them as that user even without agents
 (``metric_worker``). ``CustomMetricWorker`` starts ``python -m
-checker.scoring.custom_metric_worker ROOT [SOURCES]`` (evalcheck's own Python, so the
+checker.scoring.custom_metric_child ROOT [SOURCES]`` (evalcheck's own Python, so the
 imports are the ones the metric would get in process; without the current directory or the
 user's site-packages on its path) and sends it one run at a time, a JSON line each way.
 SOURCES is the private copy of the metrics' packages (checker/scoring/metric_sources.py),
@@ -48,7 +48,7 @@ class CustomMetricWorker:
     async def _start(self) -> asyncio.subprocess.Process:
         if self._proc is None or self._proc.returncode is not None:
             self._proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-P", "-s", "-m", "checker.scoring.custom_metric_worker", str(self.root),
+                sys.executable, "-P", "-s", "-m", "checker.scoring.custom_metric_child", str(self.root),
                 *([str(self.sources)] if self.sources is not None else []),
                 cwd=self.root, env=self.env, stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
@@ -134,39 +134,3 @@ def metric_worker(root: Path, sandbox: AgentSandbox | None = None, *,
         return CustomMetricWorker(root, sources=sources)
     return CustomMetricWorker(root, sources=sources, env=sandbox.environ(os.environ),
                               popen=sandbox.popen_kwargs())
-
-
-# ------------------------------------------------------------------ the child process
-
-def _serve(root: Path, sources: Path | None) -> int:
-    from ..inputs.criteria import _CustomCriterion
-    from .custom_metric import score_in_process
-    from ..models.evalset import ConversationScenario, Invocation
-
-    # The protocol gets its own copy of stdout; the metric's prints (fd 1) go to stderr.
-    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)
-    for line in sys.stdin:
-        try:
-            request = json.loads(line)
-            run = RunInput(case=None, actual=[Invocation.model_validate(i) for i in request["actual"]],  # type: ignore[arg-type]
-                           expected=None if request["expected"] is None else
-                           [Invocation.model_validate(i) for i in request["expected"]],
-                           scenario=None if request["scenario"] is None else
-                           ConversationScenario.model_validate(request["scenario"]))
-            criterion = _CustomCriterion.model_validate(request["criterion"])
-            score = asyncio.run(score_in_process(request["path"], request["name"], criterion, run,
-                                                 root, sources=sources))
-            reply: dict[str, Any] = {"score": score.model_dump(mode="json")}
-        except Exception as exc:  # a malformed request is the checker's bug: say it, go on
-            reply = {"error": f"custom metric worker: {type(exc).__name__}: {exc}"}
-        out.write(json.dumps(reply, default=str) + "\n")
-        out.flush()
-    return 0
-
-
-if __name__ == "__main__":
-    if len(sys.argv) not in (2, 3):
-        print("usage: python -m checker.scoring.custom_metric_worker ROOT [SOURCES]", file=sys.stderr)
-        raise SystemExit(2)
-    sys.exit(_serve(Path(sys.argv[1]), Path(sys.argv[2]) if len(sys.argv) == 3 else None))

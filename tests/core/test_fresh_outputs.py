@@ -23,10 +23,12 @@ def test_a_descriptor_held_on_the_old_file_reaches_nothing(tmp_path):
     assert sorted(p.name for p in path.parent.iterdir()) == ["results.json"]  # no temporary left
 
 
-def test_a_symlink_in_the_outputs_place_is_replaced_not_followed(tmp_path):
-    target = tmp_path / "elsewhere.txt"
-    target.write_text("keep")
-    path = tmp_path / "results.json"
-    path.symlink_to(target)
-    assert OutputFiles().write(path, "new\n", "results file")
-    assert not path.is_symlink() and path.read_text() == "new\n" and target.read_text() == "keep"
+def test_a_device_is_written_through_never_replaced(tmp_path):
+    """``--markdown /dev/stdout`` (or /dev/full in a test of a full disk) is not a file to
+    rename over: it is written as before."""
+    import stat
+
+    assert OutputFiles().write(type(tmp_path)("/dev/null"), "x\n", "markdown report")
+    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+    assert not OutputFiles().write(type(tmp_path)("/dev/full"), "x\n", "results file")
+    assert stat.S_ISCHR(os.lstat("/dev/full").st_mode)

@@ -105,7 +105,7 @@ def test_a_refused_annotation_batch_leaves_the_check_run_completed(tmp_path, fak
     data["summary"].update(cases=123, failed=121)
     fake.pulls[7] = PUBLISH_HEAD
     fake.faults.append(Fault("PATCH", r"/check-runs/\d+$", 422, message="Validation Failed"))
-    env = workflow_run_env(tmp_path, fake, pull_requests=[{"number": 7}])
+    env = workflow_run_env(tmp_path, fake, pull_requests=[{"number": 7, "head": {"sha": PUBLISH_HEAD}}])
     results = write_json(tmp_path / "results.json", data)
     result = CliRunner().invoke(main, ["publish", "--results", str(results), "--commit-status"], env=env,
                                 catch_exceptions=False)
