@@ -247,6 +247,9 @@ def _shard_results(path: Path, results: Results) -> Results:
         # compares the whole suite (--baseline), never shard by shard.
         raise InputError("this shard holds a comparison with a baseline", file=str(path),
                          path="$.comparison", fix="give --baseline to merge, not to the shards")
+    from .verify import check_verdicts
+
+    check_verdicts(path, results)  # its verdicts follow from its own scores
     return results
 
 

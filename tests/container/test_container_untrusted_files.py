@@ -83,7 +83,7 @@ def test_a_template_the_agent_rewrites_is_not_what_is_rendered(image, tmp_path):
         assert check["conclusion"] == "failure"
 
 
-def test_a_custom_metric_runs_as_the_agents_user_not_as_root(image, tmp_path):  # noqa: F811
+def test_a_custom_metric_the_agent_rewrites_is_not_what_scores(image, tmp_path):  # noqa: F811
     with FakeGitHub() as fake:
         runner = Runner.create(tmp_path / "ws", event())
         done = run_with_custom_metric(image, runner, fake, METRIC_AGENT, "short",
@@ -91,7 +91,10 @@ def test_a_custom_metric_runs_as_the_agents_user_not_as_root(image, tmp_path):  
                                       "    return 0.0\n", threshold=0.5)
         assert not [line for line in log_lines(done) if line.startswith("::warning::forged")]
         scores = metric_scores(runner, "short")
-        assert scores == {48151.0}, scores  # the rewritten module ran, as evalcheck-agent (not 0: root)
+        # the module as it was before the agent ran (a private copy, issue 22), not the
+        # rewritten one (which would return the uid it runs as); test_container_trust.py
+        # shows the metric runs as evalcheck-agent in every mode
+        assert scores == {0.0}, scores
 
 
 PROBE_AGENT = r'''

@@ -508,3 +508,30 @@ def test_a_simulated_case_is_priced_by_its_simulator_limit(repo, monkeypatch):
     targets = discover(["evals"], root=repo, outline_only=True)
     assert [o.turns for o in targets[0].loaded.case_outlines()] == [2, None]
     assert expected_costs(targets, 2) == [(("s", "two"), 4.0), (("s", "sim"), 6.0)]
+
+
+def _forge_pass(data: dict) -> dict:
+    """What a surviving process of the agent's wrote into its shard's results: every case
+    passed, the scores left as they were."""
+    for eval_set in data["evalSets"]:
+        for c in eval_set["cases"]:
+            c["status"] = "passed"
+            for m in c["metrics"]:
+                if m["status"] == "failed":
+                    m["status"] = "passed"
+    data["passed"] = True
+    data["summary"].update(passed=data["summary"]["cases"], failed=0, errored=0)
+    return data
+
+
+@pytest.mark.parametrize("forge, named", [
+    (_forge_pass, "make it 'failed'"),
+    (lambda d: (d["evalSets"][0]["cases"][0]["metrics"][0].update(score=5.0), d)[1], "its runs' mean is"),
+])
+def test_merge_refuses_a_shard_whose_verdicts_do_not_follow_from_its_scores(shard_files, forge, named):
+    """Issue 22: a survivor forged its shard's statuses and the merge trusted them (green)."""
+    failing = next(name for name in ("s1.json", "s2.json", "s3.json")
+                   if not json.loads((shard_files / name).read_text())["passed"])
+    path = shard_files / failing
+    path.write_text(json.dumps(forge(json.loads(path.read_text()))))
+    _refused(shard_files, "s1.json", "s2.json", "s3.json", needle=named, named=failing)

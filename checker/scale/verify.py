@@ -1,0 +1,67 @@
+"""A shard's verdicts must follow from its own scores (issue 22).
+
+A shard's results file travels as an artifact from a job that ran the pull request's code;
+what a surviving process of the agent's might have written into it is caught by the
+sandbox (no survivor, fresh files), and the merge checks it once more: every passed or
+failed metric is what the shard's verdict rule makes of its runs and threshold, its score
+is their mean, a not-evaluated metric has no score, every case's status is what its
+metrics and runs make it, and the shard's ``passed`` what its cases make it. A shard that
+disagrees is bad input (exit status 2), never merged. (What the scores themselves are is the
+shard job's word: nothing can recompute them without running the agent again.)
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from ..compare.verdict import parse_verdict_rule
+from ..errors import InputError
+from ..models.results import Results
+from ..scoring.case import case_status
+
+_FIX = "re-run the shard: its results file does not follow from its own scores"
+
+
+def check_verdicts(path: Path, results: Results) -> None:
+    """Raise InputError (naming the JSON path) when a verdict of ``results`` does not follow
+    from its scores."""
+    rule = parse_verdict_rule(results.verdict_rule or "mean", source=f"{path} $.verdictRule")
+    cases = 0
+    for si, eval_set in enumerate(results.eval_sets):
+        for ci, case in enumerate(eval_set.cases):
+            cases += 1
+            at = f"$.evalSets[{si}].cases[{ci}]"
+            for mi, metric in enumerate(case.metrics):
+                _check_metric(path, f"{at}.metrics[{mi}]", metric, rule)
+            if case_status(case.runs, case.metrics) != case.status:
+                raise InputError(f"case {case.eval_id!r} is {case.status!r}, but its runs and metrics "
+                                 f"make it {case_status(case.runs, case.metrics)!r}", file=str(path),
+                                 path=f"{at}.status", fix=_FIX)
+    passing = sum(c.status == "passed" for s in results.eval_sets for c in s.cases)
+    if results.passed and cases and passing != cases:
+        raise InputError(f"the shard says passed, but {cases - passing} of its {cases} cases did not pass",
+                         file=str(path), path="$.passed", fix=_FIX)
+
+
+def _check_metric(path: Path, at: str, metric, rule) -> None:
+    scored = [r for r in metric.runs if r is not None]
+    if any(not math.isfinite(r) for r in scored):
+        raise InputError(f"metric {metric.name!r} has a run score that is not a finite number",
+                         file=str(path), path=f"{at}.runs", fix=_FIX)
+    if metric.status in ("passed", "failed"):
+        if metric.threshold is None or not scored:
+            raise InputError(f"metric {metric.name!r} is {metric.status!r} without a threshold or a "
+                             "scored run", file=str(path), path=f"{at}.status", fix=_FIX)
+        verdict = "passed" if rule.passes(metric.runs, metric.threshold) else "failed"
+        if verdict != metric.status:
+            raise InputError(f"metric {metric.name!r} is {metric.status!r}, but its runs "
+                             f"{metric.runs} against threshold {metric.threshold} make it {verdict!r} "
+                             f"(verdict rule {rule})", file=str(path), path=f"{at}.status", fix=_FIX)
+        mean = sum(scored) / len(scored)
+        if metric.score is None or not math.isclose(metric.score, mean, rel_tol=1e-9, abs_tol=1e-9):
+            raise InputError(f"metric {metric.name!r} has score {metric.score}, but its runs' mean is "
+                             f"{mean}", file=str(path), path=f"{at}.score", fix=_FIX)
+    elif metric.status == "not_evaluated" and (metric.score is not None or scored):
+        raise InputError(f"metric {metric.name!r} is 'not_evaluated' but has scores", file=str(path),
+                         path=f"{at}.status", fix=_FIX)

@@ -1,0 +1,232 @@
+"""Issue 22 in the real image: nothing of the pull request runs as root in any mode, the
+agent's user cannot read the token actions/checkout leaves in .git/config, and what
+setup-command rewrites is not what the verdict reads (docs/github-action.md#trust-model).
+
+Every Python code object the container executes from the workspace is traced, with the
+effective uid of the process executing it, by an audit hook (sitecustomize on PYTHONPATH,
+outside the workspace): a root entry in that trace is a module of the workspace imported by
+root.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+
+import pytest
+
+from test_container_action import (HEAD, ROOT, FakeGitHub, Runner, _hand_to_runner_user,  # noqa: F401
+                                   docker_run, event, image, input_env)
+
+TOKEN = "ghs_checkouttoken4711"
+# what actions/checkout writes with persist-credentials: true (its default)
+EXTRAHEADER = "AUTHORIZATION: basic " + __import__("base64").b64encode(
+    f"x-access-token:{TOKEN}".encode()).decode()
+
+HOOK = r'''
+import os, sys
+
+_busy = []
+
+def _trace(event, args):
+    if event != "exec" or _busy:
+        return
+    name = getattr(args[0], "co_filename", "") or ""
+    if not name.startswith("/github/workspace"):
+        return
+    _busy.append(1)
+    try:
+        fd = os.open("/github/home/trace/exec.log", os.O_WRONLY | os.O_APPEND)
+        os.write(fd, f"{os.geteuid()} {os.getpid()} {name}\n".encode())
+        os.close(fd)
+    except OSError:
+        pass
+    finally:
+        _busy.pop()
+
+sys.addaudithook(_trace)
+'''
+
+PROBE = ("(cat .git/config; git config --get-regexp 'http.*extraheader'; "
+         "cat /proc/1/environ) > {out} 2>&1; true")
+
+METRIC = '''
+import os, subprocess
+
+def probe(eval_metric, actual, expected, scenario):
+    found = subprocess.run(["/bin/sh", "-c", {probe!r}], cwd="/github/workspace")
+    return float(os.geteuid())
+'''
+
+# the agent for agent-command: reads what it may not, then answers every turn
+AGENT = '''
+import json, subprocess, sys
+subprocess.run(["/bin/sh", "-c", {probe!r}])
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg["type"] == "user":
+        print(json.dumps({{"type": "response", "invocationId": msg["invocationId"],
+                           "finalResponse": "no idea"}}), flush=True)
+'''
+
+
+def _lay_out(runner: Runner) -> None:
+    """The checkout's token in .git/config, a custom metric, and the trace file."""
+    ws = runner.workspace
+    (ws / ".git" / "config").write_text(
+        '[core]\n\trepositoryformatversion = 0\n[http "https://github.com/"]\n\textraheader = '
+        + EXTRAHEADER + "\n")
+    (ws / "evalmetrics").mkdir()
+    (ws / "evalmetrics" / "__init__.py").write_text("")
+    (ws / "evalmetrics" / "probe.py").write_text(METRIC.format(probe=PROBE.format(out="metric-probe.txt")))
+    config = ws / "agent_evals" / "test_config.json"
+    data = json.loads(config.read_text())
+    data["criteria"]["probe"] = 0.0
+    data["custom_metrics"] = {"probe": {"code_config": {"name": "evalmetrics.probe.probe"}}}
+    config.write_text(json.dumps(data))
+    (ws / "agent.py").write_text(AGENT.format(probe=PROBE.format(out="agent-probe.txt")))
+    shutil.copy(ROOT / "tests" / "runners" / "agents" / "tiny_api_server.py", ws)
+    trace = runner.home / "trace"
+    trace.mkdir()
+    (trace / "sitecustomize.py").write_text(HOOK)
+    (trace / "exec.log").touch()
+    os.chmod(trace / "exec.log", 0o666)
+    _hand_to_runner_user(runner)
+    for path in (trace, *trace.iterdir()):
+        os.chmod(path, 0o777 if path.is_dir() else (0o666 if path.name == "exec.log" else 0o644))
+    os.chmod(runner.home, 0o755)
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+MODES = {
+    "replay": dict(replay="recorded_runs.json"),
+    "replay+setup": dict(replay="recorded_runs.json",
+                         setup_command=PROBE.format(out="setup-probe.txt")),
+    "agent-command": dict(agent_command="python agent.py"),
+    "agent-command+setup": dict(agent_command="python agent.py",
+                                setup_command=PROBE.format(out="setup-probe.txt")),
+    "agent-url": dict(agent_url="http://127.0.0.1:{port}", app_name="tiny",
+                      agent_server_command=PROBE.format(out="server-probe.txt")
+                      + " && exec python tiny_api_server.py {port} server.pid"),
+}
+
+
+PROBES = {"replay": ["metric"], "replay+setup": ["metric", "setup"], "agent-command": ["agent", "metric"],
+          "agent-command+setup": ["agent", "metric", "setup"], "agent-url": ["metric", "server"]}
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_nothing_of_the_pr_runs_as_root_nor_reads_the_checkout_token(image, tmp_path, mode):  # noqa: F811
+    with FakeGitHub() as fake:
+        runner = Runner.create(tmp_path / "r", event())
+        _lay_out(runner)
+        port = _port()
+        inputs = {k: v.format(port=port) for k, v in MODES[mode].items()}
+        env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
+               **input_env(fake.token, paths="agent_evals", num_runs="1", baseline="off", **inputs),
+               "PYTHONPATH": "/github/home/trace"}
+        done = docker_run(image, runner, env)
+        log = done.stdout + done.stderr
+        assert done.returncode in (0, 1), log[-5000:]
+
+        trace = [line.split(" ", 2) for line in (runner.home / "trace" / "exec.log").read_text().splitlines()]
+        as_root = [name for euid, _, name in trace if euid == "0"]
+        assert as_root == [], as_root  # no module of the workspace ever ran as root
+        metric = [name for euid, _, name in trace if name.endswith("probe.py")]
+        assert metric and {euid for euid, _, name in trace if name.endswith("probe.py")} == {"48151"}, trace
+
+        results = json.loads((runner.workspace / "evalcheck-report" / "results.json").read_text())
+        scores = {m["score"] for s in results["evalSets"] for c in s["cases"]
+                  for m in c["metrics"] if m["name"] == "probe"}
+        assert scores == {48151.0}, scores  # the metric's euid: evalcheck-agent, never 0
+
+        probes = sorted(p.name.split("-")[0] for p in runner.workspace.glob("*-probe.txt"))
+        assert probes == PROBES[mode], probes
+        for probe in runner.workspace.glob("*-probe.txt"):
+            text = probe.read_text()
+            assert TOKEN not in text and "eC1hY2Nlc3Mt" not in text, (probe.name, text)
+            assert "Permission denied" in text, (probe.name, text)
+        # .git is the runner's again, readable as before, the token still there for later steps
+        git = runner.workspace / ".git"
+        assert oct(git.stat().st_mode & 0o777) == oct(0o755)
+        assert TOKEN not in log
+
+
+SETUP_REWRITES = r'''
+import json, pathlib
+b = pathlib.Path("baseline/results.json")
+data = json.loads(b.read_text())
+for s in data["evalSets"]:
+    for c in s["cases"]:
+        for m in c["metrics"]:
+            if m.get("score") is not None:
+                m["score"] = 0.0
+                m["runs"] = [0.0 for _ in m.get("runs") or []]
+b.write_text(json.dumps(data))
+c = pathlib.Path("criteria/test_config.json")
+c.write_text(json.dumps({"criteria": {"tool_trajectory_avg_score": 0.0, "response_match_score": 0.0,
+                                       "probe": 0.0},
+                         "custom_metrics": {"probe": {"code_config": {"name": "evalmetrics.probe.probe"}}}}))
+pathlib.Path("report.j2").write_text("## forged: passed\n")
+pathlib.Path("evalmetrics/probe.py").write_text(
+    "def probe(eval_metric, actual, expected, scenario):\n    return 12345.0\n")
+pathlib.Path("recorded_runs.json").write_text("{}")
+'''
+
+
+def test_setup_command_rewrites_none_of_what_the_verdict_reads(image, tmp_path):  # noqa: F811
+    """Issue 22: setup-command ran before the baseline and the criteria were read; rewriting
+    them turned a failing run green. Every input is read (or privately copied) first."""
+    with FakeGitHub() as fake:
+        runner = Runner.create(tmp_path / "r", event())
+        _lay_out(runner)
+        ws = runner.workspace
+        (ws / "criteria").mkdir()
+        config = json.loads((ws / "agent_evals" / "test_config.json").read_text())
+        (ws / "criteria" / "test_config.json").write_text(json.dumps(config))
+        (ws / "report.j2").write_text("## {{ 'passed' if results.passed else 'failed' }}\n")
+        (ws / "rewrite.py").write_text(SETUP_REWRITES)
+        _hand_to_runner_user(runner)
+        env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
+               **input_env(fake.token, paths="agent_evals", replay="recorded_runs.json",
+                           config="criteria/test_config.json", baseline="baseline/results.json",
+                           template="report.j2", setup_command="python rewrite.py")}
+        done = docker_run(image, runner, env)
+        log = done.stdout + done.stderr
+        assert "setup-command failed" not in log, log[-3000:]
+        assert done.returncode == 1, log[-5000:]  # the thresholds as they were: compare_cities fails
+        assert runner.outputs()["passed"] == "false"
+        results = json.loads((ws / "evalcheck-report" / "results.json").read_text())
+        metrics = {(c["evalId"], m["name"]): m for s in results["evalSets"] for c in s["cases"]
+                   for m in c["metrics"]}
+        assert metrics[("compare_cities", "tool_trajectory_avg_score")]["threshold"] == 1.0
+        # the baseline as it was (main passed compare_cities), not the rewritten one
+        assert metrics[("compare_cities", "tool_trajectory_avg_score")]["baselineScore"] == 1.0
+        assert {m["score"] for (_, name), m in metrics.items() if name == "probe"} == {48151.0}
+        (comment,) = fake.comments[7]
+        assert comment["body"].endswith("## failed\n"), comment["body"][-300:]
+        (check,) = fake.check_runs.values()
+        assert check["conclusion"] == "failure"
+
+
+def test_git_is_given_back_and_git_works_after_the_run(image, tmp_path):  # noqa: F811
+    """The runner's later steps still use the repository: .git has its mode back."""
+    with FakeGitHub() as fake:
+        runner = Runner.create(tmp_path / "r", event())
+        subprocess.run(["git", "init", "-q", str(runner.workspace)], check=True)
+        before = oct(os.stat(runner.workspace / ".git").st_mode & 0o777)
+        env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
+               **input_env(fake.token, paths="agent_evals", replay="recorded_runs.json", baseline="off",
+                           setup_command="git status > git-status.txt 2>&1; true")}
+        done = docker_run(image, runner, env)
+        assert done.returncode == 1, (done.stdout + done.stderr)[-3000:]
+        assert oct(os.stat(runner.workspace / ".git").st_mode & 0o777) == before
+        assert subprocess.run(["git", "-C", str(runner.workspace), "status"], capture_output=True).returncode == 0
