@@ -17,6 +17,16 @@ from .surrogates import repair
 MAX_RUNS = 100              # runs of one eval case (--num-runs, --max-runs)
 MAX_TURN_TIMEOUT = 86_400.0  # seconds for one user turn: a day is finite and beyond any real turn
 MAX_JSON_DEPTH = 200        # nesting of eval files and agent replies (ADK writes < 20)
+MAX_SCORED_CHARS = 1_000_000  # characters of one run's invocations (as JSON) a metric scores
+
+
+def scored_size_problem(invocations_json: str) -> str | None:
+    """Why one run's invocations are too large to score (ROUGE, judges: minutes and gigabytes
+    for tens of megabytes of distinct words), or None. The run is then an errored run."""
+    if len(invocations_json) <= MAX_SCORED_CHARS:
+        return None
+    return (f"the agent's answers in this run hold {len(invocations_json):,} characters, above the "
+            f"{MAX_SCORED_CHARS:,} a run may have scored (docs/limits.md)")
 
 
 def check_runs(name: str, value: int) -> int:

@@ -161,9 +161,20 @@ def own_time(run: RecordedRun) -> float | None:
     return run.duration_seconds
 
 
+def _bounded(run: RecordedRun) -> RecordedRun:
+    """The one bound on what metrics score: a run whose invocations are too large is an
+    errored run, never handed to ROUGE or a judge (checker/safety/limits.py)."""
+    if run.error is not None:
+        return run
+    from ..safety.limits import scored_size_problem
+
+    problem = scored_size_problem("".join(i.model_dump_json() for i in run.invocations))
+    return run if problem is None else run.model_copy(update={"error": problem})
+
+
 async def score_case(case: EvalCase, config: EvalConfig, runs: list[RecordedRun], line: int,
                      context: ScoringContext, rule: VerdictRule = MEAN) -> CaseResult:
-    runs = sorted(runs, key=lambda r: r.run)
+    runs = [_bounded(r) for r in sorted(runs, key=lambda r: r.run)]
     jobs = []
     for run in runs:
         run_input = RunInput(case=case, actual=run.invocations, expected=case.conversation,

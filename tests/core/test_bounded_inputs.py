@@ -303,3 +303,26 @@ def test_deep_api_server_answer_fails_only_its_run(repo):
     runs = {c["evalId"]: c["runs"][0] for c in json.loads((repo / "results.json").read_text())["evalSets"][0]["cases"]}
     assert "nested more than 200 levels deep" in runs["deep"]["error"], runs["deep"]
     assert runs["fine"]["status"] == "passed", runs["fine"]
+
+
+def test_an_answer_too_large_to_score_errors_its_run_not_the_job(repo):
+    """Issue 22: ~48 MB of distinct words cost 12 minutes of ROUGE and 1.1 GB. Past
+    MAX_SCORED_CHARS a run is an errored run: nothing scores it."""
+    import time
+
+    from checker.safety.limits import MAX_SCORED_CHARS
+    from corehelpers import case, evalset, invocation, replay, run_cli, write_json
+
+    huge = " ".join(f"w{i}" for i in range(MAX_SCORED_CHARS // 4))  # distinct words, > the bound
+    write_json(repo / "e" / "s.evalset.json", evalset("s", case("c", invocation("q", "short answer"))))
+    write_json(repo / "e" / "test_config.json", {"criteria": {"response_match_score": 0.5}})
+    write_json(repo / "r.json", replay(("s", "c", 1, [invocation("q", "short answer")]),
+                                       ("s", "c", 2, [invocation("q", huge)])))
+    began = time.monotonic()
+    out = run_cli(["run", "e", "--replay", "r.json", "--results", "out.json"], repo)
+    assert out.code == 1, out.output
+    assert time.monotonic() - began < 30
+    data = __import__("json").loads((repo / "out.json").read_text())
+    runs = data["evalSets"][0]["cases"][0]["runs"]
+    assert runs[0]["status"] == "passed" and runs[1]["status"] == "error"
+    assert "above the 1,000,000 a run may have scored" in runs[1]["error"]
