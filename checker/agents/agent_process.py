@@ -63,6 +63,9 @@ class AgentProcess:
         self.proc = proc
         self.pgid = proc.pid  # the shell leads its own process group
         self.tail = OutputTail()
+        self.stderr_read = 0  # bytes read from its stderr so far
+        self.between_runs = False  # a warm worker between two runs: its stderr is no run's
+        self.dropped = 0  # bytes of stderr printed between runs
         self.max_line_bytes = max_line_bytes
         # Small and bounded: a flooding agent blocks on its own stdout, not our memory.
         self.messages: asyncio.Queue[Any] = asyncio.Queue(maxsize=4)
@@ -95,9 +98,39 @@ class AgentProcess:
         await self._put(_EOF)
 
     async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
-        # Into the current run's tail: a warm worker's log of earlier runs is not this run's.
+        # Into the current run's tail: a warm worker's log of earlier runs is not this run's,
+        # and what it printed between two runs (until the next run's ready) is no run's.
         while chunk := await stream.read(READ_CHUNK):
-            self.tail.feed(chunk)
+            self.stderr_read += len(chunk)
+            if self.between_runs:
+                self.dropped += len(chunk)
+            else:
+                self.tail.feed(chunk)
+
+    async def _settle_stderr(self, wait: float = 0.5) -> None:
+        """At a warm worker's ready: whatever it wrote to stderr before it (the previous
+        run's late log included) is read now, and dropped with a note; what follows is
+        this run's."""
+        stream = self.proc.stderr
+        pending = 0
+        transport = getattr(self.proc, "_transport", None)
+        pipe = transport.get_pipe_transport(2) if transport is not None else None
+        fileno = getattr(pipe, "_fileno", None)
+        if isinstance(fileno, int):
+            import fcntl
+            import struct
+            import termios
+
+            with contextlib.suppress(OSError):
+                pending = struct.unpack("i", fcntl.ioctl(fileno, termios.FIONREAD, b"\0" * 4))[0]
+        target = self.stderr_read + len(getattr(stream, "_buffer", b"")) + pending
+        deadline = time.monotonic() + wait
+        while self.stderr_read < target and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+        self.between_runs = False
+        if self.dropped:
+            self.tail.add_line(f"[{self.dropped} bytes of stderr printed between runs, not shown]")
+            self.dropped = 0
 
     async def _put(self, item: Any) -> None:
         if self.closing:
@@ -152,6 +185,7 @@ class AgentProcess:
         self.invocations = []
         self.heard = False
         self.tail = OutputTail()
+        self.between_runs = self.runs > 1  # until this run's ready (_settle_stderr)
 
     # ------------------------------------------------------------ the conversation
 
@@ -243,6 +277,7 @@ class AgentProcess:
                 raise AgentFailure("the agent answered the start message of a run in a warm "
                                    "worker with something else than {\"type\": \"ready\"}")
             self._note_ready(item)
+            await self._settle_stderr()
         turn = 0
         # The next user turn is asked for before the turn's clock starts: a simulated user's
         # thinking time is not the agent's.

@@ -131,3 +131,18 @@ def test_a_worker_that_speaks_between_runs_is_replaced(tmp_path, monkeypatch):
     pids = [pid for pid, _, _ in starts(log)]
     assert len(set(pids)) == 6  # every worker served one run only
     assert_all_gone(pids)
+
+
+def test_stderr_a_worker_prints_after_a_run_is_not_the_next_runs(tmp_path, monkeypatch):
+    """Issue 22: a warm worker's late log of one run landed in the next run's stderr tail
+    (shown in the results and the comment). What it prints before the next run's ready is
+    dropped, with a note; a failing run's tail is its own."""
+    log = tmp_path / "warm.log"
+    monkeypatch.setenv("WARM_LOG", str(log))
+    cases = [case("ok1"), case("ok2"), case("crash", text="CRASH please")]
+    runs = run_jobs(tmp_path, cases, WARM + " --log-after-end", num_runs=1, concurrency=1)
+    crashed = next(r for r in runs if r.eval_id == "crash")
+    assert crashed.error is not None
+    assert "late log of the run before" not in (crashed.stderr_tail or ""), crashed.stderr_tail
+    assert crashed.stderr_tail.endswith("warm agent: crashing on purpose"), crashed.stderr_tail
+    assert "bytes of stderr printed between runs, not shown" in crashed.stderr_tail

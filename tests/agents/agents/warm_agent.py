@@ -2,7 +2,8 @@
 
 Answers ``start`` with ``{"type": "ready", "sessions": "many"}`` (``--one``: a plain
 ``ready``, so the checker starts it once per run; ``--exit-after-end``: it exits after
-each run; ``--stray-after-end``: it answers ``end`` with a stray response), then each turn with "echo: <text>",
+each run; ``--stray-after-end``: it answers ``end`` with a stray response; ``--log-after-end``: it
+logs to stderr on ``end``), then each turn with "echo: <text>",
 the number of turns its session has seen and the session's state, and counts the runs it
 served. Appends "<pid> <eval id> <run>" to $WARM_LOG at each start. A user text containing
 CRASH exits, HANG starts a child and sleeps, GARBAGE answers an invalid message.
@@ -17,6 +18,7 @@ import time
 many = "--one" not in sys.argv
 exit_after_end = "--exit-after-end" in sys.argv  # a worker that quits between runs
 stray_after_end = "--stray-after-end" in sys.argv  # one that speaks with no run
+log_after_end = "--log-after-end" in sys.argv  # one that logs to stderr once a run ended
 log = os.environ.get("WARM_LOG")
 runs_served = 0
 session = None
@@ -42,6 +44,8 @@ for line in sys.stdin:
             break
         if stray_after_end:
             send({"type": "response", "invocationId": "inv-1", "finalResponse": "late"})
+        if log_after_end:
+            print(f"late log of the run before (served {runs_served})", file=sys.stderr, flush=True)
         continue
     text = " ".join(p.get("text", "") for p in msg["content"]["parts"])
     if "CRASH" in text:
