@@ -140,7 +140,7 @@ def test_stderr_a_worker_prints_after_a_run_is_not_the_next_runs(tmp_path, monke
     log = tmp_path / "warm.log"
     monkeypatch.setenv("WARM_LOG", str(log))
     cases = [case("ok1"), case("ok2"), case("crash", text="CRASH please")]
-    runs = run_jobs(tmp_path, cases, WARM + " --log-after-end", num_runs=1, concurrency=1)
+    runs = run_jobs(tmp_path, cases, WARM + " --log-after-end", num_runs=1, concurrency=1, retries=0)
     crashed = next(r for r in runs if r.eval_id == "crash")
     assert crashed.error is not None
     assert "late log of the run before" not in (crashed.stderr_tail or ""), crashed.stderr_tail
