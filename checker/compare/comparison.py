@@ -162,7 +162,8 @@ def screened_metrics(pool: BaselinePool, key: CaseKey, head: CaseResult) -> list
     pooled = pool.pooled(key, head)
     if pooled is None:
         return []
-    return [metric.name for metric, _, base, mine in metric_pairs(pooled, head) if screens(base, mine)]
+    return [metric.name for metric, _, _, mine in metric_pairs(pooled, head)
+            if screens(pooled.screening(metric.name), mine)]
 
 
 def _prepare(key: CaseKey, head: CaseResult, pool: BaselinePool,
@@ -176,7 +177,7 @@ def _prepare(key: CaseKey, head: CaseResult, pool: BaselinePool,
     fresh_metrics = {m.name: m for m in fresh_case.metrics} if fresh_case is not None else {}
     compared = []
     for metric, base, base_passes, head_passes in metric_pairs(pooled, head):
-        screened = screens(base_passes, head_passes)
+        screened = screens(pooled.screening(metric.name), head_passes)
         test, fresh = None, None
         if confirmations is None:  # nothing can run again: decide on the runs there are
             test = MetricTest(tuple(base_passes), tuple(head_passes))
@@ -184,7 +185,7 @@ def _prepare(key: CaseKey, head: CaseResult, pool: BaselinePool,
             fresh = fresh_metrics[metric.name]
             fresh_passes = run_passes(fresh_case, fresh)  # type: ignore[arg-type]
             if fresh_passes:
-                test = MetricTest(tuple(base_passes), tuple(fresh_passes))
+                test = MetricTest(tuple(pooled.confirming(metric.name)), tuple(fresh_passes))
         compared.append(_Compared(metric, base, base_passes, head_passes, screened, test, fresh))
     return _Case(head, pooled, None, compared)
 
@@ -210,14 +211,15 @@ def _label(prepared: _Case, family: FamilyDecision, better_level: float,
         if found is None:
             metrics.append(_uncompared(metric))
             continue
-        decision = list(found.test.head) if found.test is not None else found.head_passes
+        # The p-value shown is the one decided on: the test's own table when there is one.
+        base, mine = ((list(found.test.base), list(found.test.head)) if found.test is not None
+                      else (found.base_passes, found.head_passes))
         if found.test is not None and family.rejects(found.test):
             regressed = True
         elif p_better(found.base_passes, found.head_passes) <= better_level:
             improved = True
-        worse = p_worse(found.base_passes, decision)
-        moved_up = sum(decision) * len(found.base_passes) > sum(found.base_passes) * len(decision)
-        p_value = p_better(found.base_passes, decision) if moved_up else worse
+        moved_up = sum(mine) * len(base) > sum(base) * len(mine)
+        p_value = p_better(base, mine) if moved_up else p_worse(base, mine)
         delta = (metric.score - found.base.score if metric.score is not None
                  and found.base.score is not None else None)
         update: dict[str, Any] = {"baseline_score": found.base.score, "delta": delta,

@@ -64,7 +64,7 @@ class Confirmation:
             pooled = self.pool.pooled(key, case)
             assert pooled is not None
             self.cases[key] = Confirming(
-                pooled={name: pooled.passes[name] for name in flagged}, open=set(flagged),
+                pooled={name: pooled.confirming(name) for name in flagged}, open=set(flagged),
                 looked_worse={m.name: len(m.runs) for m in case.metrics if m.name in flagged})
         return self._round()
 

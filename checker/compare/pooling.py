@@ -78,6 +78,20 @@ class PooledCase:
     sources: list[int]  # indices (newest first) of the files whose runs were pooled
     passes: dict[str, list[bool]]  # per gating metric, every pooled run's pass/fail
     scores: dict[str, list[float | None]] = field(default_factory=dict)  # pooled run scores
+    newest_runs: dict[str, int] = field(default_factory=dict)  # per metric: the newest file's runs
+
+    def screening(self, metric: str) -> list[bool]:
+        """What screening compares the PR's first runs with: the newest file's runs."""
+        return self.passes.get(metric, [])[:self.newest_runs.get(metric, 0)]
+
+    def confirming(self, metric: str) -> list[bool]:
+        """What fresh confirmation runs are compared with: the runs of the *older* files
+        when there are any. Screening selected on the newest file's runs; a decision
+        against those same runs would be biased (a baseline that happened to look good is
+        what gets a case screened), so they are left out of it."""
+        passes = self.passes.get(metric, [])
+        older = passes[self.newest_runs.get(metric, 0):]
+        return older if len(self.sources) > 1 and older else passes
 
     def deterministic(self, metric: str) -> bool:
         """Every pooled run of ``metric`` scored the same (and there are at least 3)."""
@@ -124,6 +138,7 @@ class BaselinePool:
         gating = [m for m in newest.metrics if m.status != "informational"]
         passes = {m.name: run_passes(newest, m) for m in gating}
         scores = {m.name: list(m.runs) for m in gating}
+        newest_runs = {name: len(p) for name, p in passes.items()}
         sources = [first]
         for position in range(first + 1, len(self.files)):
             older = self._index[position].get(key)
@@ -138,4 +153,5 @@ class BaselinePool:
                     passes[name] += run_passes(older, metric)
                     scores[name] += list(metric.runs)
             sources.append(position)
-        return PooledCase(newest=newest, sources=sources, passes=passes, scores=scores)
+        return PooledCase(newest=newest, sources=sources, passes=passes, scores=scores,
+                          newest_runs=newest_runs)

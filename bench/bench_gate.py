@@ -1,0 +1,200 @@
+"""Benchmark: the regression gate itself - false alarms, power, extra runs (prints figures).
+
+Simulates pull requests on suites of --cases cases (70% always pass, 20% flaky with a
+per-run pass probability drawn from U[0.5, 0.95], 10% always fail; with --continuous every
+case also gates on a continuous response_match_score, threshold 0.8, whose pass probability
+is drawn the same way), N runs a side, and drives the real code: results built as the
+scorer builds them, ``checker.compare.comparison.compare`` with main's history pooled,
+``checker.compare.confirm.Confirmation`` asking for fresh runs round by round (answered by
+the simulated agent), and ``checker.compare.gate.gate_failed(..., "regression")``.
+
+Side by side, in one run, for each suite:
+- old: one main result as the baseline, every (case, metric) tested at 0.05 on its own, the
+  deterministic-drop rule from 2 runs a side (the design before main's history; its rule is
+  reproduced here with the same Fisher test, since the code no longer has it);
+- new: --history main results pooled, screening, up to --confirm-runs fresh runs in rounds of
+  5, Tarone's family-wise control at alpha 0.05.
+
+Figures per design: the share of *unchanged* PRs that fail ``--fail-on regression`` (false
+alarm), the share of PRs caught when one case drops 0.95 -> 0.3 and when one drops 1.0 ->
+0.0 (power), the share of unchanged PRs whose suite-drop headline fires, and the extra runs
+confirmation spent on unchanged PRs (relative to the PR's own N x cases runs).
+
+    python bench/bench_gate.py [--cases 20 100 500] [--runs 2 3 5] [--prs 400] [--continuous]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from dataclasses import dataclass
+
+from checker.compare.comparison import compare, suite_drops
+from checker.compare.confirm import Confirmation
+from checker.compare.gate import gate_failed
+from checker.compare.pooling import BaselinePool
+from checker.compare.stats import fisher_worse
+from checker.models.results import CaseResult, EvalSetResult, MetricResult, Results, RunResult
+from checker.scoring.pipeline import summarize
+
+TRAJECTORY, RESPONSE = "tool_trajectory_avg_score", "response_match_score"
+THRESHOLDS = {TRAJECTORY: 1.0, RESPONSE: 0.8}
+
+
+@dataclass
+class Suite:
+    """Per case and metric, the probability that one run passes."""
+
+    probabilities: list[dict[str, float]]
+
+    @classmethod
+    def draw(cls, cases: int, continuous: bool, rng: random.Random) -> Suite:
+        def one() -> float:
+            kind = rng.random()
+            return 1.0 if kind < 0.7 else rng.uniform(0.5, 0.95) if kind < 0.9 else 0.0
+
+        return cls([{TRAJECTORY: one(), **({RESPONSE: one()} if continuous else {})}
+                    for _ in range(cases)])
+
+    def changed(self, case: int, metric: str, probability: float) -> Suite:
+        copy = [dict(p) for p in self.probabilities]
+        copy[case][metric] = probability
+        return Suite(copy)
+
+
+def run_score(metric: str, probability: float, rng: random.Random) -> float:
+    passed = rng.random() < probability
+    if metric == TRAJECTORY:
+        return 1.0 if passed else 0.0
+    return rng.uniform(0.8, 1.0) if passed else rng.uniform(0.3, 0.8)
+
+
+def case_result(index: int, probabilities: dict[str, float], runs: int, rng: random.Random,
+                first_run: int = 1) -> CaseResult:
+    metrics = []
+    for name, probability in probabilities.items():
+        scores = [run_score(name, probability, rng) for _ in range(runs)]
+        mean = sum(scores) / len(scores)
+        metrics.append(MetricResult(name=name, threshold=THRESHOLDS[name], score=mean, runs=scores,
+                                    status="passed" if mean >= THRESHOLDS[name] else "failed"))
+    status = "passed" if all(m.status == "passed" for m in metrics) else "failed"
+    return CaseResult(eval_id=f"case_{index}", status=status, fingerprint=f"sha256:{index}",
+                      runs=[RunResult(run=first_run + i, status="passed") for i in range(runs)],
+                      metrics=metrics)
+
+
+def results(suite: Suite, runs: int, rng: random.Random) -> Results:
+    cases = [case_result(i, p, runs, rng) for i, p in enumerate(suite.probabilities)]
+    sets = [EvalSetResult(eval_set_id="suite", path="suite.evalset.json", cases=cases)]
+    summary = summarize(sets)
+    return Results(passed=summary.passed == summary.cases, summary=summary, eval_sets=sets)
+
+
+def old_gate_fails(base: Results, head: Results) -> bool:
+    """The design before main's history: any (case, metric) with one-sided Fisher p <= 0.05,
+    or a deterministic drop (every run the same on both sides, >= 2 a side, lower, failing)."""
+    base_cases = {c.eval_id: c for c in base.eval_sets[0].cases}
+    for case in head.eval_sets[0].cases:
+        other = {m.name: m for m in base_cases[case.eval_id].metrics}
+        for metric in case.metrics:
+            b, h, t = other[metric.name].runs, metric.runs, metric.threshold
+            kb, kh = sum(s >= t for s in b), sum(s >= t for s in h)
+            fixed = len(b) >= 2 and len(h) >= 2 and min(b) == max(b) and min(h) == max(h)
+            if fisher_worse(kb, len(b), kh, len(h)) <= 0.05 or (fixed and h[0] < b[0] and h[0] < t):
+                return True
+    return False
+
+
+def new_gate(history: list[Results], head: Results, suite: Suite, confirm_runs: int,
+             rng: random.Random, runs: int) -> tuple[Results, int]:
+    """Screen, confirm on fresh simulated runs, compare: the compared results, extra runs."""
+    confirmation = Confirmation(BaselinePool(history), confirm_runs)
+    scored = {("suite", c.eval_id): c for c in head.eval_sets[0].cases}
+    wanted = confirmation.start(scored)
+    next_run = {key: runs + 1 for key in scored}
+    while wanted:
+        counts: dict[tuple[str, str], int] = {}
+        for key in wanted:
+            counts[key] = counts.get(key, 0) + 1
+        for key, n in counts.items():
+            index = int(key[1].split("_")[1])
+            confirmation.add(key, case_result(index, suite.probabilities[index], n, rng, next_run[key]))
+            next_run[key] += n
+        wanted = confirmation.next_round()
+    compared = compare(history, head, confirmations=confirmation.confirmations())
+    return compared, confirmation.extra_runs()
+
+
+def simulate(cases: int, runs: int, prs: int, continuous: bool, history: int, confirm_runs: int,
+             seed: int) -> dict[str, float]:
+    rng = random.Random(seed)
+    figures = {"old_false": 0, "new_false": 0, "old_power_03": 0, "new_power_03": 0,
+               "old_power_0": 0, "new_power_0": 0, "suite_dropped": 0, "extra": 0}
+    for _ in range(prs):
+        suite = Suite.draw(cases, continuous, rng)
+        mains = [results(suite, runs, rng) for _ in range(history)]
+        # Unchanged PR.
+        head = results(suite, runs, rng)
+        figures["old_false"] += old_gate_fails(mains[0], head)
+        compared, extra = new_gate(mains, head, suite, confirm_runs, rng, runs)
+        figures["new_false"] += gate_failed(compared, "regression")
+        figures["suite_dropped"] += bool(suite_drops(compared.comparison))
+        figures["extra"] += extra
+        # One case drops 0.95 -> 0.3 (main saw it at 0.95), and one drops 1.0 -> 0.0.
+        for to, name in ((0.3, "power_03"), (0.0, "power_0")):
+            start = 0.95 if to else 1.0
+            before = suite.changed(0, TRAJECTORY, start)
+            after = before.changed(0, TRAJECTORY, to)
+            mains = [results(before, runs, rng) for _ in range(history)]
+            head = results(after, runs, rng)
+            figures[f"old_{name}"] += _caught(old_gate_fails(mains[0], head), mains[0], head)
+            compared, _ = new_gate(mains, head, after, confirm_runs, rng, runs)
+            figures[f"new_{name}"] += compared.eval_sets[0].cases[0].change == "regressed" \
+                and gate_failed(compared, "regression")
+    out = {key: value / prs for key, value in figures.items()}
+    out["extra"] = figures["extra"] / (prs * runs * cases)
+    return out
+
+
+def _caught(failed: bool, base: Results, head: Results) -> bool:
+    """The old gate caught the drop when it failed because of case 0 (not another case)."""
+    if not failed:
+        return False
+    only = Results(passed=head.passed, summary=head.summary, eval_sets=[
+        head.eval_sets[0].model_copy(update={"cases": head.eval_sets[0].cases[:1]})])
+    return old_gate_fails(base, only)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, nargs="+", default=[20, 100, 500])
+    parser.add_argument("--runs", type=int, nargs="+", default=[2, 3, 5])
+    parser.add_argument("--prs", type=int, default=400, help="simulated PRs per suite and design")
+    parser.add_argument("--history", type=int, default=5, help="main results pooled (new design)")
+    parser.add_argument("--confirm-runs", type=int, default=20)
+    parser.add_argument("--continuous", action="store_true", help="also a continuous metric per case")
+    parser.add_argument("--both", action="store_true", help="with and without the continuous metric")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    print(f"{args.prs} simulated PRs per row; new design: {args.history} main results pooled, up to "
+          f"{args.confirm_runs} confirmation runs, family-wise alpha 0.05")
+    print("| cases | N | metrics | unchanged PR fails (old / new) | 0.95 -> 0.3 caught (old / new) "
+          "| 1.0 -> 0.0 caught (old / new) | suite dropped | extra runs | seconds |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for continuous in ([False, True] if args.both else [args.continuous]):
+        for cases in args.cases:
+            for runs in args.runs:
+                started = time.perf_counter()
+                f = simulate(cases, runs, args.prs, continuous, args.history, args.confirm_runs,
+                             args.seed)
+                print(f"| {cases} | {runs} | {'both' if continuous else 'binary'} "
+                      f"| {f['old_false']:.3f} / {f['new_false']:.3f} "
+                      f"| {f['old_power_03']:.2f} / {f['new_power_03']:.2f} "
+                      f"| {f['old_power_0']:.2f} / {f['new_power_0']:.2f} "
+                      f"| {f['suite_dropped']:.3f} | +{f['extra']:.0%} "
+                      f"| {time.perf_counter() - started:.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

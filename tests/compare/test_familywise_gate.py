@@ -1,0 +1,237 @@
+"""The regression gate that does not cry wolf: Tarone's family-wise control, main's history
+pooled per case, decisions on fresh confirmation runs only, errored runs, --fail-on drop.
+Every figure is pinned against a hand computation (written out beside it)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from checker.compare.comparison import compare
+from checker.compare.confirm import Confirmation
+from checker.compare.gate import gate_failed, gate_message
+from checker.compare.pooling import BaselinePool
+from checker.compare.stats import fisher_worse_floor, paired_bootstrap, tarone_level
+from checker.models.results import BaselineInfo, RunResult
+from comparehelpers import case_result, metric, results
+
+
+def test_smallest_attainable_p_is_the_most_extreme_table_with_these_margins():
+    # 15/15 base, 0/3 PR: 15 passes in 18 runs, the PR's 3 draws all failures: 1 / C(18, 3).
+    assert fisher_worse_floor(15, 15, 0, 3) == pytest.approx(1 / math.comb(18, 3))
+    assert fisher_worse_floor(15, 15, 3, 3) == 1.0  # 18 passes in 18 runs: only one table
+    assert fisher_worse_floor(2, 3, 1, 3) == pytest.approx(1 / math.comb(6, 3))  # 0.05
+    # 11/12 base, 8/20 PR: 19 passes in 32; the PR's fewest passes is 19 - 12 = 7:
+    # C(19, 7) C(13, 13) / C(32, 20).
+    assert fisher_worse_floor(11, 12, 8, 20) == pytest.approx(math.comb(19, 7) / math.comb(32, 20))
+
+
+def test_tarone_level_by_hand():
+    # K = 1: 3 tests reach 0.05 (> 1). K = 2: only 0.001 reaches 0.025 (1 <= 2): level 0.025.
+    assert tarone_level([0.05, 0.05, 0.001, 0.2, 1.0], 0.05) == (0.025, 2, 1)
+    # 41 tests whose best p is 1/816 = 0.0012255: at K = 40 all 41 reach 0.00125 (> 40);
+    # at K = 41 none reaches 0.0012195: level 0.05 / 41 with no testable test.
+    level, k, testable = tarone_level([1 / 816] * 41, 0.05)
+    assert (k, testable) == (41, 0) and level == pytest.approx(0.05 / 41)
+    # Tests that can never reach alpha do not count: one real test keeps the full alpha.
+    assert tarone_level([0.001] + [0.3] * 100, 0.05) == (0.05, 1, 1)
+    assert tarone_level([], 0.05) == (0.05, 1, 0)
+
+
+def test_a_drop_at_exactly_the_level_is_regressed():
+    # One test: 3/3 -> 0/3 has p = 1/C(6,3) = 0.05 = alpha / 1, so "p <= level" rejects it.
+    base = results(case_result("c", metric([1.0, 1.0, 1.0])))
+    head = results(case_result("c", metric([0.0, 0.0, 0.0])))
+    compared = compare(base, head)
+    assert compared.eval_sets[0].cases[0].change == "regressed"
+    assert compared.comparison.familywise["level"] == pytest.approx(0.05)
+    assert compared.eval_sets[0].cases[0].metrics[0].p_value == pytest.approx(0.05)
+
+
+def test_the_same_drop_among_many_testable_cases_is_not_a_regression():
+    """Twenty cases each 3/3 -> 0/3 on a flaky-looking suite: alone each would be p = 0.05;
+    together Tarone asks for 0.05 / K and 3-run tables cannot reach it."""
+    cases = [f"c{i}" for i in range(20)]
+    base = results(*(case_result(c, metric([1.0, 1.0, 1.0])) for c in cases))
+    head = results(*(case_result(c, metric([0.0, 0.0, 0.0]) if c == "c0" else metric([1.0, 0.0, 1.0]))
+                     for c in cases))
+    compared = compare(base, head)
+    # floors: c0's table 3/3 vs 0/3 -> 0.05; each other 3/3 vs 2/3 (5 passes) -> fewest PR
+    # passes 2 -> p* = P(X = 2) = C(5,2) C(1,1) / C(6,3) = 0.5. K = 1: one test reaches 0.05.
+    assert compared.comparison.familywise["level"] == pytest.approx(0.05)
+    assert compared.eval_sets[0].cases[0].change == "regressed"
+    many = results(*(case_result(c, metric([0.0, 0.0, 0.0])) for c in cases))
+    compared = compare(base, many)  # 20 tests with p* = 0.05: K = 2, level 0.025, none reachable
+    assert compared.comparison.familywise == {"alpha": 0.05, "method": "tarone-bonferroni",
+                                              "tests": 20, "testable": 0, "level": 0.025,
+                                              "confirmed": False}
+    assert compared.comparison.summary.regressed == 0
+    assert not gate_failed(compared, "regression")
+
+
+def test_a_drop_between_two_failing_scores_is_not_a_regression():
+    base = results(case_result("c", metric([0.5, 0.5, 0.5])))
+    head = results(case_result("c", metric([0.0, 0.0, 0.0])))
+    case = compare(base, head).eval_sets[0].cases[0]
+    assert case.change == "unchanged" and case.metrics[0].p_value == 1.0
+
+
+def test_two_runs_a_side_that_flip_are_not_a_regression():
+    base = results(case_result("c", metric([1.0, 1.0])))
+    head = results(case_result("c", metric([0.0, 0.0])))
+    case = compare(base, head).eval_sets[0].cases[0]
+    assert case.change == "unchanged" and case.metrics[0].p_value == pytest.approx(1 / 6)
+
+
+def _history(*runs_per_file):
+    return [results(case_result("c", metric(list(runs)))) for runs in runs_per_file]
+
+
+def test_history_is_pooled_newest_first_and_recorded():
+    files = _history([1.0, 1.0], [1.0, 1.0], [1.0, 1.0])
+    head = results(case_result("c", metric([0.0, 0.0])))
+    infos = [BaselineInfo(path=f"main{i}.json", commit=f"{i}" * 40) for i in range(3)]
+    compared = compare(files, head, baseline_info=infos)
+    case = compared.eval_sets[0].cases[0]
+    # 6/6 pooled against 0/2: p = 1 / C(8, 2) = 1/28, below 0.05: regressed (2 runs alone: 1/6).
+    assert case.metrics[0].p_value == pytest.approx(1 / 28)
+    assert case.change == "regressed" and case.baseline_pool == [0, 1, 2]
+    assert case.metrics[0].baseline_runs == [1.0] * 6
+    history = compared.comparison.baseline.history
+    assert [h.path for h in history] == ["main0.json", "main1.json", "main2.json"]
+    assert compared.comparison.baseline.path == "main0.json"
+
+
+def test_pooling_stops_at_a_change_point_so_a_regression_on_main_does_not_hide():
+    """Main broke the case at its newest commit (0/3); older commits passed it (3/3). Pooling
+    them would make main look good and blame the PR, which is like main now."""
+    files = _history([0.0, 0.0, 0.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0])
+    head = results(case_result("c", metric([0.0, 0.0, 0.0])))
+    case = compare(files, head).eval_sets[0].cases[0]
+    assert case.baseline_pool == [0] and case.change == "unchanged"
+    # Consistent history (2/3 then 3/3: p = 0.5 each way) is pooled.
+    files = _history([1.0, 0.0, 1.0], [1.0, 1.0, 1.0])
+    case = compare(files, head).eval_sets[0].cases[0]
+    assert case.baseline_pool == [0, 1]
+
+
+def test_an_older_file_with_another_fingerprint_is_not_pooled():
+    new = results(case_result("c", metric([1.0, 1.0, 1.0]), fingerprint="sha256:new"))
+    old = results(case_result("c", metric([1.0, 1.0, 1.0]), fingerprint="sha256:old"))
+    head = results(case_result("c", metric([1.0, 1.0, 1.0]), fingerprint="sha256:new"))
+    case = compare([new, old, new], head).eval_sets[0].cases[0]
+    assert case.baseline_pool == [0, 2]
+    # When the newest file that has the case evaluated other data, the case is "changed".
+    case = compare([old, new], head).eval_sets[0].cases[0]
+    assert case.change == "changed"
+
+
+def test_only_fresh_runs_decide_and_screening_runs_never_do():
+    """The first runs look terrible, the fresh ones are like main: not regressed - and the
+    reverse: first runs merely screened, fresh runs all fail: regressed."""
+    files = _history([1.0] * 3, [1.0] * 3, [1.0] * 3)
+    head = results(case_result("c", metric([0.0, 0.0, 0.0])))
+    fresh_good = case_result("c", metric([1.0] * 20))
+    compared = compare(files, head, confirmations={("weather", "c"): fresh_good})
+    m = compared.eval_sets[0].cases[0].metrics[0]
+    assert compared.eval_sets[0].cases[0].change == "unchanged"
+    assert m.screened is True and m.confirm_runs == [1.0] * 20
+    assert compared.comparison.familywise["confirmed"] is True
+    fresh_bad = case_result("c", metric([0.0] * 20))
+    compared = compare(files, head, confirmations={("weather", "c"): fresh_bad})
+    assert compared.eval_sets[0].cases[0].change == "regressed"
+    # Decided against the older files' runs only (6/6), not the newest's the screen read:
+    # p = 1 / C(26, 20).
+    assert compared.eval_sets[0].cases[0].metrics[0].p_value == pytest.approx(1 / math.comb(26, 20))
+    # A case that did not screen is not tested, whatever its runs: nothing to confirm.
+    calm = results(case_result("c", metric([1.0, 1.0, 1.0])))
+    compared = compare(files, calm, confirmations={})
+    assert compared.eval_sets[0].cases[0].metrics[0].screened is False
+    assert compared.comparison.familywise["tests"] == 0
+
+
+def test_confirmation_rounds_stop_early_when_fresh_runs_do_not_look_worse():
+    files = _history([1.0, 1.0, 0.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0])
+    head = results(case_result("c", metric([0.0, 0.0, 1.0])))
+    confirmation = Confirmation(BaselinePool(files), 20)
+    wanted = confirmation.start({("weather", "c"): head.eval_sets[0].cases[0]})
+    assert wanted == [("weather", "c")] * 5
+    # 5 fresh passes against the older files' 4/6: p(worse) = 1 > 0.5: settled, no more runs.
+    confirmation.add(("weather", "c"), case_result("c", metric([1.0] * 5)))
+    assert confirmation.next_round() == []
+    assert confirmation.extra_runs() == 5
+    # Fresh runs that keep looking worse go on to the cap, in rounds of 5.
+    confirmation = Confirmation(BaselinePool(files), 12)
+    assert len(confirmation.start({("weather", "c"): head.eval_sets[0].cases[0]})) == 5
+    confirmation.add(("weather", "c"), case_result("c", metric([0.0] * 5)))
+    assert len(confirmation.next_round()) == 5
+    confirmation.add(("weather", "c"), case_result("c", metric([0.0] * 5)))
+    assert confirmation.next_round() == [("weather", "c")] * 2
+    confirmation.add(("weather", "c"), case_result("c", metric([0.0] * 2)))
+    assert confirmation.next_round() == []
+    fresh = confirmation.confirmations()[("weather", "c")]
+    assert fresh.metrics[0].runs == [0.0] * 12 and len(fresh.runs) == 12
+
+
+def _errored(eval_id, scores):
+    case = case_result(eval_id, metric(scores))
+    runs = [RunResult(run=i + 1, status="error", error="crash") if s is None
+            else RunResult(run=i + 1, status="passed" if s >= 1.0 else "failed")
+            for i, s in enumerate(scores)]
+    return case.model_copy(update={"runs": runs, "status": "error"})
+
+
+def test_an_errored_run_is_a_failing_run_not_a_gate_failure_by_itself():
+    base = results(case_result("c", metric([1.0, 0.0, 1.0])))
+    head = results(_errored("c", [1.0, None, 1.0]))
+    compared = compare(base, head)
+    case = compared.eval_sets[0].cases[0]
+    # 2 passes of 3 on each side, the errored run counted as failing: p(worse) = 0.8.
+    assert case.change == "unchanged" and case.metrics[0].p_value == pytest.approx(0.8)
+    assert not gate_failed(compared, "regression")
+    assert gate_failed(compared, "failure")
+
+
+def test_a_case_erroring_in_every_run_where_main_passed_is_regressed():
+    base = results(case_result("c", metric([1.0, 1.0])), case_result("d", metric([0.0, 0.0])))
+    head = results(_errored("c", [None, None]), _errored("d", [None, None]))
+    compared = compare(base, head)
+    changes = {c.eval_id: c.change for c in compared.eval_sets[0].cases}
+    assert changes == {"c": "regressed", "d": "unchanged"}
+    assert gate_failed(compared, "regression")
+
+
+def test_fail_on_drop_fails_a_suite_that_dropped_for_sure():
+    """Eight cases each 3/3 -> 1/3: none regresses on its own, the suite mean drops for sure."""
+    cases = [f"c{i}" for i in range(8)]
+    base = results(*(case_result(c, metric([1.0] * 3)) for c in cases))
+    head = results(*(case_result(c, metric([1.0, 0.0, 0.0])) for c in cases))
+    compared = compare(base, head)
+    assert compared.comparison.summary.regressed == 0
+    assert not gate_failed(compared, "regression")
+    assert gate_failed(compared, "drop")
+    assert gate_message(compared, "drop").startswith("gate failed (fail-on: drop): the suite dropped")
+    same = compare(base, base)
+    assert not gate_failed(same, "drop")
+
+
+def test_alpha_outside_its_range_is_refused():
+    base = results(case_result("c", metric([1.0])))
+    for alpha in (0, 0.51, -0.1):
+        with pytest.raises(ValueError, match="alpha"):
+            compare(base, base, alpha=alpha)
+
+
+def test_bootstrap_is_pinned_on_fine_grained_data():
+    """Another seed, or the percentile position q*n instead of q*(n-1), moves these digits."""
+    data = [0.13, -0.71, 0.42, -0.05, 0.27, -0.33, 0.08, -0.9, 0.61, -0.18]
+    interval = paired_bootstrap(data)
+    assert interval.mean == pytest.approx(-0.066)
+    # random.Random(0), 10,000 resamples, 2.5th / 97.5th percentile at q*(n-1) (numpy's
+    # default); at q*n the low end would be -0.359000.
+    assert (interval.low, interval.high) == (pytest.approx(-0.359025, abs=1e-12),
+                                             pytest.approx(0.209, abs=1e-12))
+    other = paired_bootstrap(data, seed=1)
+    assert (other.low, other.high) != (interval.low, interval.high)
+
