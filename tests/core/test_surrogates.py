@@ -192,6 +192,8 @@ def test_api_server_answers_with_a_lone_surrogate_write_every_report(repo):
                            *REPORTS], repo)
     finally:
         server.shutdown()
-    assert outcome.code == 1, outcome.output
-    results = json.loads((repo / "out/results.json").read_text(encoding="utf-8"))
-    assert "(it serves: app, x\ufffd)" in results["evalSets"][0]["cases"][0]["runs"][0]["error"]
+    # An app the server does not serve is a setup error, said once before any run (exit 2).
+    assert outcome.code == 2, outcome.output
+    assert outcome.stderr == (f"evalcheck: error: --app-name 'other': the agent server at {url} "
+                              "does not serve app 'other'; it serves: app, x\ufffd (pass "
+                              "--app-name with one of them)\n")
