@@ -21,8 +21,8 @@ from ..models.evalset import EvalCase
 from ..models.records import RecordedRun
 from ..safety.output import GuardedStream, clean, say
 from ..safety.redact import Redactor
-from .base import AgentRunner, RunJob, cannot_start
-from .failfast import StartWatch, server_cannot_start
+from .base import AgentRunner, RunJob
+from .failfast import StartWatch, server_cannot_start, start_failure
 
 if TYPE_CHECKING:
     from ..inputs.discover import EvalTarget
@@ -283,10 +283,11 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
                 return
             run = await _attempt(runner, job)
             # A run whose agent errored once it had started is run again (--retries): one
-            # crash must not decide a comparison. Not a start failure: fail-fast owns those.
+            # crash must not decide a comparison. Not a start failure nor a setup error (no
+            # credentials: a retry fails the same way): fail-fast owns those.
             retries = 0
             while run.error is not None and retries < options.retries and not watch.stopped \
-                    and cannot_start(run) is None:
+                    and start_failure(run) is None:
                 retries += 1
                 run = await _attempt(runner, job)
             if retries:

@@ -146,7 +146,9 @@ def test_adk_example_with_a_refused_key_exits_2_once(tmp_path):
                           "400 INVALID_ARGUMENT."), err
     assert "(check the key or credentials the agent's model uses" in err
     assert "not-a-key" not in err
-    assert len(fake.requests) == 2  # the key reached the (fake) API: a refusal, not a missing key
+    # The key reached the (fake) API: a refusal, not a missing key; and a setup error is
+    # not retried (--retries 1 by default), it would fail the same way.
+    assert len(fake.requests) == 2
 
 
 def test_a_failure_of_the_agents_own_making_is_a_failed_run(tmp_path):
@@ -195,9 +197,10 @@ def test_adk_example_on_an_api_server_without_credentials_exits_2_once(tmp_path)
     done, cpu = evalcheck(tmp_path, str(EXAMPLE_EVALS), "--agent-url", url,
                           "--agent-server-command", server, "--app-name", "adk_weather")
     err = one_error(done, tmp_path)
+    # Each run's error is the server's HTTP 500 (on a loaded machine, once a dropped
+    # connection); why is in the server's log, shown once.
     assert err.startswith("evalcheck: error: the agent has no model credentials: the first 4 "
-                          "runs all failed the same way before it answered anything: turn 1: "
-                          "the agent server answered HTTP 500: Internal Server Error; its log "
-                          "says: ValueError: No API key was provided."), err
+                          "runs all failed the same way before it answered anything: "), err
+    assert "; its log says: ValueError: No API key was provided." in err
     assert err.count("No API key was provided") == 1  # the server's log once, not per run
     assert cpu < 10, cpu
