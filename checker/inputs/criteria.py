@@ -13,13 +13,16 @@ from pydantic.alias_generators import to_camel
 from ..errors import InputError, did_you_mean
 from ..metrics import EFFICIENCY_METRICS, registry
 from ..metrics.base import Criterion, Metric
+from .ignored import drop_ignored
 from .validation import describe_validation_error, read_json, validate
 
 DEFAULT_CRITERIA: dict[str, Any] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
 
 
 class _CamelModel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    # ADK's EvalConfig, CustomMetricConfig and user simulator configs ignore unknown keys:
+    # they are warnings (checker/inputs/ignored.py), not errors.
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
 
 
 class CodeConfig(BaseModel):
@@ -123,7 +126,8 @@ def criterion_data(value: Any, display: str, path: str) -> dict[str, Any]:
     return {"threshold": value} if isinstance(value, (int, float)) else value
 
 
-def _criterion_for(name: str, metric: type[Metric], value: Any, display: str) -> ConfiguredMetric:
+def _criterion_for(name: str, metric: type[Metric], value: Any, display: str,
+                   notes: list[str]) -> ConfiguredMetric:
     path = f"$.criteria.{name}"
     if metric.informational:
         if value is not None and value != {}:
@@ -136,6 +140,8 @@ def _criterion_for(name: str, metric: type[Metric], value: Any, display: str) ->
     except ValidationError as exc:
         sub_path, message, fix = describe_validation_error(exc, metric.criterion_model)
         raise InputError(message, file=display, path=path + sub_path[1:], fix=fix) from None
+    notes.extend(drop_ignored(criterion, display, ("criteria", name),
+                              what=f"ADK ignores it ({name} does not read it)"))
     threshold = criterion.threshold
     if not metric.min_value <= threshold <= metric.max_value:
         raise InputError(
@@ -149,17 +155,22 @@ def build_config(raw: Any, path: Path | None, display: str | None) -> EvalConfig
     shown = display or "default criteria"
     if not isinstance(raw, dict):
         raise InputError("expected a JSON object with 'criteria'", file=shown, path="$")
-    parsed = validate(EvalConfigFile, raw, shown)
+    notes: list[str] = []
+    parsed = validate(EvalConfigFile, raw, shown, notes=notes)
     if not parsed.criteria:
+        misspelt = next((f"'{k}' is not a key of a criteria file: {hint}" for k in raw
+                         if k not in ("criteria", "customMetrics", "custom_metrics")
+                         for hint in [did_you_mean(k, ["criteria"])] if hint), None)
         raise InputError("no criteria configured", file=shown, path="$.criteria",
-                         fix='add e.g. {"tool_trajectory_avg_score": 1.0}')
+                         fix=misspelt or 'add e.g. {"tool_trajectory_avg_score": 1.0}')
     known = registry()
     custom = parsed.custom_metrics or {}
     metrics: list[ConfiguredMetric] = []
     for name, value in parsed.criteria.items():
         if name in custom:
             data = criterion_data(value, shown, f"$.criteria.{name}")
-            criterion = validate(_CustomCriterion, data, shown, prefix=("criteria", name))
+            criterion = validate(_CustomCriterion, data, shown, prefix=("criteria", name),
+                                 keep_extra=True)
             metrics.append(ConfiguredMetric(name, None, criterion, criterion.threshold, False,
                                             custom[name].code_config.name))
             continue
@@ -169,7 +180,7 @@ def build_config(raw: Any, path: Path | None, display: str | None) -> EvalConfig
             raise InputError(f"unknown metric '{name}'" + (f"; {hint}" if hint else ""),
                              file=shown, path=f"$.criteria.{name}",
                              fix="known metrics: " + ", ".join(known))
-        metrics.append(_criterion_for(name, metric, value, shown))
+        metrics.append(_criterion_for(name, metric, value, shown, notes))
     for name in custom:
         if name not in parsed.criteria:
             raise InputError(f"custom metric '{name}' is not listed in criteria", file=shown,
@@ -179,7 +190,7 @@ def build_config(raw: Any, path: Path | None, display: str | None) -> EvalConfig
         if name not in parsed.criteria and name in known:
             metrics.append(ConfiguredMetric(name, known[name], None, None, True))
     simulator = _share_stop_signal(metrics, parsed.user_simulator_config, shown)
-    return EvalConfig(path, display, tuple(metrics), simulator, _unsupported(parsed, shown))
+    return EvalConfig(path, display, tuple(metrics), simulator, (*notes, *_unsupported(parsed, shown)))
 
 
 def _unsupported(parsed: EvalConfigFile, shown: str) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..models.evalset import EvalCase, EvalSet
+from .ignored import merge_notes
 from .jsonscan import Element, Irregular, read_spans, scan_array_member
 from .legacy_evalfile import convert_legacy, legacy_session
 from ..safety.surrogates import repair
@@ -193,11 +194,12 @@ def _outline(path: Path, display: str) -> LoadedEvalSet:
     for one case at a time, not the suite. Raises (Irregular, InputError, ...) on anything
     but a valid plain eval set, and the whole-file reader then gives the message."""
     signature = _signature(path)
+    notes: list[str] = []
 
     def visit(element: Element) -> tuple[CaseOutline, int, tuple[int, int, int]]:
         text, where = element.text(), ("eval_cases", element.index)
         data, _ = decode_at(text, 0, display, where)
-        case = validate(EvalCase, data, display, where)
+        case = validate(EvalCase, data, display, where, notes)
         if "\x00" in case.eval_id:
             raise Irregular
         _check_rubric_ids(case, element.index, display)
@@ -207,13 +209,13 @@ def _outline(path: Path, display: str) -> LoadedEvalSet:
     others, key, items = scan_array_member(path, ("eval_cases", "evalCases"), visit)
     if key is None or not items:
         raise Irregular  # no cases at all: the whole-file reader says what that means
-    eval_set = validate(EvalSet, {**others, key: []}, display)
+    eval_set = validate(EvalSet, {**others, key: []}, display, notes=notes)
     ids = [outline.eval_id for outline, _, _ in items]
     if "\x00" in eval_set.eval_set_id or len(set(ids)) != len(ids):
         raise Irregular
     return LoadedEvalSet(eval_set, path, display, {o.eval_id: line for o, line, _ in items},
                          outlines=[o for o, _, _ in items], spans={o.eval_id: span for o, _, span in items},
-                         case_ids=ids, signature=signature)
+                         case_ids=ids, signature=signature, notes=merge_notes(notes))
 
 
 def load_eval_file(path: Path, display: str | None = None,
@@ -241,20 +243,21 @@ def load_eval_file(path: Path, display: str | None = None,
 
     if isinstance(data, list):
         session = legacy_session(path, display, initial_session_file, confine)
-        eval_set = convert_legacy(data, path, display, session.session if session else None)
+        notes = list(session.notes) if session else []
+        eval_set = convert_legacy(data, path, display, session.session if session else None, notes)
         _check_ids(eval_set, display, legacy=True)
         if all(isinstance(item, dict) and "data" in item for item in data):
             lines = _find_lines(text, ("name",), [c.eval_id for c in eval_set.eval_cases])
         else:
             lines = {eval_set.eval_cases[0].eval_id: 1}
-        return LoadedEvalSet(eval_set, path, display, lines, legacy=True,
-                             notes=session.notes if session else [])
+        return LoadedEvalSet(eval_set, path, display, lines, legacy=True, notes=notes)
 
-    eval_set = validate(EvalSet, data, display)
+    notes = []
+    eval_set = validate(EvalSet, data, display, notes=notes)
     _check_ids(eval_set, display, legacy=False)
     if not eval_set.eval_cases:  # ADK accepts it (Google ships one): nothing to run, say so
         return LoadedEvalSet(eval_set, path, display, notes=[
-            f"{display}: $.eval_cases: the eval set has no eval cases; skipped"])
+            *notes, f"{display}: $.eval_cases: the eval set has no eval cases; skipped"])
     seen: dict[str, int] = {}
     for i, case in enumerate(eval_set.eval_cases):
         if case.eval_id in seen:
@@ -264,7 +267,7 @@ def load_eval_file(path: Path, display: str | None = None,
         seen[case.eval_id] = i
         _check_rubric_ids(case, i, display)
     lines = _find_lines(text, ("eval_id", "evalId"), [c.eval_id for c in eval_set.eval_cases])
-    return LoadedEvalSet(eval_set, path, display, lines)
+    return LoadedEvalSet(eval_set, path, display, lines, notes=notes)
 
 
 def migrate(old: Path, new: Path, initial_session_file: Path | None = None,
@@ -283,9 +286,10 @@ def migrate(old: Path, new: Path, initial_session_file: Path | None = None,
     if foreign:
         raise InputError(foreign, file=str(old), path="$")
     session = legacy_session(old, str(old), initial_session_file)
-    eval_set = convert_legacy(data, old, str(old), session.session if session else None)
-    if notes is not None and session:
-        notes.extend(session.notes)
+    said = list(session.notes) if session else []
+    eval_set = convert_legacy(data, old, str(old), session.session if session else None, said)
+    if notes is not None:
+        notes.extend(said)
     try:
         new.parent.mkdir(parents=True, exist_ok=True)
         new.write_text(eval_set.model_dump_json(indent=2, by_alias=False, exclude_none=True,

@@ -19,7 +19,7 @@ from pydantic import Field, ValidationError
 from ..safety.confine import confined
 from ..errors import InputError
 from .initial_session import InitialSession, LoadedSession, find_beside, load_initial_session
-from ..models.base import StrictModel
+from ..models.base import LenientModel
 from ..models.evalset import (
     Content,
     EvalCase,
@@ -30,31 +30,34 @@ from ..models.evalset import (
     Part,
     SessionInput,
 )
+from .ignored import merge_notes
 from .validation import describe_validation_error, validate
 
 
-class LegacyToolUse(StrictModel):
+class LegacyToolUse(LenientModel):
     tool_name: str
     tool_input: dict[str, Any] = Field(default_factory=dict)
     mock_tool_output: Any = None
 
 
-class LegacyAgentResponse(StrictModel):
+class LegacyAgentResponse(LenientModel):
     author: str
     text: str
 
 
-class LegacyTurn(StrictModel):
+class LegacyTurn(LenientModel):
     query: str
     reference: str = ""
     expected_tool_use: list[LegacyToolUse] = Field(default_factory=list)
     expected_intermediate_agent_responses: list[LegacyAgentResponse] = Field(default_factory=list)
 
 
-class LegacyCase(StrictModel):
+class LegacyCase(LenientModel):
     name: str
     data: list[LegacyTurn]
     initial_session: InitialSession | None = None
+    # Not read by ADK (it drops it silently): read here as the initial session's state.
+    initial_state: dict[str, Any] | None = None
 
 
 def _turn_to_invocation(turn: LegacyTurn, index: int) -> Invocation:
@@ -79,33 +82,50 @@ def _session_input(initial: InitialSession | None) -> SessionInput | None:
 
 def _legacy_stem(path: Path) -> str:
     name = path.name
-    for suffix in (".test.json", ".evalset.json", ".json"):
+    for suffix in (".test.json", ".evalset.json", "_evalset.json", ".json"):
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return path.stem
 
 
+def _with_initial_state(legacy: LegacyCase, initial: InitialSession | None, display: str,
+                        i: int, notes: list[str]) -> InitialSession | None:
+    """A case's ``initial_state`` (which ADK drops) as its initial session's state."""
+    session = legacy.initial_session or initial
+    if legacy.initial_state is None:
+        return session
+    if session is not None and session.state and session.state != legacy.initial_state:
+        raise InputError("both initial_state and initial_session.state are given", file=display,
+                         path=f"$[{i}].initial_state", fix="keep one of them")
+    notes.append(f"{display}: $[{i}].initial_state: read as the case's initial session state "
+                 "(adk eval drops this key and starts with an empty state)")
+    base = session or InitialSession()
+    return base.model_copy(update={"state": legacy.initial_state})
+
+
 def convert_legacy(data: list[Any], path: Path, display: str,
-                   initial: InitialSession | None) -> EvalSet:
+                   initial: InitialSession | None, notes: list[str] | None = None) -> EvalSet:
     """Convert either legacy list format into an EvalSet (ADK's migrate_eval_data_to_new_schema).
 
     Unlike ADK, ids are deterministic: the eval set id and (for a query list) the eval id are
     the file's name without its extension, instead of a random uuid and the full path.
     """
     stem = _legacy_stem(path)
+    notes = notes if notes is not None else []
     if not data:
         raise InputError("the eval file holds an empty list: no eval cases", file=display,
                          path="$", fix="add at least one query turn")
     if all(isinstance(item, dict) and "data" in item for item in data):
         cases = []
+        said: list[str] = []
         seen: dict[str, int] = {}
         for i, item in enumerate(data):
-            legacy = validate(LegacyCase, item, display, prefix=(i,))
+            legacy = validate(LegacyCase, item, display, prefix=(i,), notes=said)
             if legacy.name in seen:  # the name becomes the eval id: one case per id
                 raise InputError(f"duplicate name '{legacy.name}' (also at $[{seen[legacy.name]}].name)",
                                  file=display, path=f"$[{i}].name", fix="give each case its own name")
             seen[legacy.name] = i
-            session = _session_input(legacy.initial_session or initial)
+            session = _session_input(_with_initial_state(legacy, initial, display, i, said))
             try:
                 cases.append(EvalCase(
                     eval_id=legacy.name,
@@ -115,8 +135,12 @@ def convert_legacy(data: list[Any], path: Path, display: str,
                 where, message, fix = describe_validation_error(exc, EvalCase)
                 raise InputError(f"name {legacy.name!r}: {message}", file=display,
                                  path=f"$[{i}].name", fix=fix or "give the case a name") from None
+        notes.extend(merge_notes(said))
         return EvalSet(eval_set_id=stem, name=stem, eval_cases=cases)
-    turns = [validate(LegacyTurn, item, display, prefix=(i,)) for i, item in enumerate(data)]
+    said = []
+    turns = [validate(LegacyTurn, item, display, prefix=(i,), notes=said)
+             for i, item in enumerate(data)]
+    notes.extend(merge_notes(said))
     case = EvalCase(eval_id=stem, conversation=[_turn_to_invocation(t, k) for k, t in enumerate(turns)],
                     session_input=_session_input(initial))
     return EvalSet(eval_set_id=stem, name=stem, eval_cases=[case])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -11,6 +12,7 @@ from pydantic.alias_generators import to_camel, to_snake
 
 from ..errors import InputError, did_you_mean, json_path
 from ..safety.limits import MAX_JSON_DEPTH, JsonTooDeep, loads_bounded, too_deep
+from .ignored import drop_ignored
 from ..safety.surrogates import repair
 
 M = TypeVar("M", bound=BaseModel)
@@ -117,57 +119,109 @@ def _too_deep(exc: JsonTooDeep, display: str) -> InputError:
                       fix="flatten it: ADK's own files nest fewer than 20 levels")
 
 
-def _known_keys(model: type[BaseModel], seen: set[type] | None = None) -> set[str]:
-    """Every field name and alias reachable from a model, for 'did you mean' hints."""
-    seen = seen if seen is not None else set()
-    if model in seen:
-        return set()
-    seen.add(model)
-    keys: set[str] = set()
-    for name, field in model.model_fields.items():
-        keys.add(name)
-        if field.alias:
-            keys.add(field.alias)
-        for sub in _models_in(field.annotation):
-            keys |= _known_keys(sub, seen)
-    return keys
-
-
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    out: list[type[BaseModel]] = []
+def _models_in(annotation: Any) -> list[Any]:
+    """The model classes and dict/list annotations an annotation can hold, unwrapped."""
+    out: list[Any] = []
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        out.append(annotation)
+        return [annotation]
+    origin = getattr(annotation, "__origin__", None)
+    if origin in (dict, list, tuple):
+        return [annotation]
     for arg in getattr(annotation, "__args__", ()) or ():
         out.extend(_models_in(arg))
     return out
 
 
-def describe_validation_error(exc: ValidationError, model: type[BaseModel],
-                              prefix: tuple[Any, ...] = ()) -> tuple[str, str, str | None]:
-    """(json path, message, fix) for the first error of a pydantic ValidationError."""
-    errors = exc.errors(include_url=False)
-    # A misspelt key shows up twice: as unknown, and as the missing key it meant. Report the
-    # unknown one first, because its "did you mean" names the fix.
-    rank = {"extra_forbidden": 0, "missing": 1}
-    err = min(errors, key=lambda e: rank.get(e["type"], 2))
-    loc = prefix + tuple(p for p in err["loc"] if not _is_union_tag(p))
+def _field(model: type[BaseModel], key: str) -> Any:
+    for name, field in model.model_fields.items():
+        if key in (name, field.alias):
+            return field
+    return None
+
+
+def keys_at(model: type[BaseModel], loc: Sequence[Any]) -> set[str]:
+    """The keys valid in the object at ``loc`` (a JSON location inside a ``model`` document):
+    field names and aliases of the model (or models, for a union) found there."""
+    current: list[Any] = [model]
+    for part in loc:
+        nxt: list[Any] = []
+        for ann in current:
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                field = _field(ann, part) if isinstance(part, str) else None
+                if field is not None:
+                    nxt.extend(_models_in(field.annotation))
+            else:
+                origin, args = getattr(ann, "__origin__", None), getattr(ann, "__args__", ())
+                if origin is dict and isinstance(part, str) and len(args) == 2:
+                    nxt.extend(_models_in(args[1]))
+                elif origin in (list, tuple) and isinstance(part, int) and args:
+                    if origin is tuple and len(args) > 1 and args[-1] is not Ellipsis:
+                        nxt.extend(_models_in(args[part]) if part < len(args) else [])
+                    else:
+                        nxt.extend(_models_in(args[0]))
+        current = nxt
+        if not current:
+            return set()
+    keys: set[str] = set()
+    for ann in current:
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            for name, field in ann.model_fields.items():
+                keys.add(name)
+                if field.alias:
+                    keys.add(field.alias)
+    return keys
+
+
+def _describe(err: Any, model: type[BaseModel], prefix: tuple[Any, ...]) -> tuple[str, str, str | None]:
+    """(json path, message, fix) of one pydantic error."""
+    inner = tuple(p for p in err["loc"] if not _is_union_tag(p))
+    loc = prefix + inner
     kind = err["type"]
-    suffix = _others(err, [e for e in errors if e is not err], prefix)
     if kind == "extra_forbidden":
         key = str(loc[-1])
-        hint = did_you_mean(key, _known_keys(model))
-        return (json_path(loc[:-1]), f"unknown key '{key}'{suffix}",
-                hint or "remove it or fix its spelling")
+        # Hints only from the keys valid right there, and never the refused key itself.
+        hint = did_you_mean(key, keys_at(model, inner[:-1]) - {key})
+        return json_path(loc[:-1]), f"unknown key '{key}'", hint or "remove it or fix its spelling"
     if kind == "missing":
-        key = _spelt_like_siblings(str(loc[-1]), err.get("input"), camel_files=_writes_camel(model))
-        return (json_path(loc[:-1]), f"missing required key '{key}'{suffix}", f"add '{key}'")
+        got = err.get("input")
+        key = _spelt_like_siblings(str(loc[-1]), got, camel_files=_writes_camel(model))
+        misspelt = _misspelt(model, inner[:-1], got, [key])
+        return json_path(loc[:-1]), f"missing required key '{key}'", misspelt or f"add '{key}'"
     msg = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
     got = err.get("input")
     if kind not in ("value_error", "assertion_error") and not isinstance(got, (dict, list)):
         msg = f"{msg}, got {json.dumps(got)[:60]}"
-    return json_path(loc), msg + suffix, None
+    return json_path(loc), msg, _misspelt(model, inner, got)
+
+
+def _misspelt(model: type[BaseModel], inner: tuple[Any, ...], got: Any,
+              meant: list[str] | None = None) -> str | None:
+    """An object's key that is no field there (ADK ignores it) but is spelt like one of
+    ``meant`` (default: the fields valid there): the likely cause of a problem."""
+    if not isinstance(got, dict):
+        return None
+    valid = keys_at(model, inner)
+    for key in got:
+        if isinstance(key, str) and key not in valid:
+            hint = did_you_mean(key, meant if meant is not None else valid)
+            if hint:
+                return f"'{key}' is not a field here: {hint}"
+    return None
+
+
+def describe_validation_error(exc: ValidationError, model: type[BaseModel],
+                              prefix: tuple[Any, ...] = ()) -> tuple[str, str, str | None]:
+    """(json path, message, fix) for the first error of a pydantic ValidationError, the
+    message naming the others (up to MAX_OTHERS, each with its JSON path)."""
+    errors = exc.errors(include_url=False)
+    # A misspelt key shows up twice: as unknown, and as the missing key it meant. Report the
+    # unknown one first, because its "did you mean" names the fix.
+    rank = {"extra_forbidden": 0, "missing": 1}
+    err = min(errors, key=lambda e: rank.get(e["type"], 2))
+    path, message, fix = _describe(err, model, prefix)
+    return path, message + _others(err, [e for e in errors if e is not err], prefix), fix
 
 
 MAX_OTHERS = 10  # further problems named after the first one
@@ -233,9 +287,19 @@ def _is_union_tag(part: Any) -> bool:
         part[:1].isupper() or "[" in part or part in ("str", "int", "float", "bool", "list", "dict"))
 
 
-def validate(model: type[M], data: Any, display: str, prefix: tuple[Any, ...] = ()) -> M:
+def validate(model: type[M], data: Any, display: str, prefix: tuple[Any, ...] = (),
+             notes: list[str] | None = None, keep_extra: bool = False) -> M:
+    """``data`` as a ``model``; bad input is an InputError. Keys ADK ignores are dropped,
+    with a warning for each appended to ``notes`` (see ignored.py), unless ``keep_extra``
+    (a custom metric's criterion: its extra keys are passed to the function, as in ADK)."""
     try:
-        return model.model_validate(data)
+        value = model.model_validate(data)
     except ValidationError as exc:
         path, message, fix = describe_validation_error(exc, model, prefix)
         raise InputError(message, file=display, path=path, fix=fix) from None
+    if keep_extra:
+        return value
+    warnings = drop_ignored(value, display, prefix)
+    if notes is not None:
+        notes.extend(w for w in warnings if w not in notes)
+    return value

@@ -13,9 +13,12 @@ from ..models.evalset import ConversationScenario, EvalCase, FunctionCall, Invoc
 
 
 class Criterion(BaseModel):
-    """A criterion from test_config.json. Subclasses add the metric's own settings."""
+    """A criterion from test_config.json. Subclasses add the metric's own settings.
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    Unknown keys are allowed, as in ADK's BaseCriterion (which keeps them unread): the
+    reader warns about each and drops it (checker/inputs/ignored.py)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
 
     threshold: float
     include_intermediate_responses_in_final: bool = False

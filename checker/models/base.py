@@ -19,6 +19,14 @@ class StrictModel(BaseModel):
     )
 
 
+class LenientModel(StrictModel):
+    """A model whose unknown keys ADK ignores (or keeps unread): they are kept here only
+    until ``checker/inputs/ignored.py`` reports and drops them, so they never change a
+    result, a fingerprint or a file written."""
+
+    model_config = ConfigDict(extra="allow")
+
+
 class OutputModel(BaseModel):
     """Models we write (results, recorded runs): camelCase on output, either on input."""
 

@@ -1,8 +1,9 @@
 """The ADK eval data model (EvalSet, EvalCase, Invocation, ...), as ADK 2.x reads it.
 
 Differences from ADK, on purpose: snake_case *and* camelCase at every level (ADK's EvalSet
-accepts only snake_case at the top), and unknown or misspelt keys are errors everywhere
-(ADK silently keeps extras on EvalCase and SessionInput and ignores them on EvalSet).
+accepts only snake_case at the top). Unknown keys are errors where ADK refuses them, and
+where ADK ignores them (EvalSet, EvalCase, SessionInput, InvocationEvent: LenientModel) a
+warning naming the key (checker/inputs/ignored.py), then dropped.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from .base import StrictModel
+from .base import LenientModel, StrictModel
 
 # ---------------------------------------------------------------- genai shapes
 
@@ -87,7 +88,7 @@ class IntermediateData(StrictModel):
     intermediate_responses: list[tuple[str, list[Part]]] = Field(default_factory=list)
 
 
-class InvocationEvent(StrictModel):
+class InvocationEvent(LenientModel):
     author: str
     content: Content | None = None
     grounding_metadata: dict[str, Any] | None = None
@@ -192,7 +193,7 @@ def usage_metadata(invocation: Invocation) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- cases and sets
 
 
-class SessionInput(StrictModel):
+class SessionInput(LenientModel):
     app_name: str
     user_id: str
     session_id: str | None = None
@@ -233,7 +234,7 @@ class ConversationScenario(StrictModel):
         return value
 
 
-class EvalCase(StrictModel):
+class EvalCase(LenientModel):
     eval_id: str
     conversation: list[Invocation] | None = None
     conversation_scenario: ConversationScenario | None = None
@@ -257,7 +258,7 @@ class EvalCase(StrictModel):
         return value
 
 
-class EvalSet(StrictModel):
+class EvalSet(LenientModel):
     eval_set_id: str
     name: str | None = None
     description: str | None = None

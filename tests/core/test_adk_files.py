@@ -53,7 +53,7 @@ def test_a_session_dump_beside_a_legacy_file_is_read_like_adk(repo):
     session = target.loaded.eval_set.eval_cases[0].session_input
     assert (session.app_name, session.user_id) == ("trip_planner_agent", "test_user")
     assert session.state == {"origin": "San Francisco", "budget": "4000"}
-    assert notes == ["trip_planner_agent/initial.session.json: a session dump: read state, "
+    assert notes[:1] == ["trip_planner_agent/initial.session.json: a session dump: read state, "
                      "app_name and user_id, as ADK does; ignored id, events (1), last_update_time"]
     out = run_cli(["run", "trip_planner_agent", "--replay", "runs.json", "--results", "r.json"], repo)
     assert out.code == 0, out.output
@@ -184,9 +184,12 @@ def test_a_foreign_file_named_like_an_eval_file_says_so(repo, name, data):
 
 
 def test_a_broken_eval_set_still_gets_the_key_by_key_message(repo):
-    write_json(repo / "evals/s.evalset.json", {"eval_set_id": "s", "eval_cases": [], "versoin": 1})
+    broken = {"eval_id": "c", "conversation": [{"user_content": {"parts": []}, "final_respnse": {}}]}
+    write_json(repo / "evals/s.evalset.json", {"eval_set_id": "s", "eval_cases": [broken], "versoin": 1})
     write_json(repo / "runs.json", replay())
-    assert_input_error(run_cli(["run", "evals", "--replay", "runs.json"], repo), "unknown key 'versoin'")
+    line = assert_input_error(run_cli(["run", "evals", "--replay", "runs.json"], repo),
+                              "unknown key 'final_respnse'", "did you mean 'final_response'?")
+    assert "not an ADK eval set" not in line
 
 
 def test_token_counts_written_as_numeric_strings_are_counted(repo):
@@ -216,7 +219,7 @@ def test_initial_session_with_mixed_files_says_which_it_does_not_apply_to(repo):
     notes: list[str] = []
     discover([str(repo / "trip_planner_agent")], root=repo, notes=notes,
              initial_session=write_json(repo / "s.json", {"state": {}, "app_name": "a", "user_id": "u"}))
-    assert notes == ["trip_planner_agent/other.evalset.json: --initial-session not used: an EvalSet "
+    assert notes[:1] == ["trip_planner_agent/other.evalset.json: --initial-session not used: an EvalSet "
                      "file gives each case its initial session in session_input"]
 
 

@@ -27,7 +27,8 @@ CONFIG = "evals/test_config.json"
 def assert_input_error(outcome, *fragments: str) -> str:
     assert outcome.code == 2, outcome.output
     assert "Traceback" not in outcome.output
-    lines = outcome.stderr.strip().splitlines()
+    # warnings (e.g. "no test_config.json ...: ADK's default criteria") may come first
+    lines = [ln for ln in outcome.stderr.strip().splitlines() if not ln.startswith("evalcheck: warning: ")]
     assert len(lines) == 1, outcome.stderr
     line = lines[0]
     assert line.startswith("evalcheck: error: "), line
@@ -161,24 +162,39 @@ def test_duplicate_json_key_nested(repo):
                        "duplicate key 'text'")
 
 
-# (where, the misspelt key, JSON path of the object holding it, the key it meant)
+# (where, the misspelt key, JSON path of the object holding it, the key it meant): where ADK
+# refuses the key too (Invocation, Part, IntermediateData forbid unknown keys).
 MISSPELT = [
-    ("top", "eval_casess", "$", "eval_cases"),
-    ("top", "evalCasess", "$", "evalCases"),
-    ("top", "descripton", "$", "description"),
-    ("case", "conversaton", "$.eval_cases[0]", "conversation"),
-    ("case", "sessionInputs", "$.eval_cases[0]", "sessionInput"),
-    ("case", "session_inputs", "$.eval_cases[0]", "session_input"),
     ("invocation", "final_respons", "$.eval_cases[0].conversation[0]", "final_response"),
     ("invocation", "finalRespons", "$.eval_cases[0].conversation[0]", "finalResponse"),
     ("part", "txt", "$.eval_cases[0].conversation[0].user_content.parts[0]", "text"),
     ("part", "functionCal", "$.eval_cases[0].conversation[0].user_content.parts[0]", "functionCall"),
     ("intermediate_data", "tool_use", "$.eval_cases[0].conversation[0].intermediate_data", "tool_uses"),
     ("intermediate_data", "toolUse", "$.eval_cases[0].conversation[0].intermediate_data", "toolUses"),
+]
+
+# Where ADK ignores an unknown key (EvalSet, EvalCase, SessionInput, InvocationEvent), a
+# misspelt key that takes a required key's place is the missing key's error, and the hint
+# names the misspelling (path, message, hint).
+MISSPELT_REQUIRED = [
+    ("top", "eval_casess", "$", "missing required key 'eval_cases'", "'eval_casess' is not a field here"),
+    ("top", "evalCasess", "$", "missing required key 'eval_cases'", "'evalCasess' is not a field here"),
+    ("case", "conversaton", "$.eval_cases[0]", "exactly one of 'conversation'",
+     "did you mean 'conversation'?"),
+    ("session_input", "app_nam", "$.eval_cases[0].session_input", "missing required key 'app_name'",
+     "did you mean 'app_name'?"),
+    ("session_input", "userID", "$.eval_cases[0].session_input", "missing required key 'user_id'",
+     "'userID' is not a field here"),
+]
+
+# ... and one that takes an optional key's place is a warning naming key and file: ADK runs
+# the file, the key having no effect, and so does evalcheck.
+MISSPELT_IGNORED = [
+    ("top", "descripton", "$", "description"),
+    ("case", "sessionInputs", "$.eval_cases[0]", "sessionInput"),
+    ("case", "session_inputs", "$.eval_cases[0]", "session_input"),
     ("events", "usage_metdata",
      "$.eval_cases[0].conversation[0].intermediate_data.invocation_events[0]", "usage_metadata"),
-    ("session_input", "app_nam", "$.eval_cases[0].session_input", "app_name"),
-    ("session_input", "userID", "$.eval_cases[0].session_input", "userId"),
 ]
 
 
@@ -222,30 +238,88 @@ def test_unknown_or_misspelt_key(repo, where, key, path, meant):
                        f"did you mean '{meant}'?")
 
 
+@pytest.mark.parametrize("where,key,path,message,hint", MISSPELT_REQUIRED,
+                         ids=[m[1] for m in MISSPELT_REQUIRED])
+def test_misspelt_required_key_names_the_misspelling(repo, where, key, path, message, hint):
+    setup(repo, _with_misspelt_key(where, key))
+    assert_input_error(run(repo), f"{EVAL} at {path}:", message, hint)
+
+
+def assert_ignored(outcome, file: str, path: str, key: str, hint: str | None = None) -> str:
+    """Not bad input: the run went on (exit 0 or 1) and stderr warns of the key."""
+    assert outcome.code in (0, 1), outcome.output
+    line = next((ln for ln in outcome.stderr.splitlines() if f"unknown key '{key}' ignored" in ln), "")
+    assert line.startswith(f"evalcheck: warning: {file}: {path}"), outcome.stderr
+    if hint:
+        assert f"did you mean '{hint}'?" in line, line
+    return line
+
+
+@pytest.mark.parametrize("where,key,path,meant", MISSPELT_IGNORED, ids=[m[1] for m in MISSPELT_IGNORED])
+def test_key_adk_ignores_is_a_warning(repo, where, key, path, meant):
+    setup(repo, _with_misspelt_key(where, key), runs=replay(("s", "c1", 1, [invocation(tools=[call("f")])])))
+    assert_ignored(run(repo), EVAL, path, key, meant)
+
+
 def test_unknown_key_without_a_near_miss(repo):
     setup(repo, with_case(owner="me"))
-    assert_input_error(run(repo), f"{EVAL} at $.eval_cases[0]:", "unknown key 'owner'")
+    line = assert_ignored(run(repo), EVAL, "$.eval_cases[0]", "owner")
+    assert "did you mean" not in line
+
+
+def test_ignored_keys_do_not_change_results_or_fingerprints(repo):
+    """An ignored key is dropped: the results file is the one without it."""
+    setup(repo)
+    assert run(repo, "evals", "--results", "plain.json").code == 0
+    data = with_case(owner="me")
+    data["metadata"] = {"team": "x"}
+    setup(repo, data)
+    assert run(repo, "evals", "--results", "extra.json").code == 0
+    cases = [json.loads((repo / f).read_text())["evalSets"][0]["cases"] for f in ("plain.json", "extra.json")]
+    assert cases[0][0]["fingerprint"] == cases[1][0]["fingerprint"]
+
+
+def test_hint_is_never_the_refused_key(repo):
+    """A hint comes from the keys valid at that path (was: any field name in the model, so
+    'data' in a Part suggested 'data' - a Blob's field)."""
+    data = with_case()
+    data["eval_cases"][0]["conversation"][0]["user_content"]["parts"][0]["data"] = "x"
+    setup(repo, data)
+    line = assert_input_error(run(repo), f"{EVAL} at $.eval_cases[0].conversation[0].user_content.parts[0]:",
+                              "unknown key 'data'")
+    assert "did you mean 'data'" not in line
+
+
+def _with_invocation_keys(*extra: dict[str, Any]):
+    """One case per dict, its invocation with those keys added (ADK refuses unknown keys there)."""
+    cases = []
+    for i, keys in enumerate(extra):
+        c = case(f"c{i + 1}")
+        c["conversation"][0].update(keys)
+        cases.append(c)
+    return evalset("s", *cases)
 
 
 def test_the_other_problems_are_named_up_to_ten(repo):
     """Not "(and 1 more problem)" without saying which: each one, its JSON path and what."""
-    setup(repo, evalset("s", {**case("c1"), "owner": "me"}, {**case("c2"), "eval_idd": "x"}))
-    line = assert_input_error(run(repo), f"{EVAL} at $.eval_cases[0]: unknown key 'owner' "
-                              "(and 1 more problem: $.eval_cases[1]: unknown key 'eval_idd')")
-    setup(repo, evalset("s", *({**case(f"c{i}"), "owner": "me"} for i in range(13))))
-    line = assert_input_error(run(repo), "(and 12 more problems: $.eval_cases[1]: unknown key "
-                              "'owner'; $.eval_cases[2]: unknown key 'owner';",
-                              "$.eval_cases[10]: unknown key 'owner'; and 2 more)")
+    setup(repo, _with_invocation_keys({"owner": "me"}, {"final_respons": {}}))
+    line = assert_input_error(run(repo), f"{EVAL} at $.eval_cases[0].conversation[0]: unknown key 'owner' "
+                              "(and 1 more problem: $.eval_cases[1].conversation[0]: unknown key 'final_respons')")
+    setup(repo, _with_invocation_keys(*({"owner": "me"} for _ in range(13))))
+    line = assert_input_error(run(repo), "(and 12 more problems: $.eval_cases[1].conversation[0]: unknown key "
+                              "'owner'; $.eval_cases[2].conversation[0]: unknown key 'owner';",
+                              "$.eval_cases[10].conversation[0]: unknown key 'owner'; and 2 more)")
     assert "$.eval_cases[11]" not in line
 
 
 def test_a_misspelt_key_is_one_problem_not_two(repo):
     """Pydantic also reports the key it meant as missing: the same problem, not another."""
     data = evalset("s", case("c1"))
-    data["eval_cases"][0]["eval_idd"] = data["eval_cases"][0].pop("eval_id")
+    inv = data["eval_cases"][0]["conversation"][0]
+    inv["user_contnt"] = inv.pop("user_content")
     setup(repo, data)
-    line = assert_input_error(run(repo), f"{EVAL} at $.eval_cases[0]: unknown key 'eval_idd' "
-                              "(did you mean 'eval_id'?)")
+    line = assert_input_error(run(repo), f"{EVAL} at $.eval_cases[0].conversation[0]: unknown key "
+                              "'user_contnt' (did you mean 'user_content'?)")
     assert "more problem" not in line
 
 
@@ -273,15 +347,14 @@ def test_empty_eval_set(repo):
 def test_legacy_query_list_with_unknown_key(repo):
     setup(repo, [{"query": "hi", "refrence": "hello"}], name="evals/old.test.json",
           runs=replay(("old", "old", 1, [invocation()])))
-    assert_input_error(run(repo), "evals/old.test.json at $[0]:", "unknown key 'refrence'",
-                       "did you mean 'reference'?")
+    assert_ignored(run(repo), "evals/old.test.json", "$[0]", "refrence", "reference")
 
 
 def test_legacy_case_list_with_unknown_key(repo):
     data = [{"name": "c1", "data": [{"query": "hi", "expected_tool_uses": []}]}]
     setup(repo, data, name="evals/old.test.json", runs=replay(("old", "c1", 1, [invocation()])))
-    assert_input_error(run(repo), "evals/old.test.json at $[0].data[0]:",
-                       "unknown key 'expected_tool_uses'", "did you mean 'expected_tool_use'?")
+    assert_ignored(run(repo), "evals/old.test.json", "$[0].data[0]", "expected_tool_uses",
+                   "expected_tool_use")
 
 
 def test_legacy_tool_use_with_wrong_type(repo):
@@ -348,8 +421,7 @@ def test_bad_match_type(repo, match_type):
 
 def test_misspelt_criterion_setting(repo):
     setup(repo, config={"criteria": {"tool_trajectory_avg_score": {"threshold": 1, "matchTyp": "EXACT"}}})
-    assert_input_error(run(repo), f"{CONFIG} at $.criteria.tool_trajectory_avg_score:",
-                       "unknown key 'matchTyp'", "did you mean 'matchType'?")
+    assert_ignored(run(repo), CONFIG, "$.criteria.tool_trajectory_avg_score", "matchTyp", "matchType")
 
 
 def test_threshold_of_wrong_type(repo):
@@ -359,7 +431,8 @@ def test_threshold_of_wrong_type(repo):
 
 def test_misspelt_config_key(repo):
     setup(repo, config={"criterias": {"response_match_score": 0.5}})
-    assert_input_error(run(repo), f"{CONFIG} at $:", "unknown key 'criterias'", "did you mean 'criteria'?")
+    assert_input_error(run(repo), f"{CONFIG} at $.criteria:", "no criteria configured",
+                       "'criterias' is not a key of a criteria file: did you mean 'criteria'?")
 
 
 def test_config_bad_json(repo):
