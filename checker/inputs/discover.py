@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..safety.confine import confined
-from .criteria import EvalConfig, default_config, load_config
+from .criteria import DEFAULT_CRITERIA, EvalConfig, default_config, load_config
 from ..errors import InputError
 from .evalfile import LoadedEvalSet, load_eval_file
 
-EVAL_SUFFIXES = (".evalset.json", ".test.json")
-CONFIG_NAME = "test_config.json"
+EVAL_SUFFIXES = (".evalset.json", "_evalset.json", ".test.json")
+CONFIG_NAMES = ("test_config.json", "eval_config.json")
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "env", ".env", "__pycache__", "build",
              "dist", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
              "site-packages", ".eggs", "target", "out", ".adk"}
@@ -106,14 +106,61 @@ def split_selector(arg: str) -> tuple[str, list[str] | None]:
 
 
 def find_config(eval_file: Path, root: Path) -> Path | None:
+    """The criteria file of an eval file: in its folder, then each parent up to the
+    repository root, the first ``test_config.json`` (ADK's name) or ``eval_config.json``
+    (agent-starter-pack's ``tests/eval/eval_config.json``, which it passes to ``adk eval
+    --config_file_path``); in one folder, ``test_config.json`` first."""
+    for folder in _folders_up(eval_file, root):
+        for name in CONFIG_NAMES:
+            candidate = folder / name
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def _folders_up(eval_file: Path, root: Path) -> list[Path]:
     folder = eval_file.resolve().parent
-    while True:
-        candidate = folder / CONFIG_NAME
-        if candidate.is_file():
-            return candidate
-        if folder == root or root not in folder.parents:
-            return None
+    out = [folder]
+    while folder != root and root in folder.parents:
         folder = folder.parent
+        out.append(folder)
+    return out
+
+
+def _squash(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+_LOOKALIKES = {_squash(n): n for n in CONFIG_NAMES}
+
+
+def config_lookalikes(eval_file: Path, root: Path) -> list[tuple[Path, str]]:
+    """Files on the way up that look like a misnamed criteria file (``test-config.json``,
+    ``testconfig.json``, ``Test_Config.json``): (file, the name it should have)."""
+    found = []
+    for folder in _folders_up(eval_file, root):
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            meant = _LOOKALIKES.get(_squash(name))
+            if meant and name != meant and (folder / name).is_file():
+                found.append((folder / name, meant))
+    return found
+
+
+def default_criteria_note(eval_displays: list[str], lookalikes: list[tuple[str, str]]) -> str:
+    """What a user reads when no criteria file applies: what was assumed, and a file that
+    looks like a misnamed criteria file."""
+    criteria = ", ".join(f"{k} {float(v)!r}" for k, v in DEFAULT_CRITERIA.items())
+    files = ", ".join(eval_displays[:3])
+    if len(eval_displays) > 3:
+        files += f" and {len(eval_displays) - 3} more"
+    note = f"no test_config.json beside {files}: ADK's default criteria ({criteria})"
+    for shown, meant in lookalikes:
+        note += f"; {shown} is not read: did you mean {meant}?"
+    return note
 
 
 def discover(args: list[str], *, root: Path, config_file: Path | None = None,
@@ -140,7 +187,7 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None,
         files = [path] if is_file else walk_eval_files(path)
         if is_file and not is_eval_file(path) and not raw.endswith(".json"):
             raise InputError("not an eval file", file=raw,
-                             fix="eval files end in .evalset.json or .test.json")
+                             fix="eval files end in .evalset.json, _evalset.json or .test.json")
         if ids is not None and path.is_dir():
             raise InputError("a case filter needs a file, not a folder", file=arg)
         for f in files:
@@ -155,7 +202,7 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None,
     if not selected:
         shown = ", ".join(args or ["."])
         raise InputError("no eval files found", file=shown,
-                         fix="eval files end in .evalset.json or .test.json")
+                         fix="eval files end in .evalset.json, _evalset.json or .test.json")
 
     shared_config = load_config(confined(config_file, confine, "the config file")) if config_file else None
     configs: dict[Path, EvalConfig] = {}
@@ -163,6 +210,7 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None,
     seen_ids: dict[str, str] = {}
     legacy_files = 0
     empty: list[str] = []
+    defaulted: dict[tuple[tuple[str, str], ...], list[str]] = {}  # lookalikes -> eval files
     for path, ids in selected.items():
         loaded = load_eval_file(path, display_path(path, root), initial_session, confine=confine,
                                 outline_only=outline_only)
@@ -196,12 +244,16 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None,
             config_path = find_config(path, root)
             if config_path is None:
                 config = configs.setdefault(Path(), default_config())
+                alike = tuple((display_path(p, root), meant) for p, meant in config_lookalikes(path, root))
+                defaulted.setdefault(alike, []).append(loaded.display_path)
             else:
                 if config_path not in configs:
-                    confined(config_path, confine, "this test_config.json")
+                    confined(config_path, confine, f"this {config_path.name}")
                     configs[config_path] = load_config(config_path, display_path(config_path, root))
                 config = configs[config_path]
         targets.append(EvalTarget(loaded, config, chosen))
+    for alike, shown in defaulted.items():
+        notes.append(default_criteria_note(shown, list(alike)))
     if initial_session is not None and not legacy_files:
         raise InputError("--initial-session is for legacy eval files (.test.json query lists), "
                          "and none was selected", file=str(initial_session),

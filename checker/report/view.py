@@ -78,6 +78,7 @@ class SetView:
     quiet: list[CaseRow] = field(default_factory=list)      # passing, steady: collapsed
     quiet_total: int = 0         # quiet cases, listed or not
     quiet_counts: str = ""       # "15 unchanged, 2 improved" (with a baseline)
+    criteria: str = ""           # the criteria file that applied, or "ADK's default criteria"
 
 
 @dataclass
@@ -242,7 +243,8 @@ def _set_view(eval_set: EvalSetResult, links: Links, budget: Budget) -> SetView:
                 names.append(m.name)
             thresholds.setdefault(m.name, set()).add(fmt_score(m.threshold))
     columns = [Column(n, next(iter(thresholds[n])) if len(thresholds[n]) == 1 else None) for n in names]
-    view = SetView(eval_set.eval_set_id, eval_set.path, links.file(eval_set.path), columns, [])
+    view = SetView(eval_set.eval_set_id, eval_set.path, links.file(eval_set.path), columns, [],
+                   criteria=eval_set.config_path or "ADK's default criteria")
     labels: dict[str, int] = {}
     for position, case in enumerate(eval_set.cases):
         row = _row(case, eval_set, links)

@@ -20,7 +20,7 @@ from checker.safety.limits import MAX_RUNS, MAX_TURN_TIMEOUT
 def assert_one_line_error(outcome, *fragments: str) -> str:
     assert outcome.code == 2, outcome.output
     assert "Traceback" not in outcome.output
-    lines = outcome.stderr.strip().splitlines()
+    lines = [ln for ln in outcome.stderr.strip().splitlines() if not ln.startswith("evalcheck: warning: ")]
     assert len(lines) == 1, outcome.stderr
     for fragment in fragments:
         assert fragment in lines[0], f"{fragment!r} not in {lines[0]!r}"

@@ -552,7 +552,12 @@ def test_exit_status_0_when_every_gate_passes(repo):
     write_json(repo / "runs.json", replay(("w", "c1", 1, [invocation(response="same words")])))
     out = run_cli(["run", "e", "--replay", "runs.json"], repo)
     assert out.code == 0, out.output
-    assert out.stderr == ""
+    # what was assumed is said (issue 20: no silent defaults), and nothing else
+    assert out.stderr == ("evalcheck: warning: no test_config.json beside e/w.evalset.json: ADK's "
+                          "default criteria (tool_trajectory_avg_score 1.0, response_match_score 0.8)\n")
+    write_json(repo / "e/test_config.json", {"criteria": {"response_match_score": 0.8}})
+    out = run_cli(["run", "e", "--replay", "runs.json"], repo)
+    assert out.code == 0 and out.stderr == "", out.output
 
 
 def test_migrate_uses_the_initial_session_beside_the_file(repo):
