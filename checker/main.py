@@ -10,7 +10,7 @@ import os
 import platform
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +22,7 @@ from .errors import InputError
 from .safety.limits import check_runs, check_turn_timeout
 from .metrics.base import ScoringContext
 from .models.records import RecordedRun, RecordedRuns
-from .models.results import Results
+from .models.results import FileError, Results
 from .options import RunOptions
 from .scoring.pipeline import RunKey, run_counts, score_all
 from .safety.output import clean, say
@@ -46,6 +46,7 @@ class Inputs:
     baselines: list[Results]  # main's results, newest first
     targets: list[EvalTarget]  # with --shard, outlined only: the plan loads its own cases
     notes: list[str]  # e.g. an empty eval set skipped
+    problems: list[InputError] = field(default_factory=list)  # eval files that could not be read
 
 
 @dataclass
@@ -60,6 +61,7 @@ class Plan:
     adaptive: AdaptiveRuns | None
     replayed: Mapping[RunKey, list[RecordedRun]] | None = None  # the replay's selected runs, read
     metric_sources: Path | None = None  # the private copy of the custom metrics' packages
+    problems: list[InputError] = field(default_factory=list)  # eval files that could not be read
 
 
 @dataclass
@@ -87,7 +89,21 @@ def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
     results = evaluate(options, secrets, files)
     passed = report_gate(results, options.fail_on, with_baseline=bool(options.baselines))
     files.check()
+    raise_file_errors(results)
     return passed
+
+
+def raise_file_errors(results: Results) -> None:
+    """Eval files that could not be read, each said on its own line, then bad input (exit 2):
+    after every other file was evaluated and reported."""
+    errors = results.file_errors or []
+    if not errors:
+        return
+    for error in errors:
+        say_error(error.error)
+    raise InputError(f"{len(errors)} eval file{'s' if len(errors) > 1 else ''} could not be read "
+                     f"({', '.join(e.path for e in errors)}); the other eval files were evaluated "
+                     "and reported", fix="fix or rename the file(s) named above")
 
 
 @dataclass
@@ -157,10 +173,13 @@ def read_inputs(options: RunOptions) -> Inputs:
             options.template = private_template_copy(
                 options.template, Path(tempfile.mkdtemp(prefix="evalcheck-template-")))
     notes: list[str] = []
+    problems: list[InputError] = []  # eval files that cannot be read: the others still run
     targets = discover(options.paths, root=root, config_file=options.config_file,
                        initial_session=options.initial_session, notes=notes,
-                       confine=options.confine, outline_only=options.shard is not None)
-    return Inputs(root=root, rule=rule, baselines=baselines, targets=targets, notes=notes)
+                       confine=options.confine, outline_only=options.shard is not None,
+                       problems=problems)
+    return Inputs(root=root, rule=rule, baselines=baselines, targets=targets, notes=notes,
+                  problems=problems)
 
 
 def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
@@ -196,7 +215,8 @@ def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
     adaptive = extra_runs(options, targets, inputs.rule, context,
                           inputs.baselines if shard is None else [])
     return Plan(targets=targets, rule=inputs.rule, shard=shard, warnings=warnings, context=context,
-                simulated=simulated, adaptive=adaptive, replayed=replayed, metric_sources=sources)
+                simulated=simulated, adaptive=adaptive, replayed=replayed, metric_sources=sources,
+                problems=inputs.problems)
 
 
 def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: OutputFiles) -> Runs:
@@ -214,15 +234,17 @@ def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: Ou
     if options.sandbox is not None:  # nothing of the agent's may run past this point
         options.sandbox.end()
     if options.inference_out:
-        ordered = [r for t in plan.targets for c in t.case_ids
-                   for r in sorted(runs.get((t.eval_set_id, c), []), key=lambda r: r.run)]
+        placed = [((t.key, c), r.model_copy(update={"eval_set_path": t.path}))
+                  for t in plan.targets for c in t.case_ids
+                  for r in sorted(runs.get((t.key, c), []), key=lambda r: r.run)]
+        ordered = [r for _, r in placed]
         records = RecordedRuns(runs=ordered)
         if plan.shard is not None:
             from .scale.shards import recorded_runs_shard
 
             # the version too: the merge refuses recorded runs of another evalcheck's run
             records.metadata = {"evalcheckVersion": evalcheck_version(), "shard": recorded_runs_shard(
-                plan.shard, plan.targets, [(r.eval_set_id, r.eval_id) for r in ordered])}
+                plan.shard, plan.targets, [key for key, _ in placed])}
         write_records(options.inference_out, records, redactor, files)
     return Runs(by_case=runs, redactor=redactor)
 
@@ -237,7 +259,10 @@ def score(options: RunOptions, plan: Plan, runs: Runs, started: Started) -> Resu
     if options.sandbox is not None:  # custom metrics ran as the agent's user: none lives on
         options.sandbox.settle()
     results.shard = plan.shard
-    if empty_shard(plan) is not None:
+    if plan.problems:
+        results.file_errors = [FileError(path=p.file or "", error=str(p)) for p in plan.problems]
+        results.passed = False
+    if empty_shard(plan) is not None and not plan.problems:
         results.passed = True  # not "0 of 0 failed": an empty shard is no failure (docs/sharding.md)
     judge = plan.context.services["judge"]
     if judge.stats.used():
@@ -307,7 +332,9 @@ def extra_runs(options: RunOptions, targets: list[EvalTarget], rule: VerdictRule
     from .compare.pooling import BaselinePool
 
     extra = AdaptiveRuns(targets, options.max_runs if adaptive else options.num_runs, rule, context,
-                         pool=BaselinePool(baselines) if baselines else None, confirm_runs=confirm)
+                         pool=BaselinePool(baselines, ambiguous={t.eval_set_id for t in targets
+                                                                 if t.key != t.eval_set_id})
+                         if baselines else None, confirm_runs=confirm)
     extra.adaptive = adaptive
     return extra
 
@@ -351,7 +378,7 @@ def collect_runs(targets: list[EvalTarget], options: RunOptions,
         raise SystemExit(130) from None
     grouped: dict[RunKey, list[RecordedRun]] = {}
     for run in runs:
-        grouped.setdefault((run.eval_set_id, run.eval_id), []).append(run)
+        grouped.setdefault((run.key, run.eval_id), []).append(run)
     return grouped
 
 

@@ -276,6 +276,10 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
         commands.error(f"evalcheck: {gate_message(results, config.fail_on)}")
     if files.failed and not failed:
         return EXIT_BAD_INPUT  # a passing gate whose outputs are missing is not a pass
+    if results.file_errors:  # reported with the others' results; bad input, at the end
+        for error in results.file_errors:
+            commands.error(f"evalcheck: {clean(error.error)}")
+        return EXIT_BAD_INPUT
     return EXIT_FAILED if failed else EXIT_PASSED
 
 

@@ -158,8 +158,7 @@ class ApiServerRunner:
             await self._converse(job, user_turns(job), invocations)
         except AgentFailure as exc:
             error = str(exc)
-        return RecordedRun(eval_set_id=job.eval_set_id, eval_id=job.eval_id, run=job.run,
-                           invocations=invocations, error=error,
+        return job.record(invocations=invocations, error=error,
                            stderr_tail=self.server_tail() if error else None,
                            duration_seconds=round(time.monotonic() - started, 3))
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..models.evalset import EvalCase
 from ..models.records import RecordedRun
+from ..models.setkey import set_key
 
 if TYPE_CHECKING:
     from ..inputs.criteria import UserSimulatorConfig
@@ -25,10 +26,22 @@ class RunJob:
     # conversation_scenario cases: the simulated user's settings and model.
     user_simulator: UserSimulatorConfig | None = None
     user_model: UserModel | None = None
+    # The eval file, when another selected file has the same eval set id (models/setkey.py).
+    eval_set_path: str | None = None
 
     @property
     def eval_id(self) -> str:
         return self.case.eval_id
+
+    @property
+    def key(self) -> str:
+        return set_key(self.eval_set_id, self.eval_set_path,
+                       {self.eval_set_id} if self.eval_set_path is not None else set())
+
+    def record(self, **fields: Any) -> RecordedRun:
+        """This job's recorded run."""
+        return RecordedRun(eval_set_id=self.eval_set_id, eval_set_path=self.eval_set_path,
+                           eval_id=self.eval_id, run=self.run, **fields)
 
 
 class AgentRunner(Protocol):

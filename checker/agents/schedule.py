@@ -75,7 +75,7 @@ class RunPlan:
                 yield template if run == 1 else replace(template, run=run)
 
     def runs_per_case(self) -> dict[tuple[str, str], int]:
-        return {(t.eval_set_id, t.eval_id): self.num_runs for t in self.templates}
+        return {(t.key, t.eval_id): self.num_runs for t in self.templates}
 
 
 def plan_jobs(targets: list[EvalTarget], options: RunOptions) -> RunPlan:
@@ -87,7 +87,8 @@ def plan_jobs(targets: list[EvalTarget], options: RunOptions) -> RunPlan:
             case = cases[case_id]
             _check_persona_template(target, case)
             simulator = target.config.user_simulator if case.conversation_scenario else None
-            templates.append(RunJob(eval_set_id=target.eval_set_id, case=case, run=1,
+            templates.append(RunJob(eval_set_id=target.eval_set_id, eval_set_path=target.path,
+                                    case=case, run=1,
                                     turn_timeout=options.turn_timeout,
                                     app_name=options.app_name if options.agent_url else None,
                                     user_simulator=simulator))
@@ -125,7 +126,7 @@ class Progress:
             self.remaining = jobs.runs_per_case()
         else:
             for job in jobs:
-                key = (job.eval_set_id, job.eval_id)
+                key = (job.key, job.eval_id)
                 self.remaining[key] = self.remaining.get(key, 0) + 1
         self.runs_per_case = dict(self.remaining)
         self.total_cases = len(self.remaining)
@@ -147,7 +148,7 @@ class Progress:
             pass
 
     def run_done(self, job: RunJob, run: RecordedRun) -> None:
-        key = (job.eval_set_id, job.eval_id)
+        key = (job.key, job.eval_id)
         if run.error is not None:
             self.failed_runs += 1
             self.errors.setdefault(key, []).append(run)
@@ -195,7 +196,7 @@ class Progress:
     def add_jobs(self, jobs: list[RunJob]) -> None:
         """Extra runs (adaptive runs): their cases are open again until these finish."""
         for job in jobs:
-            key = (job.eval_set_id, job.eval_id)
+            key = (job.key, job.eval_id)
             if self.remaining.get(key, 0) == 0 and key in self.remaining:
                 self.cases_done -= 1
             self.remaining[key] = self.remaining.get(key, 0) + 1
@@ -234,8 +235,7 @@ async def _attempt(runner: AgentRunner, job: RunJob) -> RecordedRun:
     try:
         return await runner.run(job)
     except Exception as exc:  # a runner bug fails this run, not the others
-        return RecordedRun(eval_set_id=job.eval_set_id, eval_id=job.eval_id,
-                           run=job.run, error=f"internal error: {type(exc).__name__}: {exc}")
+        return job.record(error=f"internal error: {type(exc).__name__}: {exc}")
 
 
 async def _drain(feed: Iterator[RunJob], one: Callable[[RunJob], Awaitable[None]]) -> None:
@@ -271,7 +271,7 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
     order = {}
     template: dict[tuple[str, str], RunJob] = {}
     for job in jobs.templates:
-        key = (job.eval_set_id, job.eval_id)
+        key = (job.key, job.eval_id)
         order.setdefault(key, len(order))
         template.setdefault(key, job)
 
@@ -327,7 +327,7 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
                 runs_of = round_jobs.runs_per_case()
             else:
                 for job in round_jobs:
-                    key = (job.eval_set_id, job.eval_id)
+                    key = (job.key, job.eval_id)
                     runs_of[key] = max(runs_of[key], job.run)
             if more is None:
                 break
@@ -354,4 +354,4 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
 
 
 def _in_order(runs: list[RecordedRun], order: dict[tuple[str, str], int]) -> list[RecordedRun]:
-    return sorted(runs, key=lambda r: (order[(r.eval_set_id, r.eval_id)], r.run))
+    return sorted(runs, key=lambda r: (order[(r.key, r.eval_id)], r.run))

@@ -71,8 +71,7 @@ class StdioRunner:
         started = time.monotonic()
 
         def record(invocations: list, error: str | None = None, tail: str | None = None) -> RecordedRun:
-            return RecordedRun(eval_set_id=job.eval_set_id, eval_id=job.eval_id, run=job.run,
-                               invocations=invocations, error=error,
+            return job.record(invocations=invocations, error=error,
                                stderr_tail=tail if error else None,
                                duration_seconds=round(time.monotonic() - started, 3))
 

@@ -61,7 +61,7 @@ class AdaptiveRuns:
         for target in targets:
             by_id = {c.eval_id: c for c in target.loaded.eval_set.eval_cases}
             for case_id in target.case_ids:
-                self.cases[(target.eval_set_id, case_id)] = (
+                self.cases[(target.key, case_id)] = (
                     by_id[case_id], target.config, target.loaded.case_lines.get(case_id, 1))
         self.runs: dict[RunKey, list[RecordedRun]] = {}
         self.scored: dict[RunKey, CaseResult] = {}
@@ -79,9 +79,9 @@ class AdaptiveRuns:
     async def more(self, finished: list[RecordedRun]) -> list[RunKey]:
         if self.confirming:
             return await self._confirm(finished)
-        touched = list(dict.fromkeys((r.eval_set_id, r.eval_id) for r in finished))
+        touched = list(dict.fromkeys((r.key, r.eval_id) for r in finished))
         for run in finished:
-            self.runs.setdefault((run.eval_set_id, run.eval_id), []).append(run)
+            self.runs.setdefault((run.key, run.eval_id), []).append(run)
         scored = await asyncio.gather(*(self._score(key) for key in touched))
         self.scored.update(zip(touched, scored))
         wanted = [key for key, case in zip(touched, scored)
@@ -110,7 +110,7 @@ class AdaptiveRuns:
         assert self.confirmation is not None
         fresh: dict[RunKey, list[RecordedRun]] = {}
         for run in finished:
-            key = (run.eval_set_id, run.eval_id)
+            key = (run.key, run.eval_id)
             fresh.setdefault(key, []).append(run)
             self.fresh_runs.setdefault(key, set()).add(run.run)
         scored = await asyncio.gather(*(self._score(key, runs) for key, runs in fresh.items()))

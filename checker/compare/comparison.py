@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..inputs.bulk import paused_gc
+from ..models.setkey import SEPARATOR
 from ..models.results import (BaselineFile, BaselineInfo, CaseRef, CaseResult, ChangeSummary, Comparison,
                               MetricResult, Results)
 from .decision import (DEFAULT_ALPHA, FamilyDecision, MetricTest, check_alpha, decide,
@@ -263,17 +264,24 @@ def compare(baseline: Results | Sequence[Results], head: Results, *, alpha: floa
     else:
         infos = list(baseline_info)
     with paused_gc():
-        return _compare(BaselinePool(files, infos), head, alpha, seed, confirmations)
+        return _compare(BaselinePool(files, infos, head.ambiguous_ids()), head, alpha, seed, confirmations)
+
+
+def _case_ref(key: CaseKey) -> CaseRef:
+    set_id, sep, path = key[0].partition(SEPARATOR)
+    return CaseRef(eval_set_id=set_id, eval_id=key[1], path=path if sep else None)
 
 
 def _compare(pool: BaselinePool, head: Results, alpha: float, seed: int,
              confirmations: Mapping[CaseKey, CaseResult] | None) -> Results:
     prepared: list[list[_Case]] = []
     keys_seen: set[CaseKey] = set()
-    for eval_set in head.eval_sets:
+    # Eval sets are matched by id, and by id and path where one of the files has two eval
+    # sets with one id (a monorepo: checker/models/setkey.py).
+    for set_key, eval_set in zip(head.set_keys(pool.ambiguous), head.eval_sets):
         row = []
         for case in eval_set.cases:
-            key = (eval_set.eval_set_id, case.eval_id)
+            key = (set_key, case.eval_id)
             keys_seen.add(key)
             row.append(_prepare(key, case, pool, confirmations))
         prepared.append(row)
@@ -298,7 +306,7 @@ def _compare(pool: BaselinePool, head: Results, alpha: float, seed: int,
             setattr(summary, labelled.change, getattr(summary, labelled.change) + 1)
             cases.append(labelled)
         sets.append(eval_set.model_copy(update={"cases": cases}))
-    removed = [CaseRef(eval_set_id=k[0], eval_id=k[1]) for k in pool.keys() if k not in keys_seen]
+    removed = [_case_ref(k) for k in pool.keys() if k not in keys_seen]
     summary.removed = len(removed)
     notes = []
     if unknown:

@@ -102,13 +102,18 @@ class PooledCase:
 class BaselinePool:
     """Baseline results files, newest first, indexed by case."""
 
-    def __init__(self, files: list[Results], infos: list[BaselineInfo] | None = None):
+    def __init__(self, files: list[Results], infos: list[BaselineInfo] | None = None,
+                 ambiguous: set[str] | frozenset[str] = frozenset()):
         if not files:
             raise ValueError("a baseline pool needs at least one results file")
         self.files = files
         self.infos = infos or [BaselineInfo() for _ in files]
+        # Eval set ids that two files share in any file here or in the run compared
+        # (``ambiguous``): those cases are keyed by id and path (checker/models/setkey.py).
+        self.ambiguous = set(ambiguous).union(*(f.ambiguous_ids() for f in files))
         self._index: list[dict[CaseKey, CaseResult]] = [
-            {(s.eval_set_id, c.eval_id): c for s in f.eval_sets for c in s.cases} for f in files]
+            {(k, c.eval_id): c for k, s in zip(f.set_keys(self.ambiguous), f.eval_sets) for c in s.cases}
+            for f in files]
 
     @property
     def newest(self) -> Results:

@@ -30,10 +30,13 @@ def load_baselines(paths: list[Path]) -> list[Results]:
     files = [load_suite_results(path, "baseline") for path in paths]
     if not files:
         return files
-    newest = {(s.eval_set_id, c.eval_id): c.fingerprint for s in files[0].eval_sets for c in s.cases}
+    ambiguous = set().union(*(f.ambiguous_ids() for f in files))  # models/setkey.py
+    newest = {(k, c.eval_id): c.fingerprint for k, s in zip(files[0].set_keys(ambiguous), files[0].eval_sets)
+              for c in s.cases}
     for path, older in zip(paths[1:], files[1:]):
-        shared = [(key, fp) for key, fp in ((((s.eval_set_id, c.eval_id)), c.fingerprint)
-                                            for s in older.eval_sets for c in s.cases)
+        shared = [(key, fp) for key, fp in (((k, c.eval_id), c.fingerprint)
+                                            for k, s in zip(older.set_keys(ambiguous), older.eval_sets)
+                                            for c in s.cases)
                   if key in newest and fp and newest[key]]
         if shared and not any(newest[key] == fp for key, fp in shared):
             raise InputError(f"this baseline shares {len(shared)} case id(s) with the newest "

@@ -9,6 +9,7 @@ from pathlib import Path
 from ..safety.confine import confined
 from .criteria import DEFAULT_CRITERIA, EvalConfig, default_config, load_config
 from ..errors import InputError
+from ..models.setkey import ambiguous_ids, set_key
 from .evalfile import LoadedEvalSet, load_eval_file
 
 EVAL_SUFFIXES = (".evalset.json", "_evalset.json", ".test.json")
@@ -23,10 +24,21 @@ class EvalTarget:
     loaded: LoadedEvalSet
     config: EvalConfig
     case_ids: list[str]  # the cases to run, in file order
+    # What runs, results and baselines index this eval set by: its id, or its id and path
+    # when another selected file has the same id (checker/models/setkey.py).
+    key: str = ""
+
+    def __post_init__(self) -> None:
+        self.key = self.key or self.eval_set_id
 
     @property
     def eval_set_id(self) -> str:
         return self.loaded.eval_set.eval_set_id
+
+    @property
+    def path(self) -> str | None:
+        """The eval file as written in results and recorded runs when its id needs it."""
+        return self.loaded.display_path if self.key != self.eval_set_id else None
 
 
 def find_repo_root(start: Path) -> Path:
@@ -51,14 +63,20 @@ def report_path(path: Path | str) -> str:
     return display_path(Path(path), find_repo_root(Path.cwd()))
 
 
-def _duplicate_fix(one: str, other: str) -> str:
-    fix = "give every eval set a unique id (a legacy file takes its file name)"
-    legacy = [p for p in (one, other) if p.endswith(".test.json")]
-    if len(legacy) == 1 and any(p.endswith(".evalset.json") for p in (one, other)):
-        # `evalcheck migrate` (and ADK's) writes the new file beside the old one.
-        fix = (f"if the .evalset.json was migrated from {legacy[0]}, delete {legacy[0]}; "
-               f"else {fix}")
-    return fix
+def _migrated_twice(targets: list[EvalTarget], ambiguous: set[str]) -> list[str]:
+    """A legacy file and an eval set of the same id in one folder: both are evaluated (told
+    apart by path), but it is likely `evalcheck migrate` (or ADK's) output beside its source."""
+    notes = []
+    for set_id in sorted(ambiguous):
+        paths = [t.loaded.display_path for t in targets if t.eval_set_id == set_id]
+        legacy = [p for p in paths if p.endswith(".test.json")]
+        new = [p for p in paths if not p.endswith(".test.json")]
+        for old in legacy:
+            twin = next((p for p in new if Path(p).parent == Path(old).parent), None)
+            if twin is not None:
+                notes.append(f"{old} and {twin} share the eval set id '{set_id}': both are "
+                             f"evaluated; if {twin} was migrated from {old}, delete {old}")
+    return notes
 
 
 def _skip_dir(path: Path) -> bool:
@@ -163,16 +181,60 @@ def default_criteria_note(eval_displays: list[str], lookalikes: list[tuple[str, 
     return note
 
 
+def _target(path: Path, ids: list[str] | None, root: Path, shared_config: EvalConfig | None,
+            configs: dict[Path, EvalConfig], initial_session: Path | None, confine: Path | None,
+            outline_only: bool, notes: list[str],
+            defaulted: dict[tuple[tuple[str, str], ...], list[str]], empty: list[str]) -> EvalTarget | None:
+    """One eval file with its cases and criteria; None for an empty eval set (noted)."""
+    loaded = load_eval_file(path, display_path(path, root), initial_session, confine=confine,
+                            outline_only=outline_only)
+    notes.extend(n for n in loaded.notes if n not in notes)
+    if initial_session is not None and not loaded.legacy:
+        notes.append(f"{loaded.display_path}: --initial-session not used: an EvalSet file "
+                     "gives each case its initial session in session_input")
+    if not loaded.case_ids and ids is None:
+        empty.append(loaded.display_path)
+        return None  # an empty eval set: noted, nothing to run
+    all_ids = loaded.case_ids
+    if ids is not None:
+        unknown = [i for i in ids if i not in all_ids]
+        if unknown:
+            raise InputError(f"no eval case '{unknown[0]}' in this file", file=loaded.display_path,
+                             path="$.eval_cases", fix=("known cases: " + ", ".join(all_ids)) if all_ids
+                             else "the eval set has no eval cases")
+        chosen = [i for i in all_ids if i in ids]
+    else:
+        chosen = all_ids
+    if shared_config is not None:
+        config = shared_config
+    else:
+        config_path = find_config(path, root)
+        if config_path is None:
+            config = configs.setdefault(Path(), default_config())
+            alike = tuple((display_path(p, root), meant) for p, meant in config_lookalikes(path, root))
+            defaulted.setdefault(alike, []).append(loaded.display_path)
+        else:
+            if config_path not in configs:
+                confined(config_path, confine, f"this {config_path.name}")
+                configs[config_path] = load_config(config_path, display_path(config_path, root))
+            config = configs[config_path]
+    return EvalTarget(loaded, config, chosen)
+
+
 def discover(args: list[str], *, root: Path, config_file: Path | None = None,
              initial_session: Path | None = None,
              notes: list[str] | None = None, confine: Path | None = None,
-             outline_only: bool = False) -> list[EvalTarget]:
+             outline_only: bool = False, problems: list[InputError] | None = None) -> list[EvalTarget]:
     """The eval files under ``args`` with their cases and criteria. ``initial_session`` is
     the initial session of every legacy file; what the user should know but is no error (an
     empty eval set skipped, a session dump's ignored keys) is appended to ``notes``. With
     ``confine`` (the Action's workspace), a file under it that is a symlink leading out of
     it is bad input, not followed. ``outline_only``: see load_eval_file (a shard loads its
-    own cases once it knows them)."""
+    own cases once it knows them).
+
+    With ``problems``, an eval file that cannot be read (or whose criteria file cannot) is
+    appended there and the others are still returned: one bad file does not hide the rest
+    (the run reports it and exits 2 at the end). Without it, the first problem is raised."""
     notes = notes if notes is not None else []
     selected: dict[Path, list[str] | None] = {}
     for arg in args or ["."]:
@@ -207,51 +269,31 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None,
     shared_config = load_config(confined(config_file, confine, "the config file")) if config_file else None
     configs: dict[Path, EvalConfig] = {}
     targets: list[EvalTarget] = []
-    seen_ids: dict[str, str] = {}
     legacy_files = 0
     empty: list[str] = []
     defaulted: dict[tuple[tuple[str, str], ...], list[str]] = {}  # lookalikes -> eval files
     for path, ids in selected.items():
-        loaded = load_eval_file(path, display_path(path, root), initial_session, confine=confine,
-                                outline_only=outline_only)
-        notes.extend(n for n in loaded.notes if n not in notes)
-        legacy_files += loaded.legacy
-        if initial_session is not None and not loaded.legacy:
-            notes.append(f"{loaded.display_path}: --initial-session not used: an EvalSet file "
-                         "gives each case its initial session in session_input")
-        if not loaded.case_ids and ids is None:
-            empty.append(loaded.display_path)
-            continue  # an empty eval set: noted, nothing to run
-        set_id = loaded.eval_set.eval_set_id
-        if set_id in seen_ids:
-            raise InputError(f"eval_set_id '{set_id}' is also used by {seen_ids[set_id]}",
-                             file=loaded.display_path, path="$.eval_set_id",
-                             fix=_duplicate_fix(loaded.display_path, seen_ids[set_id]))
-        seen_ids[set_id] = loaded.display_path
-        all_ids = loaded.case_ids
-        if ids is not None:
-            unknown = [i for i in ids if i not in all_ids]
-            if unknown:
-                raise InputError(f"no eval case '{unknown[0]}' in this file", file=loaded.display_path,
-                                 path="$.eval_cases", fix=("known cases: " + ", ".join(all_ids)) if all_ids
-                                 else "the eval set has no eval cases")
-            chosen = [i for i in all_ids if i in ids]
-        else:
-            chosen = all_ids
-        if shared_config is not None:
-            config = shared_config
-        else:
-            config_path = find_config(path, root)
-            if config_path is None:
-                config = configs.setdefault(Path(), default_config())
-                alike = tuple((display_path(p, root), meant) for p, meant in config_lookalikes(path, root))
-                defaulted.setdefault(alike, []).append(loaded.display_path)
-            else:
-                if config_path not in configs:
-                    confined(config_path, confine, f"this {config_path.name}")
-                    configs[config_path] = load_config(config_path, display_path(config_path, root))
-                config = configs[config_path]
-        targets.append(EvalTarget(loaded, config, chosen))
+        try:
+            target = _target(path, ids, root, shared_config, configs, initial_session, confine,
+                             outline_only, notes, defaulted, empty)
+        except InputError as exc:
+            if problems is None:
+                raise
+            problems.append(exc)
+            continue
+        if target is None:
+            continue
+        legacy_files += target.loaded.legacy
+        targets.append(target)
+    ambiguous = ambiguous_ids((t.eval_set_id, t.loaded.display_path) for t in targets)
+    for target in targets:  # a monorepo: two agents' eval sets may share an id
+        target.key = set_key(target.eval_set_id, target.loaded.display_path, ambiguous)
+    notes.extend(_migrated_twice(targets, ambiguous))
+    if problems and not targets:
+        if len(problems) == 1:
+            raise problems[0]
+        raise InputError(f"none of the {len(problems)} eval files could be read: "
+                         + "; ".join(str(p) for p in problems[:10]))
     for alike, shown in defaulted.items():
         notes.append(default_criteria_note(shown, list(alike)))
     if initial_session is not None and not legacy_files:

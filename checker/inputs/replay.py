@@ -21,6 +21,7 @@ from ..errors import InputError
 from .jsonscan import Element, Irregular, scan_array_member
 from ..models.records import RecordedRun, RecordedRuns
 from ..scoring.pipeline import RunKey, group_replay, load_replay, match_recorded
+from ..models.setkey import set_key
 from .validation import decode_at, validate
 
 Span = tuple[int, str]  # (index in $.runs, the run's JSON text)
@@ -50,22 +51,25 @@ class ReplayRuns(Mapping[RunKey, list[RecordedRun]]):
         return (len(spans) for spans in self._spans.values())
 
 
-def _key_of(data: Any) -> tuple[str, str, int] | None:
+def _key_of(data: Any) -> tuple[str, str | None, str, int] | None:
     if not isinstance(data, dict):
         return None
     set_id = data.get("evalSetId", data.get("eval_set_id"))
+    where = data.get("evalSetPath", data.get("eval_set_path"))
     eval_id = data.get("evalId", data.get("eval_id"))
     run = data.get("run")
     if isinstance(set_id, str) and isinstance(eval_id, str) and isinstance(run, int) \
-            and not isinstance(run, bool) and run >= 1:
-        return set_id, eval_id, run
+            and not isinstance(run, bool) and run >= 1 and (where is None or isinstance(where, str)):
+        return set_id, where, eval_id, run
     return None
 
 
-Scanned = tuple[tuple[str, str, int], str | None]  # a run's key, and its text if selected
+# a run's (eval set id, its path or None, eval id, run), and its text if selected
+Scanned = tuple[tuple[str, str | None, str, int], str | None]
 
 
-def _scan(path: Path, display: str, selected: set[RunKey]) -> tuple[dict[str, Any], list[Scanned]]:
+def _scan(path: Path, display: str, selected: set[RunKey],
+          ambiguous: set[str]) -> tuple[dict[str, Any], list[Scanned]]:
     """Top-level keys other than ``runs``, and every run's key with its JSON text when its
     case is selected (the file is read in chunks: see checker/inputs/jsonscan.py)."""
 
@@ -74,7 +78,8 @@ def _scan(path: Path, display: str, selected: set[RunKey]) -> tuple[dict[str, An
         if found is None:  # the model says what is wrong with this run
             validate(RecordedRun, element.value, display, ("runs", element.index))
             raise Irregular
-        return found, element.text() if found[:2] in selected else None
+        key = (set_key(found[0], found[1], ambiguous), found[2])
+        return found, element.text() if key in selected else None
 
     others, _, runs = scan_array_member(path, ("runs",), visit)
     return others, runs
@@ -84,9 +89,10 @@ def index_replay(path: Path, targets: list[EvalTarget]) -> Mapping[RunKey, list[
     """The selected cases' recorded runs in ``path``, decoded case by case when scored.
     Bad input is the InputError reading the whole file would give."""
     display = str(path)
-    selected = {(t.eval_set_id, c) for t in targets for c in t.case_ids}
+    selected = {(t.key, c) for t in targets for c in t.case_ids}
+    ambiguous = {t.eval_set_id for t in targets if t.key != t.eval_set_id}
     try:
-        others, runs = _scan(path, display, selected)
+        others, runs = _scan(path, display, selected, ambiguous)
     except (Irregular, json.JSONDecodeError, RecursionError, OSError, UnicodeDecodeError):
         # Unreadable or irregular: the whole-file reader raises the precise error (or reads it).
         return group_replay(targets, load_replay(path), display)

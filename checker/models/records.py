@@ -8,10 +8,14 @@ from pydantic import Field, PrivateAttr
 
 from .base import OutputModel
 from .evalset import Invocation
+from .setkey import set_key
 
 
 class RecordedRun(OutputModel):
     eval_set_id: str
+    # Extra, optional: the eval file, when another file of the run has the same eval set id
+    # (a monorepo; checker/models/setkey.py).
+    eval_set_path: str | None = None
     eval_id: str
     run: int = Field(ge=1)
     invocations: list[Invocation] = Field(default_factory=list)
@@ -23,6 +27,12 @@ class RecordedRun(OutputModel):
     retries: int | None = None
     # Not written: why the agent could not start at all (agents/failfast.py), when so.
     _cannot_start: str | None = PrivateAttr(default=None)
+
+    @property
+    def key(self) -> str:
+        """The eval set's key (its id, qualified by its path when it carries one)."""
+        return set_key(self.eval_set_id, self.eval_set_path,
+                       {self.eval_set_id} if self.eval_set_path is not None else set())
 
 
 class RecordedRuns(OutputModel):

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from .base import OutputModel
+from .setkey import ambiguous_ids, set_key
 
 CaseStatus = Literal["passed", "failed", "error", "not_evaluated"]
 MetricStatus = Literal["passed", "failed", "error", "not_evaluated", "informational"]
@@ -148,6 +149,8 @@ class ChangeSummary(ResultsModel):
 class CaseRef(ResultsModel):
     eval_set_id: str
     eval_id: str
+    # The eval file, when two eval sets of the comparison share the id (models/setkey.py).
+    path: str | None = optional()
 
 
 class Comparison(ResultsModel):
@@ -162,6 +165,14 @@ class Comparison(ResultsModel):
     familywise: dict[str, Any] | None = optional()
 
 
+class FileError(ResultsModel):
+    """An eval file that could not be read: bad input for that file alone; the others were
+    evaluated (the run exits 2 after reporting them)."""
+
+    path: str
+    error: str
+
+
 class Results(ResultsModel):
     version: Literal[1] = 1
     passed: bool
@@ -171,6 +182,17 @@ class Results(ResultsModel):
     comparison: Comparison | None = optional()
     eval_sets: list[EvalSetResult] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # Present only when an eval file could not be read (the run's exit status is then 2).
+    file_errors: list[FileError] | None = optional()
+
+    def set_keys(self, also_ambiguous: set[str] | frozenset[str] = frozenset()) -> list[str]:
+        """Each eval set's key (checker/models/setkey.py), in order: its id, qualified by its
+        path where two eval sets here (or an id in ``also_ambiguous``) share the id."""
+        ambiguous = ambiguous_ids((s.eval_set_id, s.path) for s in self.eval_sets) | set(also_ambiguous)
+        return [set_key(s.eval_set_id, s.path, ambiguous) for s in self.eval_sets]
+
+    def ambiguous_ids(self) -> set[str]:
+        return ambiguous_ids((s.eval_set_id, s.path) for s in self.eval_sets)
 
     def failing_cases(self) -> list[tuple[EvalSetResult, CaseResult]]:
         return [(s, c) for s in self.eval_sets for c in s.cases if c.status != "passed"]

@@ -20,6 +20,7 @@ from ..compare.results_file import load_results_file
 from ..errors import InputError
 from ..safety.limits import loads_bounded
 from ..models.results import CaseResult, EvalSetResult, Results, ShardInfo
+from ..models.setkey import set_key, shown
 from ..scoring.pipeline import finish_results
 from ..inputs.validation import validate
 
@@ -157,11 +158,12 @@ def merge_results(paths: Sequence[Path], loaded: Sequence[Results] | None = None
     files = [_shard_of(p, r.shard, r.metadata) for p, r in zip(paths, shards)]
     check_shards(files, "results file")
     first = shards[0]
-    set_ids = [s.eval_set_id for s in first.eval_sets]
-    placed: dict[tuple[str, str], Path] = {}
-    by_set: dict[str, list[tuple[int, CaseResult]]] = {i: [] for i in set_ids}
+    # Eval sets are told apart by id and path (two files may share an id: models/setkey.py).
+    set_ids = [(s.eval_set_id, s.path) for s in first.eval_sets]
+    placed: dict[tuple[int, str], Path] = {}
+    by_set: dict[int, list[tuple[int, CaseResult]]] = {i: [] for i in range(len(set_ids))}
     for path, shard in zip(paths, shards):
-        if [s.eval_set_id for s in shard.eval_sets] != set_ids:
+        if [(s.eval_set_id, s.path) for s in shard.eval_sets] != set_ids:
             raise InputError(f"lists other eval sets than {paths[0]}", file=str(path), path="$.evalSets")
         if shard.verdict_rule != first.verdict_rule:
             raise InputError(f"verdict rule {shard.verdict_rule!r}, {paths[0]} has "
@@ -170,7 +172,7 @@ def merge_results(paths: Sequence[Path], loaded: Sequence[Results] | None = None
         positions = iter(_positions(path, shard.shard, sum(len(s.cases) for s in shard.eval_sets)))
         for s, eval_set in enumerate(shard.eval_sets):
             for c, case in enumerate(eval_set.cases):
-                key = (eval_set.eval_set_id, case.eval_id)
+                key = (s, case.eval_id)
                 if key in placed:
                     raise InputError(f"eval case '{case.eval_id}' of eval set '{eval_set.eval_set_id}' "
                                      f"is also in {placed[key]}", file=str(path),
@@ -178,18 +180,20 @@ def merge_results(paths: Sequence[Path], loaded: Sequence[Results] | None = None
                                      fix="each case belongs to one shard: were the shards run on "
                                          "the same files?")
                 placed[key] = path
-                by_set[eval_set.eval_set_id].append((next(positions), case))
+                by_set[s].append((next(positions), case))
     total = first.shard.total if first.shard else None
     if total is not None and len(placed) != total:
         raise InputError(f"the shards hold {len(placed)} case(s) of the {total} selected",
                          file=", ".join(map(str, paths)), path="$.shard.total")
     sets = []
-    for eval_set in first.eval_sets:
-        cases = [case for _, case in sorted(by_set[eval_set.eval_set_id], key=lambda pc: pc[0])]
+    for s, eval_set in enumerate(first.eval_sets):
+        cases = [case for _, case in sorted(by_set[s], key=lambda pc: pc[0])]
         sets.append(EvalSetResult(eval_set_id=eval_set.eval_set_id, path=eval_set.path,
                                   config_path=eval_set.config_path, cases=cases))
     merged = finish_results(sets, first.verdict_rule)
     merged.metadata = _merged_metadata(shards)
+    if first.file_errors:  # every shard found the same unreadable files: said once
+        merged.file_errors, merged.passed = first.file_errors, False
     return merged
 
 
@@ -198,8 +202,9 @@ def is_recorded_runs(data: Any) -> bool:
 
 
 def _run_key(path: Path, i: int, run: Any) -> tuple[str, str, int]:
-    """A recorded run's (eval set id, eval id, run number), checked; the rest is passed
-    through untouched (it is validated when the merged file is replayed)."""
+    """A recorded run's (eval set key, eval id, run number), checked; the rest is passed
+    through untouched (it is validated when the merged file is replayed). The key is the
+    eval set id, with the eval file's path when the run carries one (models/setkey.py)."""
     def field(camel: str, snake: str, kind: type) -> Any:
         value = run.get(camel, run.get(snake)) if isinstance(run, dict) else None
         if not isinstance(value, kind) or isinstance(value, bool):
@@ -207,7 +212,10 @@ def _run_key(path: Path, i: int, run: Any) -> tuple[str, str, int]:
                              path=f"$.runs[{i}].{camel}")
         return value
 
-    return field("evalSetId", "eval_set_id", str), field("evalId", "eval_id", str), field("run", "run", int)
+    set_id = field("evalSetId", "eval_set_id", str)
+    where = run.get("evalSetPath", run.get("eval_set_path"))
+    key = set_key(set_id, where, {set_id}) if isinstance(where, str) else set_id
+    return key, field("evalId", "eval_id", str), field("run", "run", int)
 
 
 def merge_recorded_runs(paths: Sequence[Path], documents: Sequence[Any],
@@ -233,7 +241,7 @@ def merge_recorded_runs(paths: Sequence[Path], documents: Sequence[Any],
         position = dict(zip(keys, _positions(f.path, f.info, len(keys))))
         for key in keys:
             if key in placed:
-                raise InputError(f"runs of eval case '{key[1]}' of eval set '{key[0]}' are also in "
+                raise InputError(f"runs of eval case '{key[1]}' of eval set '{shown(key[0])}' are also in "
                                  f"{placed[key]}", file=str(f.path), path="$.runs")
             placed[key] = f.path
         ordered.extend((position[k[:2]], k[2], r) for k, r in keyed)

@@ -64,11 +64,11 @@ def case_turns(case: CaseOutline, target: EvalTarget) -> int:
 def baseline_durations(results: Results) -> dict[CaseKey, tuple[float, int]]:
     """(eval set id, eval id) -> (seconds over its runs, runs with a duration)."""
     found: dict[CaseKey, tuple[float, int]] = {}
-    for eval_set in results.eval_sets:
+    for key, eval_set in zip(results.set_keys(), results.eval_sets):
         for case in eval_set.cases:
             timed = [r.duration_seconds for r in case.runs if r.duration_seconds is not None]
             if timed:
-                found[(eval_set.eval_set_id, case.eval_id)] = (sum(timed), len(timed))
+                found[(key, case.eval_id)] = (sum(timed), len(timed))
     return found
 
 
@@ -83,7 +83,7 @@ def expected_costs(targets: Sequence[EvalTarget], num_runs: int,
     for target in targets:
         by_id = {c.eval_id: c for c in target.loaded.case_outlines()}
         for case_id in target.case_ids:
-            cases.append(((target.eval_set_id, case_id), case_turns(by_id[case_id], target)))
+            cases.append(((target.key, case_id), case_turns(by_id[case_id], target)))
     durations = durations or {}
     per_turn_run = 1.0
     known = [(durations[key], turns) for key, turns in cases if key in durations]
@@ -172,8 +172,8 @@ def plan_shard(targets: Sequence[EvalTarget], shard: Shard, costs: Sequence[tupl
     chosen: list[EvalTarget] = []
     positions: list[int] = []
     for target in targets:
-        ids = [c for c in target.case_ids if (target.eval_set_id, c) in mine]
-        positions.extend(mine[(target.eval_set_id, c)] for c in ids)
+        ids = [c for c in target.case_ids if (target.key, c) in mine]
+        positions.extend(mine[(target.key, c)] for c in ids)
         chosen.append(replace(target, case_ids=ids))
     info = ShardInfo(index=shard.index, count=shard.count, selection=selection,
                      total=len(costs), positions=positions, baseline_durations=baseline_durations)
@@ -219,7 +219,7 @@ def recorded_runs_shard(info: ShardInfo, targets: Sequence[EvalTarget],
                         keys: Sequence[CaseKey]) -> dict[str, Any]:
     """``metadata.shard`` of a shard's recorded-runs file: ``positions`` align with the
     distinct cases of ``keys`` (the file's runs, in order)."""
-    where = dict(zip(((t.eval_set_id, c) for t in targets for c in t.case_ids), info.positions or []))
+    where = dict(zip(((t.key, c) for t in targets for c in t.case_ids), info.positions or []))
     distinct = list(dict.fromkeys(keys))
     shard = info.model_copy(update={"positions": [where[k] for k in distinct]})
     return shard.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 from ..compare.verdict import MEAN, VerdictRule
 from ..inputs.discover import EvalTarget
 from ..errors import InputError
+from ..models.setkey import set_key
 from ..metrics.base import ScoringContext
 from ..models.evalset import EvalCase
 from ..models.records import RecordedRun, RecordedRuns
@@ -28,19 +29,30 @@ def load_replay(path: Path) -> RecordedRuns:
     return validate(RecordedRuns, data, display)
 
 
-def match_recorded(targets: list[EvalTarget], runs: Iterable[tuple[str, str, int]],
+def match_recorded(targets: list[EvalTarget], runs: Iterable[tuple[str, str | None, str, int]],
                    display: str) -> dict[RunKey, list[int]]:
-    """Recorded runs, as (eval set id, eval id, run number) in file order, matched to the
+    """Recorded runs, as (eval set id, its evalSetPath or None, eval id, run number) in file
+    order, matched to the
     cases: where in ``$.runs`` each case's runs are. A run of an unknown case, a run
     recorded twice, or a selected case without a run is an InputError."""
-    existing = {(t.eval_set_id, c) for t in targets for c in t.loaded.case_ids}
+    existing = {(t.key, c) for t in targets for c in t.loaded.case_ids}
+    ambiguous = {t.eval_set_id: [] for t in targets if t.key != t.eval_set_id}
+    for t in targets:
+        if t.eval_set_id in ambiguous:
+            ambiguous[t.eval_set_id].append(t.loaded.display_path)
     found: dict[RunKey, list[int]] = {}
     numbers: dict[RunKey, set[int]] = {}
-    for i, (set_id, eval_id, number) in enumerate(runs):
-        key = (set_id, eval_id)
+    for i, (set_id, where, eval_id, number) in enumerate(runs):
+        key = (set_key(set_id, where, set(ambiguous)), eval_id)
+        if key not in existing and set_id in ambiguous and where is None:
+            raise InputError(f"run for eval case '{eval_id}' of eval set '{set_id}', an id used by "
+                             f"{' and '.join(ambiguous[set_id])}", file=display, path=f"$.runs[{i}]",
+                             fix="add \"evalSetPath\" with the eval file's path, as evalcheck "
+                                 "records it (--inference-out)")
         if key not in existing:
-            raise InputError(f"run for eval case '{eval_id}' of eval set '{set_id}', "
-                             "which is not in the evaluated eval files", file=display,
+            raise InputError(f"run for eval case '{eval_id}' of eval set '{set_id}'"
+                             + (f" ({where})" if where else "")
+                             + ", which is not in the evaluated eval files", file=display,
                              path=f"$.runs[{i}]", fix="check the ids or the PATH arguments")
         if number in numbers.setdefault(key, set()):
             raise InputError(f"run {number} of '{eval_id}' is recorded twice", file=display,
@@ -49,7 +61,7 @@ def match_recorded(targets: list[EvalTarget], runs: Iterable[tuple[str, str, int
         found.setdefault(key, []).append(i)
     for target in targets:
         for case_id in target.case_ids:
-            if (target.eval_set_id, case_id) not in found:
+            if (target.key, case_id) not in found:
                 raise InputError(f"no recorded run for eval case '{case_id}' of eval set "
                                  f"'{target.eval_set_id}' ({target.loaded.display_path})",
                                  file=display, path="$.runs",
@@ -59,7 +71,8 @@ def match_recorded(targets: list[EvalTarget], runs: Iterable[tuple[str, str, int
 
 def group_replay(targets: list[EvalTarget], records: RecordedRuns, display: str) -> dict[RunKey, list[RecordedRun]]:
     """Match recorded runs to the selected cases; a missing or unknown case is an InputError."""
-    found = match_recorded(targets, ((r.eval_set_id, r.eval_id, r.run) for r in records.runs), display)
+    found = match_recorded(targets, ((r.eval_set_id, r.eval_set_path, r.eval_id, r.run)
+                                     for r in records.runs), display)
     return {key: [records.runs[i] for i in indexes] for key, indexes in found.items()}
 
 
@@ -112,11 +125,11 @@ async def score_all(targets: list[EvalTarget], runs: Mapping[RunKey, list[Record
         if release_cases:
             target.loaded.eval_set.eval_cases.clear()
         for case_id in target.case_ids:
-            if (target.eval_set_id, case_id) in known:
-                jobs.append(_ready(known[(target.eval_set_id, case_id)]))
+            if (target.key, case_id) in known:
+                jobs.append(_ready(known[(target.key, case_id)]))
                 continue
             # popped: the coroutine holds the case until it is scored, nothing else does
-            jobs.append(scored(target, cases.pop(case_id), (target.eval_set_id, case_id)))
+            jobs.append(scored(target, cases.pop(case_id), (target.key, case_id)))
     # gather keeps input order whatever order the scoring finishes in.
     case_results = iter(await asyncio.gather(*jobs))
     sets = []

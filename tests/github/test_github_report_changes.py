@@ -107,5 +107,6 @@ def test_a_500_case_suite_with_3_problems_shows_them_on_the_first_screen():
     assert all(p in head for p in PROBLEMS)
     links = Links(run_url=TARGET.run_url, blob_base=TARGET.blob_base)
     assert utf16_len(render_markdown(results, extra={"links": links})) > COMMENT_LIMIT  # so rows were cut
-    assert "weather**: 464 passing cases (463 unchanged, 1 improved), not listed to fit." in text
+    assert ("weather** (agents/weather/weather.evalset.json): 464 passing cases (463 unchanged, "
+            "1 improved), not listed to fit.") in text.replace("\\_", "_")
     assert "Left out to fit: the table rows of 497 passing cases." in text
