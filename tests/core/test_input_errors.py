@@ -476,17 +476,20 @@ def test_unknown_case_in_filter(repo):
     assert "c1, c2" in line  # lists the cases that exist
 
 
-def test_duplicate_eval_set_id_across_files(repo):
+def test_an_eval_set_id_shared_across_files_is_no_error(repo):
+    """Two files with one id (a monorepo): told apart by path (tests/core/test_monorepo.py);
+    their recorded runs must then say which file they belong to."""
     setup(repo)
     write_json(repo / "evals/t.evalset.json", evalset("s", case("c9")))
-    assert_input_error(run(repo), "evals/t.evalset.json at $.eval_set_id:",
-                       "eval_set_id 's' is also used by evals/s.evalset.json")
+    assert_input_error(run(repo), "runs.json at $.runs[0]:", "an id used by evals/s.evalset.json and "
+                       "evals/t.evalset.json", 'add "evalSetPath"')
 
 
 def test_legacy_and_new_file_with_the_same_id(repo):
     setup(repo)
     write_json(repo / "evals/s.test.json", [{"query": "hi"}])
-    assert_input_error(run(repo), "at $.eval_set_id:", "eval_set_id 's' is also used by")
+    assert_input_error(run(repo), "runs.json at $.runs[0]:", "an id used by evals/s.evalset.json and "
+                       "evals/s.test.json")
 
 
 # ------------------------------------------------------------------ the replay file
