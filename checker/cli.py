@@ -195,8 +195,8 @@ def migrate(old: Path, new: Path, initial_session: Path | None) -> None:
     click.echo(f"wrote {new}: eval set '{eval_set.eval_set_id}' with {len(eval_set.eval_cases)} case(s)")
     click.echo(log_safe(f"evalcheck: note: delete {old} now (or move it out of the folders "
                         f"`evalcheck run` searches): it holds eval set "
-                        f"'{eval_set.eval_set_id}' too, and a run that finds both stops on the "
-                        "duplicated eval set id"), err=True)
+                        f"'{eval_set.eval_set_id}' too, and a run that finds both evaluates "
+                        "it twice"), err=True)
 
 
 @main.command()

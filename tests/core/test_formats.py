@@ -279,18 +279,20 @@ def test_migrate_writes_what_adk_writes(repo, with_session):
 
 
 def test_migrate_says_the_old_file_must_go_and_run_says_so_too(repo):
-    """Left beside the new file, the old one stops the next `run .` on a duplicated id."""
+    """Left beside the new file, the old one is evaluated a second time by the next `run .`
+    (told apart by path, as in a monorepo): both commands say to delete it."""
     write_json(repo / "weather.test.json", QUERY_LIST)
     out = run_cli(["migrate", "weather.test.json", "weather.evalset.json"], repo)
     assert out.code == 0, out.output
     assert out.stderr == ("evalcheck: note: delete weather.test.json now (or move it out of the "
                           "folders `evalcheck run` searches): it holds eval set 'weather' too, and "
-                          "a run that finds both stops on the duplicated eval set id\n")
+                          "a run that finds both evaluates it twice\n")
     write_json(repo / "runs.json", legacy_replay("weather", "weather", [call("get_weather", city="Paris")]))
     out = run_cli(["run", ".", "--replay", "runs.json"], repo)
-    assert out.code == 2
-    assert "(if the .evalset.json was migrated from weather.test.json, delete weather.test.json; " \
-           "else give every eval set a unique id" in out.stderr
+    assert out.code == 2  # its recorded runs do not say which of the two files they are of
+    assert ("evalcheck: warning: weather.test.json and weather.evalset.json share the eval set id "
+            "'weather': both are evaluated; if weather.evalset.json was migrated from "
+            "weather.test.json, delete weather.test.json") in out.stderr
     (repo / "weather.test.json").unlink()
     assert run_cli(["run", ".", "--replay", "runs.json"], repo).code == 1  # runs (turn 2 fails)
 
