@@ -56,6 +56,25 @@ def _is_ready(item: Any) -> bool:
     return isinstance(item, dict) and item.get("type") == "ready"
 
 
+def concurrent_sessions(item: Any) -> int | None:
+    """N of a ``{"type": "ready", "sessions": "many", "concurrent": N}`` (N >= 1), else None."""
+    if not _is_ready(item) or item.get("sessions") != "many":
+        return None
+    n = item.get("concurrent")
+    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else None
+
+
+class BecameShared(Exception):
+    """The first run's agent announced concurrent sessions while its turn 1 was on its way:
+    the run goes on in a SharedWorker (agents/sessions.py) from that turn's answer."""
+
+    def __init__(self, concurrent: int, invocation_id: str, user_content: Any,
+                 created: float, began: float, deadline: float):
+        super().__init__("concurrent sessions")
+        self.concurrent = concurrent
+        self.turn1 = (invocation_id, user_content, created, began, deadline)
+
+
 class AgentProcess:
     """The conversation with one agent process, for one run or (a warm worker) several."""
 
@@ -72,6 +91,9 @@ class AgentProcess:
         self.closing = False
         self.invocations: list = []
         self.many = False  # it announced {"type": "ready", "sessions": "many"}
+        self.concurrent: int | None = None  # ... and "concurrent": N
+        # Called once with the first message of the process's first run (what kind of agent).
+        self.on_first: Any = None
         self.runs = 0  # runs begun in this process
         self.heard = False  # a ready or response read during the current run
         self.start_error: str | None = None  # an error message before anything else
@@ -259,15 +281,17 @@ class AgentProcess:
         self.heard = True
         if self.runs == 1 and item.get("sessions") == "many":
             self.many = True
+            self.concurrent = concurrent_sessions(item)
 
-    async def converse(self, job: RunJob, turns: UserTurns) -> list:
-        """The run's turns; raises AgentFailure when the agent fails the run."""
+    async def converse(self, job: RunJob, turns: UserTurns, session_id: str | None = None) -> list:
+        """The run's turns; raises AgentFailure when the agent fails the run, BecameShared
+        when the first run's agent announces concurrent sessions."""
         loop = asyncio.get_running_loop()
         spec = session_spec(job)
         timeout = job.turn_timeout
         await self._send(start_message(eval_set_id=job.eval_set_id, eval_id=job.eval_id,
                                        run=job.run, app_name=spec.app_name, user_id=spec.user_id,
-                                       state=spec.state),
+                                       state=spec.state, session_id=session_id),
                          loop.time() + timeout, "the start message")
         if self.runs > 1:
             # A warm worker sets up the run's session before its first turn is sent (and
@@ -290,11 +314,17 @@ class AgentProcess:
             await self._send(user_message(invocation_id, user_content), deadline,
                              f"turn {turn}")
             item = await self._receive(deadline, f"turn {turn}", timeout)
+            if self.on_first is not None:
+                on_first, self.on_first = self.on_first, None
+                on_first(item)
             while _is_ready(item) and turn == 1 and self.runs == 1:
                 # Optional in a new process: the agent is set up. Its start-up is not part
                 # of turn 1's time.
                 self._note_ready(item)
                 began = time.perf_counter()
+                if self.concurrent is not None:
+                    raise BecameShared(self.concurrent, invocation_id, user_content, created,
+                                       began, deadline)
                 item = await self._receive(deadline, f"turn {turn}", timeout)
             duration = round(time.perf_counter() - began, 3)
             if isinstance(item, _Bad):

@@ -65,17 +65,25 @@ def dumps(message: dict[str, Any]) -> bytes:
 
 
 def start_message(*, eval_set_id: str, eval_id: str, run: int, app_name: str, user_id: str,
-                  state: dict[str, Any]) -> dict[str, Any]:
+                  state: dict[str, Any], session_id: str | None = None) -> dict[str, Any]:
+    """``session_id``: the run's id, which a process serving concurrent sessions names in
+    every message of the run (``session.id`` here, ``session`` in the others)."""
+    session: dict[str, Any] = {"appName": app_name, "userId": user_id, "state": state}
+    if session_id is not None:
+        session["id"] = session_id
     return {"type": "start", "protocol": PROTOCOL_VERSION, "evalSetId": eval_set_id,
-            "evalId": eval_id, "run": run,
-            "session": {"appName": app_name, "userId": user_id, "state": state}}
+            "evalId": eval_id, "run": run, "session": session}
 
 
-def end_message() -> dict[str, Any]:
+def end_message(session_id: str | None = None) -> dict[str, Any]:
     """Closes a run in a warm worker (one that announced ``"sessions": "many"``)."""
-    return {"type": "end"}
+    return {"type": "end"} if session_id is None else {"type": "end", "session": session_id}
 
 
-def user_message(invocation_id: str, content: Content) -> dict[str, Any]:
-    return {"type": "user", "invocationId": invocation_id,
-            "content": content.model_dump(mode="json", by_alias=True, exclude_none=True)}
+def user_message(invocation_id: str, content: Content,
+                 session_id: str | None = None) -> dict[str, Any]:
+    message = {"type": "user", "invocationId": invocation_id,
+               "content": content.model_dump(mode="json", by_alias=True, exclude_none=True)}
+    if session_id is not None:
+        message["session"] = session_id
+    return message
