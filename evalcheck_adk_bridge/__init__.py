@@ -3,8 +3,9 @@
 The folder is loaded once, the way ``adk eval`` / ``adk web`` load it (``root_agent`` in
 ``agent.py`` or ``__init__.py``, an ``App``, or ``root_agent.yaml``; ``.env`` applied), with
 the google-adk installed next to it, before the first run starts. The process then serves
-run after run (it answers ``start`` with ``{"type": "ready", "sessions": "many"}``): each
-run gets fresh in-memory session, artifact and memory services, its own session with the
+every run, up to ``--concurrent N`` (default 8) at once on one asyncio loop, as ADK's own
+eval does (it answers ``start`` with ``{"type": "ready", "sessions": "many", "concurrent":
+N}``, and names each run's session in every answer): each run gets fresh in-memory session, artifact and memory services, its own session with the
 start message's state and its own ``Runner``, as ADK's own eval inference does; the
 agent's ``reset_data()``, when its module has one, is called before each run, as ADK does.
 Each user turn is one ``Runner.run_async`` and the turn's ADK events go back as they are.
@@ -23,7 +24,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import IO, Any
 
-USAGE = "usage: evalcheck-adk [--one-session] AGENT_DIR"
+USAGE = "usage: evalcheck-adk [--one-session | --concurrent N] AGENT_DIR"
+DEFAULT_CONCURRENT = 8  # runs at once in the one process (ADK's own eval runs 4)
 ADK_MISSING = ("google-adk is not installed in the agent's Python ({python}); install it "
                "there: pip install google-adk (in the GitHub Action: setup-command: "
                "pip install google-adk, or your requirements file)")
@@ -34,11 +36,14 @@ def _send(out: IO[str], message: dict[str, Any]) -> None:
     out.flush()
 
 
-def _fail(out: IO[str], message: str, invocation_id: str | None = None) -> int:
+def _fail(out: IO[str], message: str, invocation_id: str | None = None,
+          session_id: str | None = None) -> int:
     print(f"evalcheck ADK bridge: {message}", file=sys.stderr, flush=True)
     error: dict[str, Any] = {"type": "error", "message": message}
     if invocation_id:
         error["invocationId"] = invocation_id
+    if session_id is not None:
+        error["session"] = session_id
     _send(out, error)
     return 1
 
@@ -148,8 +153,10 @@ def line_reader(stdin: IO[bytes]) -> Reader:
     return read
 
 
-async def serve(agent_dir: Path, out: IO[str], stdin: IO[bytes], *, many: bool = True) -> int:
-    """Load the agent, then serve runs until stdin closes (one run unless ``many``)."""
+async def serve(agent_dir: Path, out: IO[str], stdin: IO[bytes], *, many: bool = True,
+                concurrent: int = DEFAULT_CONCURRENT) -> int:
+    """Load the agent, then serve runs until stdin closes (one run unless ``many``; with
+    ``many``, up to ``concurrent`` at once)."""
     try:
         loaded = load_agent(agent_dir)
     except Exception as exc:  # the user's agent failing to import: say why, in one line
@@ -162,23 +169,66 @@ async def serve(agent_dir: Path, out: IO[str], stdin: IO[bytes], *, many: bool =
         print(f"evalcheck ADK bridge: warm-up skipped ({type(exc).__name__}: {exc})",
               file=sys.stderr, flush=True)
     read = line_reader(stdin)
-    while (start := await read()) is not None:
+    if not many:
+        start = await read()
+        if start is None:
+            return 0
         if start.get("type") != "start":
             return _fail(out, f"expected a start message, got {str(start.get('type'))[:40]}")
         if reset is not None:
             reset()
-        code = await serve_run(loaded, start, read, out, many=many)
-        if code is not None or not many:
-            return code or 0
+        return await serve_run(loaded, start, read, out, ready={"type": "ready"}) or 0
+    return await serve_sessions(loaded, reset, read, out, concurrent)
+
+
+async def serve_sessions(loaded: Any, reset: Callable[[], object] | None, read: Reader,
+                         out: IO[str], concurrent: int) -> int:
+    """Every run the checker starts, each in a task of its own: messages go to the run their
+    ``session`` names (one without it, from a checker that sends none, to the latest start)."""
+    ready = {"type": "ready", "sessions": "many", "concurrent": concurrent}
+    inboxes: dict[str | None, asyncio.Queue[dict[str, Any] | None]] = {}
+    tasks: set[asyncio.Task] = set()
+    latest: str | None = None
+    while (message := await read()) is not None:
+        kind = message.get("type")
+        if kind == "start":
+            given = (message.get("session") or {}).get("id")
+            latest = given if isinstance(given, str) else None
+            inbox = inboxes[latest] = asyncio.Queue()
+            if reset is not None:
+                reset()  # as ADK's eval calls it before each inference, concurrent ones too
+            task = asyncio.create_task(_session(loaded, message, inbox.get, out, ready, latest))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+            continue
+        session_id = message.get("session", latest)
+        target = inboxes.get(session_id)
+        if target is None:
+            continue  # a session already over (the checker ends a failed run too)
+        target.put_nowait(message)
+        if kind == "end":
+            del inboxes[session_id]
+    for inbox in inboxes.values():
+        inbox.put_nowait(None)
+    await asyncio.gather(*tasks, return_exceptions=True)
     return 0
 
 
+async def _session(loaded: Any, start: dict[str, Any], read: Reader, out: IO[str],
+                   ready: dict[str, Any], session_id: str | None) -> None:
+    try:
+        await serve_run(loaded, start, read, out, ready=ready, session_id=session_id)
+    except Exception as exc:  # this run fails, the others go on
+        _fail(out, f"{type(exc).__name__}: {exc}", session_id=session_id)
+
+
 async def serve_run(loaded: Any, start: dict[str, Any], read: Reader, out: IO[str], *,
-                    many: bool) -> int | None:
-    """One run, in a session of its own. None when the run ended with ``end`` (serve the
-    next one), else the exit status."""
+                    ready: dict[str, Any], session_id: str | None = None) -> int | None:
+    """One run, in a session of its own (``session_id``: the checker's id of the run, named
+    in every answer). None when the run ended with ``end``, else the exit status."""
     from google.genai import types
 
+    named = {} if session_id is None else {"session": session_id}
     session_in = start.get("session") or {}
     app_name = session_in.get("appName") or "app"
     user_id = session_in.get("userId") or "user"
@@ -187,7 +237,7 @@ async def serve_run(loaded: Any, start: dict[str, Any], read: Reader, out: IO[st
         session = await runner.session_service.create_session(
             app_name=app_name, user_id=user_id, state=session_in.get("state") or {})
         # Set up: the checker times the first turn from here, not from our start.
-        _send(out, {"type": "ready", "sessions": "many"} if many else {"type": "ready"})
+        _send(out, {**ready, **named})
         while (message := await read()) is not None:
             kind = message.get("type")
             if kind == "end":
@@ -202,8 +252,10 @@ async def serve_run(loaded: Any, start: dict[str, Any], read: Reader, out: IO[st
                                                     new_message=content):
                     events.append(event.model_dump(mode="json", by_alias=True, exclude_none=True))
             except Exception as exc:
-                return _fail(out, f"the agent raised {type(exc).__name__}: {exc}", invocation_id)
-            _send(out, {"type": "response", "invocationId": invocation_id, "events": events})
+                return _fail(out, f"the agent raised {type(exc).__name__}: {exc}", invocation_id,
+                             session_id)
+            _send(out, {"type": "response", "invocationId": invocation_id, "events": events,
+                        **named})
     finally:
         await runner.close()
     return 0
@@ -217,6 +269,15 @@ def main(argv: list[str] | None = None) -> int:
     os.dup2(2, 1)
     many = "--one-session" not in args
     args = [a for a in args if a != "--one-session"]
+    concurrent = DEFAULT_CONCURRENT
+    if "--concurrent" in args:
+        at = args.index("--concurrent")
+        value = args[at + 1] if at + 1 < len(args) else ""
+        if not value.isdigit() or int(value) < 1:
+            print(USAGE, file=sys.stderr)
+            return 2
+        concurrent = int(value)
+        del args[at:at + 2]
     if len(args) != 1 or args[0] in ("-h", "--help") or args[0].startswith("-"):
         print(USAGE, file=sys.stderr)
         return 2
@@ -228,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         return _fail(out, ADK_MISSING.format(python=sys.executable))
     try:
-        return asyncio.run(serve(agent_dir, out, sys.stdin.buffer, many=many))
+        return asyncio.run(serve(agent_dir, out, sys.stdin.buffer, many=many,
+                                 concurrent=concurrent))
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # bad input from the checker side, or an ADK failure: one line

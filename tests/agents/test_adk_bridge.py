@@ -1,6 +1,7 @@
-"""The ADK bridge as a warm worker: one process serves many runs, each in a session of its
-own (no state, history or session leaks between runs), the agent loaded before the first
-turn; and its name, ``evalcheck-adk``, cannot be shadowed by a ``checker/`` folder."""
+"""The ADK bridge as a worker serving concurrent sessions: one process serves many runs, at
+once, each in a session of its own (no state, history or session leaks between runs), the
+agent loaded before the first turn; and its name, ``evalcheck-adk``, cannot be shadowed by a
+``checker/`` folder."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def run_in_sequence(runner: StdioRunner, jobs: list[RunJob]) -> list:
     async def go():
         try:
             runs = [await runner.run(job) for job in jobs]
-            return runs, [w.runs for w in runner._idle]
+            return runs, [w.runs for w in runner._idle] + [w.served for w in runner._shared]
         finally:
             await runner.aclose()
     return asyncio.run(go())
@@ -92,6 +93,46 @@ def test_runs_in_one_worker_are_independent_sessions(tmp_path):
         assert view[0]["session"] == view[1]["session"]
         assert view[0]["resets"] == n + 1  # the agent module's reset_data(), as ADK calls it
     assert len({view[0]["session"] for view in views}) == 6
+
+
+# INTROSPECT whose first turns wait for each other: a run passes only when GATHER first turns
+# are in flight in one process at once (else each reports a timeout).
+CONCURRENT = INTROSPECT.replace("    async def _run_async_impl(self, ctx):\n", """    async def _run_async_impl(self, ctx):
+        import asyncio
+        if len(ctx.session.events) == 1:
+            GATE.setdefault("open", asyncio.Event())
+            GATE["in"] = GATE.get("in", 0) + 1
+            if GATE["in"] >= GATHER:
+                GATE["open"].set()
+            await asyncio.wait_for(GATE["open"].wait(), 60)
+""") + "\nGATE = {}\nGATHER = 8\n"
+
+
+def test_concurrent_runs_in_one_process_share_nothing(tmp_path):
+    folder = introspect_agent(tmp_path)
+    (folder / "agent.py").write_text(CONCURRENT)
+    runner = StdioRunner(f"{shlex.quote(str(BRIDGE))} {shlex.quote(str(folder))}", cwd=tmp_path)
+    jobs = [RunJob("set", case(f"c{i}", turns=2, state={"user_name": f"user{i}"}), run,
+                   turn_timeout=120) for i in range(4) for run in (1, 2)]
+
+    async def go():
+        try:
+            return await asyncio.gather(*(runner.run(job) for job in jobs))
+        finally:
+            await runner.aclose()
+
+    runs = asyncio.run(go())
+    assert [r.error for r in runs] == [None] * 8
+    views = [seen(r) for r in runs]
+    assert len({v["pid"] for view in views for v in view}) == 1  # one import for all
+    for job, view in zip(jobs, views):
+        # Its own user message, the case's state, its own history and state change; never
+        # another run's, although all eight ran at once in the one process.
+        assert view[0]["events"] == 1 and view[0]["state"] == job.case.session_input.state
+        assert view[1]["events"] == 3
+        assert view[1]["state"] == {**job.case.session_input.state, "visits": 1}
+        assert view[0]["session"] == view[1]["session"]
+    assert len({view[0]["session"] for view in views}) == 8
 
 
 def test_first_turn_is_timed_from_ready_not_from_the_import(tmp_path):
