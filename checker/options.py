@@ -24,7 +24,8 @@ class RunOptions:
     config_file: Path | None = None
     initial_session: Path | None = None  # of legacy eval files (ADK's initial_session_file)
     num_runs: int = 2
-    concurrency: int = 4
+    # Runs in flight at once; None: what fits the agent (agents/schedule.py run_agent_jobs).
+    concurrency: int | None = None
     turn_timeout: float = 300.0
     judge_concurrency: int = 8
     judge_cache: Path | None = None

@@ -91,7 +91,7 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
         replay=_path(inputs, "replay", workdir, must_exist=True),
         config_file=_path(inputs, "config", workdir, must_exist=True),
         num_runs=inputs.integer("num-runs", 2),
-        concurrency=inputs.integer("concurrency", 4),
+        concurrency=inputs.integer("concurrency", 0) or None,  # None: what fits the agent
         turn_timeout=inputs.number("turn-timeout", 300.0),
         judge_concurrency=inputs.integer("judge-concurrency", 8),
         judge_cache=_path(inputs, "judge-cache", workdir),

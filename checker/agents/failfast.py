@@ -48,10 +48,19 @@ class StartWatch:
     """Watches the first runs to finish; ``observe`` says which runs to report now."""
 
     def __init__(self, jobs: int, concurrency: int):
+        self.jobs = jobs
         self.first = min(jobs, max(concurrency, 2))
         self.held: list[tuple[RunJob, RecordedRun]] = []
         self.decided = self.first == 0
         self.verdict: AgentCannotStart | None = None
+
+    def resize(self, concurrency: int) -> None:
+        """The concurrency became known (the default, decided after the first run began)."""
+        if not self.decided:
+            self.first = min(self.jobs, max(concurrency, 2))
+            if len(self.held) >= self.first and self.held:
+                self.decided = True
+                self.verdict = self._verdict(start_failure(self.held[0][1]) or "")
 
     @property
     def stopped(self) -> bool:

@@ -19,6 +19,7 @@ from typing import IO, TYPE_CHECKING
 from ..errors import InputError
 from ..models.evalset import EvalCase
 from ..models.records import RecordedRun
+from ..safety.limits import fd_concurrency
 from ..safety.output import GuardedStream, clean, say
 from ..safety.redact import Redactor
 from .base import AgentRunner, RunJob
@@ -212,6 +213,43 @@ class Progress:
 MoreRuns = Callable[[list[RecordedRun]], Awaitable[list[tuple[str, str]]]]
 
 
+API_CONCURRENCY = 4  # --agent-url: ADK's own eval runs 4 inferences at once
+
+
+def cpus() -> int:
+    """CPUs this process may run on (taskset and container limits included)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _limit(concurrency: int) -> int:
+    allowed, warning = fd_concurrency(concurrency)
+    if warning:
+        say(f"evalcheck: warning: {warning}", err=True)
+    return allowed
+
+
+async def _settle(runner: AgentRunner, first: list[asyncio.Task]) -> tuple[int, str | None]:
+    """The default --concurrency, once the first agent process has said what kind it is
+    (the first run goes alone until then): N for one serving N concurrent sessions, else
+    the CPUs (a process per run in flight). With why, unless the agent failed before
+    saying (the run is likely to stop there: agents/failfast.py)."""
+    kind_of = getattr(runner, "agent_kind", None)
+    what = "process"
+    if kind_of is not None:
+        kind = kind_of()
+        await asyncio.wait([kind, *first], return_when=asyncio.FIRST_COMPLETED)
+        what, n = kind.result() if kind.done() else ("unknown", None)
+        if what == "concurrent" and n:
+            return n, f"the agent serves {n} runs at once in one process"
+    n = cpus()
+    if what == "unknown":
+        return n, None
+    return n, f"{n} CPU{'s' if n != 1 else ''}, a process per run in flight"
+
+
 async def run_agent_jobs(targets: list[EvalTarget], options: RunOptions, *,
                          runner: AgentRunner | None = None,
                          progress: Progress | None = None,
@@ -219,14 +257,16 @@ async def run_agent_jobs(targets: list[EvalTarget], options: RunOptions, *,
                          more: MoreRuns | None = None) -> list[RecordedRun]:
     """Every run of every selected case, at most ``options.concurrency`` at once, in the
     input's order whatever order they finish in. With ``more``, rounds of extra runs follow
-    (one run per case a round) on the same runner until ``more`` answers none."""
-    from ..safety.limits import fd_concurrency
+    (one run per case a round) on the same runner until ``more`` answers none.
+
+    ``options.concurrency`` None is the default that fits the agent (docs/agent-protocol.md):
+    it is decided here, printed, and set in ``options`` (the results' metadata shows it)."""
     from .process import pidfd_child_watcher
 
-    concurrency, warning = fd_concurrency(options.concurrency)
-    if warning:
-        say(f"evalcheck: warning: {warning}", err=True)
-        options = replace(options, concurrency=concurrency)
+    if options.concurrency is None and options.agent_url:
+        options.concurrency = API_CONCURRENCY  # as before: the server's own concern
+    if options.concurrency is not None:
+        options.concurrency = _limit(options.concurrency)
     with pidfd_child_watcher():
         return await _run_jobs(targets, options, runner, progress, simulator_stats, more)
 
@@ -252,7 +292,8 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
     runner = runner if runner is not None else make_runner(options)
     progress = progress if progress is not None else Progress(jobs)
     finished: list[RecordedRun] = []
-    limit = asyncio.Semaphore(options.concurrency)
+    # None: the default, decided once the first process has said what kind of agent it is.
+    concurrency = options.concurrency
     simulation = None
     if any(job.case.conversation_scenario is not None for job in jobs.templates):
         # Simulated users call Gemini like judges do, under the same --judge-concurrency
@@ -275,27 +316,35 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
         order.setdefault(key, len(order))
         template.setdefault(key, job)
 
-    watch = StartWatch(len(jobs), options.concurrency)
+    watch = StartWatch(len(jobs), concurrency or cpus())
+    # The default concurrency, said once the run goes on (not before a fail-fast stop,
+    # which is one message alone).
+    note: list[str] = []
+
+    def say_note() -> None:
+        if note:
+            say(note.pop(), err=True)
 
     async def one(job: RunJob) -> None:
-        async with limit:
-            if watch.stopped:
-                return
+        # At most one run at a time per worker task: the tasks are the concurrency limit.
+        if watch.stopped:
+            return
+        run = await _attempt(runner, job)
+        # A run whose agent errored once it had started is run again (--retries): one
+        # crash must not decide a comparison. Not a start failure nor a setup error (no
+        # credentials: a retry fails the same way): fail-fast owns those.
+        retries = 0
+        while run.error is not None and retries < options.retries and not watch.stopped \
+                and start_failure(run) is None:
+            retries += 1
             run = await _attempt(runner, job)
-            # A run whose agent errored once it had started is run again (--retries): one
-            # crash must not decide a comparison. Not a start failure nor a setup error (no
-            # credentials: a retry fails the same way): fail-fast owns those.
-            retries = 0
-            while run.error is not None and retries < options.retries and not watch.stopped \
-                    and start_failure(run) is None:
-                retries += 1
-                run = await _attempt(runner, job)
-            if retries:
-                run.retries = retries
+        if retries:
+            run.retries = retries
         finished.append(run)
         if simulation is not None:  # its credential headers are known once it has called
             progress.hide(simulation.credentials)
         for done_job, done_run in watch.observe(job, run):
+            say_note()
             progress.run_done(done_job, done_run)
 
     tasks: list[asyncio.Task] = []
@@ -319,10 +368,20 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
             # A task per run in flight, not per run: memory does not grow with the runs.
             feed = iter(round_jobs)
             tasks = [asyncio.ensure_future(_drain(feed, one))
-                     for _ in range(min(options.concurrency, len(round_jobs)))]
+                     for _ in range(min(concurrency or 1, len(round_jobs)))]
+            if concurrency is None:
+                concurrency, why = await _settle(runner, tasks)
+                concurrency = options.concurrency = _limit(concurrency)
+                if why is not None:
+                    note.append(f"evalcheck: concurrency {concurrency} ({why}; --concurrency "
+                                "to change)")
+                watch.resize(concurrency)
+                tasks += [asyncio.ensure_future(_drain(feed, one))
+                          for _ in range(min(concurrency, len(round_jobs)) - 1)]
             await asyncio.gather(*tasks)
             if watch.verdict is not None:  # the agent cannot start: stop, one message
                 raise watch.verdict
+            say_note()
             if isinstance(round_jobs, RunPlan):
                 runs_of = round_jobs.runs_per_case()
             else:
