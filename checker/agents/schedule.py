@@ -19,10 +19,10 @@ from typing import IO, TYPE_CHECKING
 from ..errors import InputError
 from ..models.evalset import EvalCase
 from ..models.records import RecordedRun
-from ..safety.limits import fd_concurrency
 from ..safety.output import GuardedStream, clean, say
 from ..safety.redact import Redactor
 from .base import AgentRunner, RunJob
+from .concurrency import API_CONCURRENCY, cpus, limit_to_files as _limit, settle as _settle
 from .failfast import StartWatch, server_cannot_start, start_failure
 
 if TYPE_CHECKING:
@@ -211,43 +211,6 @@ class Progress:
 # Adaptive runs (``--max-runs``): called with the runs of each finished round, answers which
 # cases - (eval set id, eval id) - get one more run in the next round; [] ends the runs.
 MoreRuns = Callable[[list[RecordedRun]], Awaitable[list[tuple[str, str]]]]
-
-
-API_CONCURRENCY = 4  # --agent-url: ADK's own eval runs 4 inferences at once
-
-
-def cpus() -> int:
-    """CPUs this process may run on (taskset and container limits included)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def _limit(concurrency: int) -> int:
-    allowed, warning = fd_concurrency(concurrency)
-    if warning:
-        say(f"evalcheck: warning: {warning}", err=True)
-    return allowed
-
-
-async def _settle(runner: AgentRunner, first: list[asyncio.Task]) -> tuple[int, str | None]:
-    """The default --concurrency, once the first agent process has said what kind it is
-    (the first run goes alone until then): N for one serving N concurrent sessions, else
-    the CPUs (a process per run in flight). With why, unless the agent failed before
-    saying (the run is likely to stop there: agents/failfast.py)."""
-    kind_of = getattr(runner, "agent_kind", None)
-    what = "process"
-    if kind_of is not None:
-        kind = kind_of()
-        await asyncio.wait([kind, *first], return_when=asyncio.FIRST_COMPLETED)
-        what, n = kind.result() if kind.done() else ("unknown", None)
-        if what == "concurrent" and n:
-            return n, f"the agent serves {n} runs at once in one process"
-    n = cpus()
-    if what == "unknown":
-        return n, None
-    return n, f"{n} CPU{'s' if n != 1 else ''}, a process per run in flight"
 
 
 async def run_agent_jobs(targets: list[EvalTarget], options: RunOptions, *,

@@ -113,3 +113,36 @@ def test_protocol_1_and_warm_agents_get_no_session_ids_but_in_start(tmp_path):
     echo = f"{shlex.quote(PY)} {shlex.quote(str(AGENTS / 'echo_agent.py'))}"
     runs = run_jobs(tmp_path, states(2), echo, num_runs=1, concurrency=2)
     assert [r.error for r in runs] == [None] * 2
+
+
+def test_the_documented_minimal_agent_works(tmp_path):
+    """The Python example of docs/agent-protocol.md, as it is printed there."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "agent-protocol.md").read_text()
+    section = doc[doc.index("### Concurrent sessions"):doc.index("### How many runs at once")]
+    code = section[section.index("```python\n") + 10:]
+    code = code[:code.index("```")]
+    agent = tmp_path / "agent.py"
+    agent.write_text(code)
+    runs = run_jobs(tmp_path, states(4), f"{shlex.quote(PY)} {shlex.quote(str(agent))}",
+                    num_runs=2, concurrency=4, turn_timeout=60)
+    assert [r.error for r in runs] == [None] * 8
+    assert [inv.final_response.parts[0].text for inv in runs[0].invocations] == \
+        ["You said: What is the weather in Paris? (1)", "You said: What is the weather in Paris? (2)"]
+
+
+def test_the_default_concurrency_fits_the_agent_and_is_printed(tmp_path, capfd, monkeypatch):
+    from checker.agents.concurrency import cpus
+
+    log = tmp_path / "agent.log"
+    monkeypatch.setenv("WARM_LOG", str(log))
+    runs = run_jobs(tmp_path / "a", states(3), AGENT + " --concurrent 5 --barrier 5", num_runs=2)
+    assert [r.error for r in runs] == [None] * 6  # 5 at once, else the barrier holds them
+    assert len({pid for pid, *_ in starts(log)}) == 1
+    assert "evalcheck: concurrency 5 (the agent serves 5 runs at once in one process; " \
+        "--concurrency to change)" in capfd.readouterr().err
+    echo = f"{shlex.quote(PY)} {shlex.quote(str(AGENTS / 'echo_agent.py'))}"
+    runs = run_jobs(tmp_path / "b", states(2), echo, num_runs=1)
+    assert [r.error for r in runs] == [None] * 2
+    n = cpus()
+    assert f"evalcheck: concurrency {n} ({n} CPU{'s' if n != 1 else ''}, a process per run " \
+        "in flight; --concurrency to change)" in capfd.readouterr().err

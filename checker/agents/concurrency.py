@@ -1,0 +1,47 @@
+"""The default ``--concurrency``: what fits the agent (docs/agent-protocol.md, "How many
+runs at once"), and no more runs than the open-file limit allows."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from ..safety.limits import fd_concurrency
+from ..safety.output import say
+from .base import AgentRunner
+
+API_CONCURRENCY = 4  # --agent-url: ADK's own eval runs 4 inferences at once
+
+
+def cpus() -> int:
+    """CPUs this process may run on (taskset and cpusets count; a CPU quota does not)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def limit_to_files(concurrency: int) -> int:
+    allowed, warning = fd_concurrency(concurrency)
+    if warning:
+        say(f"evalcheck: warning: {warning}", err=True)
+    return allowed
+
+
+async def settle(runner: AgentRunner, first: list[asyncio.Task]) -> tuple[int, str | None]:
+    """The default --concurrency, once the first agent process has said what kind it is
+    (the first run goes alone until then): N for one serving N concurrent sessions, else
+    the CPUs (a process per run in flight). With why, unless the agent failed before
+    saying (the run is likely to stop there: agents/failfast.py)."""
+    kind_of = getattr(runner, "agent_kind", None)
+    what = "process"
+    if kind_of is not None:
+        kind = kind_of()
+        await asyncio.wait([kind, *first], return_when=asyncio.FIRST_COMPLETED)
+        what, n = kind.result() if kind.done() else ("unknown", None)
+        if what == "concurrent" and n:
+            return n, f"the agent serves {n} runs at once in one process"
+    n = cpus()
+    if what == "unknown":
+        return n, None
+    return n, f"{n} CPU{'s' if n != 1 else ''}, a process per run in flight"
