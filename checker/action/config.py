@@ -123,6 +123,7 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
         check_run=inputs.flag("check-run", True),
         commit_status=inputs.flag("commit-status", False),
         template=run.template,
+        fail_on=fail_on,
     )
     return ActionConfig(run=run, publish=publish, fail_on=fail_on, token=inputs.text("github-token"),
                         setup_command=inputs.text("setup-command"), workdir=workdir,

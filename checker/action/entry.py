@@ -120,7 +120,8 @@ def give_back(paths: list[Path], workspace: Path | None) -> None:
                 pass
 
 
-def write_step_summary(results: Results, ctx: RunContext, template: Path | None) -> None:
+def write_step_summary(results: Results, ctx: RunContext, template: Path | None,
+                       fail_on: str = "failure") -> None:
     """The full report in the job summary (1 MiB cap: it degrades like the comment)."""
     if ctx.summary_path is None:
         return
@@ -129,7 +130,7 @@ def write_step_summary(results: Results, ctx: RunContext, template: Path | None)
     room = summary_room(ctx.summary_path)
     links = Links(run_url=ctx.run_url, blob_base=ctx.blob_base())
     text, _ = render_within(results, room, lambda s: len(s.encode("utf-8")), template=template,
-                            extra={"links": links}, reserve=64)
+                            extra={"links": links, "fail_on": fail_on}, reserve=64)
     write_summary(ctx.summary_path, text)
 
 
@@ -249,14 +250,16 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
     config.publish.gate_failed = failed
     try:  # rendered first: a broken user template is bad input, found before any posting
         report = render_markdown(results, template=config.run.template,
-                                 extra={"links": Links(run_url=ctx.run_url, blob_base=ctx.blob_base())})
+                                 extra={"links": Links(run_url=ctx.run_url, blob_base=ctx.blob_base()),
+                                        "fail_on": config.fail_on})
     except InputError as exc:
         return bad_input(commands, exc)
     files.write(config.markdown_path, report, "markdown report")
     if config.publish_enabled:
         if ctx.summary_path is not None:
             files.attempt("job summary", ctx.summary_path,
-                          lambda: write_step_summary(results, ctx, config.run.template))
+                          lambda: write_step_summary(results, ctx, config.run.template,
+                                                             config.fail_on))
         outcome = publish_results(results, ctx, config.publish, config.token, commands)
     else:
         outcome = PublishOutcome()

@@ -75,6 +75,7 @@ def _publish(request: PublishRequest, env: dict[str, str]) -> int:
         options = PublishOptions(comment=request.comment, comment_key=check_comment_key(request.comment_key),
                                  check_run=request.check_run, commit_status=request.commit_status,
                                  gate_failed=gate_failed(results, request.fail_on), template=request.template,
+                                 fail_on=request.fail_on,
                                  budget=publish_budget(env))
         owner, repo = ctx.owner_repo
         run = ctx.event.get("workflow_run")
@@ -102,7 +103,8 @@ def _publish(request: PublishRequest, env: dict[str, str]) -> int:
         return bad_input(commands, exc)
     files = OutputFiles(report=lambda message: commands.error(f"evalcheck: {clean(message)}"))
     if ctx.summary_path is not None:
-        files.attempt("job summary", ctx.summary_path, lambda: write_step_summary(results, ctx, request.template))
+        files.attempt("job summary", ctx.summary_path, lambda: write_step_summary(results, ctx, request.template,
+                                                                                        request.fail_on))
     outcome = publish_results(results, ctx, options, token, commands, sha=sha, pr_number=pr)
     if ctx.output_path is not None:
         outputs = {"passed": "true" if results.passed else "false", "comment-url": outcome.comment_url or ""}

@@ -101,3 +101,51 @@ def gate_message(results: Results, fail_on: str) -> str:
     if not failed:
         return f"gate passed (fail-on: {fail_on})"
     return f"evaluation {'errored' if fail_on == 'error' else 'failed'} (fail-on: {fail_on})"
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def gate_headline(results: Results, fail_on: str) -> tuple[bool, str]:
+    """(passed, the report's first line): the gate's decision, its rule and what decided it,
+    e.g. "Gate passed (fail-on: regression): no confirmed regression; 3 cases fail, as on
+    main". Never "failed" over a gate that passed (the check would be green)."""
+    failed = gate_failed(results, fail_on)
+    lead = f"Gate {'failed' if failed else 'passed'} (fail-on: {fail_on})"
+    s = results.summary
+    not_passed = s.cases - s.passed
+    if fail_on not in COMPARING or results.comparison is None:
+        if results.shard is not None and fail_on in COMPARING:
+            return not failed, f"{lead}: shard {results.shard.index}/{results.shard.count}; " \
+                "regressions are decided when the shards are merged"
+        what = (f"{_plural(not_passed, 'case')} of {s.cases} did not pass" if not_passed
+                else f"all {_plural(s.cases, 'case')} passed")
+        if fail_on in COMPARING:
+            what += " (no baseline to compare with: gated on failure)"
+        elif fail_on == "never":
+            what += " (advisory)"
+        return not failed, f"{lead}: {what}"
+    found = regression_cases(results)
+    parts = []
+    if found:
+        counts = Counter(why for _, _, why in found)
+        parts += [f"{_plural(n, 'case')} {why}" for why, n in sorted(counts.items())]
+    else:
+        parts.append("no confirmed regression" if results.comparison.familywise and
+                     results.comparison.familywise.get("confirmed") else "no regression")
+    drops = suite_drops(results.comparison)
+    if drops:
+        parts.append("the suite dropped: " + ", ".join(map(str, drops)))
+    cases = [c for es in results.eval_sets for c in es.cases]
+    unconfirmed = [c for c in cases if c.change != "regressed"
+                   and any(m.screened for m in c.metrics)]
+    if unconfirmed:
+        most = max(len(m.confirm_runs or []) for c in unconfirmed for m in c.metrics)
+        parts.append(f"{_plural(len(unconfirmed), 'case')} looked worse and "
+                     f"{'was' if len(unconfirmed) == 1 else 'were'} not confirmed in "
+                     f"up to {most} more runs")
+    old = [c for c in cases if c.change in ("unchanged", "improved") and c.status != "passed"]
+    if old:
+        parts.append(f"{_plural(len(old), 'case')} {'fails' if len(old) == 1 else 'fail'}, as on main")
+    return not failed, f"{lead}: " + "; ".join(parts)

@@ -23,7 +23,8 @@ def write_reports(results: Results, options: RunOptions, files: OutputFiles | No
     if options.markdown:
         from .markdown import render_markdown
 
-        out.write(options.markdown, render_markdown(results, template=options.template), "markdown report")
+        out.write(options.markdown, render_markdown(results, template=options.template,
+                                                      fail_on=options.fail_on), "markdown report")
     if options.junit:
         from .junit import render_junit
 

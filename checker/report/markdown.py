@@ -73,10 +73,11 @@ def environment(template_dir: Path | None = None) -> jinja2.Environment:
 
 
 def render_markdown(results: Results, *, template: Path | None = None,
-                    extra: dict[str, Any] | None = None) -> str:
+                    extra: dict[str, Any] | None = None, fail_on: str = "failure") -> str:
     """Render the report. ``extra`` may carry ``links`` (Links), ``budget`` (Budget),
     ``title`` and anything a user template wants; it is passed to the template as is."""
     extra = dict(extra or {})
+    fail_on = extra.pop("fail_on", fail_on)
     links = extra.pop("links", None) or Links()
     budget = extra.pop("budget", None) or Budget()
     if template is not None:
@@ -84,10 +85,15 @@ def render_markdown(results: Results, *, template: Path | None = None,
         # JSON, never the live results the verdict, the annotations and the outputs read
         # (Jinja's sandbox still allows a list's remove() or a dict's pop()).
         results = Results.model_validate_json(results.model_dump_json())
+    from ..compare.gate import gate_headline
+
     view = build_view(results, links, budget)
+    gate_passed, headline = gate_headline(results, fail_on)  # decided before any template renders
     context: dict[str, Any] = {
         "results": results, "report": view, "budget": budget, "omitted": omitted_notes(view),
         "run_url": links.run_url, "title": "Agent evaluation",
+        "gate": {"passed": gate_passed, "headline": headline, "fail_on": fail_on,
+                 "familywise": _familywise(results)},
     }
     context.update(extra)
     env = environment(template.parent if template else None)
@@ -99,6 +105,20 @@ def render_markdown(results: Results, *, template: Path | None = None,
         if template is None:
             raise
         raise _template_error(exc, template) from None
+
+
+def _familywise(results: Results) -> str:
+    """The footer's statement of how regressions were decided."""
+    comparison = results.comparison
+    if comparison is None or not comparison.familywise:
+        return ""
+    fw = comparison.familywise
+    history = comparison.baseline.history
+    pooled = f"{len(history)} results of main pooled" if history else "1 result of main"
+    how = ("decided on fresh confirmation runs" if fw.get("confirmed")
+           else "decided on the runs recorded (no confirmation runs were possible)")
+    return (f"regressions at family-wise alpha {fw.get('alpha')} (Tarone, {fw.get('tests')} "
+            f"test{'' if fw.get('tests') == 1 else 's'}), {how}; {pooled}")
 
 
 def check_template(template: Path) -> None:

@@ -235,3 +235,26 @@ def test_bootstrap_is_pinned_on_fine_grained_data():
     other = paired_bootstrap(data, seed=1)
     assert (other.low, other.high) != (interval.low, interval.high)
 
+
+
+def test_the_report_headline_is_the_gate_with_its_rule():
+    from checker.report.markdown import render_markdown
+
+    base = results(case_result("old_failure", metric([0.0] * 3)), case_result("ok", metric([1.0] * 3)))
+    head = results(case_result("old_failure", metric([0.0] * 3)), case_result("ok", metric([1.0] * 3)))
+    compared = compare(base, head)
+    first = render_markdown(compared, fail_on="regression").splitlines()[0]
+    assert first == "## ✅ Gate passed (fail-on: regression): no regression; 1 case fails, as on main"
+    assert "family-wise alpha 0.05" in render_markdown(compared, fail_on="regression")
+    regressed = compare(base, results(case_result("old_failure", metric([0.0] * 3)),
+                                      case_result("ok", metric([0.0] * 3))))
+    first = render_markdown(regressed, fail_on="regression").splitlines()[0]
+    assert first == ("## ❌ Gate failed (fail-on: regression): 1 case regressed; "
+                     "1 case fails, as on main")
+    # Screened and not confirmed is said, with the fresh runs it took.
+    files = _history([1.0] * 3, [1.0] * 3)
+    calm = compare(files, results(case_result("c", metric([0.0, 1.0, 1.0]))),
+                   confirmations={("weather", "c"): case_result("c", metric([1.0] * 5))})
+    first = render_markdown(calm, fail_on="regression").splitlines()[0]
+    assert first.startswith("## ✅ Gate passed (fail-on: regression): no confirmed regression; ")
+    assert "; 1 case looked worse and was not confirmed in up to 5 more runs" in first

@@ -67,7 +67,7 @@ def test_sticky_comment_is_found_on_a_later_page_and_updated(fake, results):
     assert [r.query.get("page", ["1"])[0] for r in pages] == ["1", "2", "3"]
     assert [(w.method, w.path) for w in fake.writes() if "comments" in w.path] == [
         ("PATCH", f"/repos/octo/agents/issues/comments/{old['id']}")]
-    assert "old report" not in old["body"] and "Agent evaluation failed" in old["body"]
+    assert "old report" not in old["body"] and "Gate failed (fail-on:" in old["body"]
     assert len(fake.comments[7]) == 272  # nothing new
     assert outcome.comment_url == old["html_url"]
 

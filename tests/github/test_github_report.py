@@ -108,7 +108,7 @@ def test_rows_go_last_and_the_headline_always_stays():
     results = Results.model_validate(data)
     text, omitted = render_within(results, 20000, utf16_len, extra={"links": Links()})
     assert utf16_len(text) <= 20000
-    assert "Agent evaluation failed" in text
+    assert "Gate failed (fail-on:" in text
     assert any("table row" in o for o in omitted)
 
 

@@ -51,6 +51,7 @@ class PublishOptions:
     check_run: bool = True
     commit_status: bool = False
     gate_failed: bool = True     # whether the job fails on these results (fail-on applied)
+    fail_on: str = "failure"     # the gate's rule, stated in the headline and the check title
     template: Path | None = None
     budget: float = DEFAULT_BUDGET  # seconds for every GitHub call of the job together
 
@@ -105,7 +106,8 @@ def render_body(results: Results, target: Target, options: PublishOptions, limit
                 measure: Callable[[str], int] = utf16_len, prefix: str = "") -> str:
     links = Links(run_url=target.run_url, blob_base=target.blob_base)
     text, _ = render_within(results, limit, measure, template=options.template,
-                            extra={"links": links}, reserve=measure(prefix) + 16)
+                            extra={"links": links, "fail_on": options.fail_on},
+                            reserve=measure(prefix) + 16)
     return prefix + text
 
 
@@ -261,7 +263,9 @@ def post_check_run(client: GitHubClient, target: Target, results: Results, optio
     notes = annotations(results)
     dropped = max(0, len(notes) - ANNOTATION_CAP)
     notes = notes[:ANNOTATION_CAP]
-    title = verdict_words(results)
+    from ...compare.gate import gate_headline
+
+    title = gate_headline(results, options.fail_on)[1] + " · " + verdict_words(results)
     if dropped:
         title += f" ({dropped} annotations not shown)"
     output = {"title": clip(title, 255), "summary": summary}
