@@ -2,7 +2,8 @@
 agent's user cannot read the token actions/checkout leaves in .git/config, and what
 setup-command rewrites is not what the verdict reads (docs/github-action.md#trust-model).
 
-Every Python code object the container executes from the workspace is traced, with the
+Every Python code object the container executes from the workspace (or from the private
+copy of the custom metrics' sources) is traced, with the
 effective uid of the process executing it, by an audit hook (sitecustomize on PYTHONPATH,
 outside the workspace): a root entry in that trace is a module of the workspace imported by
 root.
@@ -20,6 +21,7 @@ import pytest
 
 from test_container_action import (HEAD, ROOT, FakeGitHub, Runner, _hand_to_runner_user,  # noqa: F401
                                    docker_run, event, image, input_env)
+from runner_env import EXAMPLE  # noqa: E402  (on the path test_container_action set)
 
 TOKEN = "ghs_checkouttoken4711"
 # what actions/checkout writes with persist-credentials: true (its default)
@@ -35,7 +37,8 @@ def _trace(event, args):
     if event != "exec" or _busy:
         return
     name = getattr(args[0], "co_filename", "") or ""
-    if not name.startswith("/github/workspace"):
+    # the workspace, and the private copy of the custom metrics' sources
+    if not name.startswith(("/github/workspace", "/tmp/evalcheck-metrics-")):
         return
     _busy.append(1)
     try:
@@ -81,14 +84,16 @@ def _lay_out(runner: Runner) -> None:
         + EXTRAHEADER + "\n")
     (ws / "evalmetrics").mkdir()
     (ws / "evalmetrics" / "__init__.py").write_text("")
-    (ws / "evalmetrics" / "probe.py").write_text(METRIC.format(probe=PROBE.format(out="metric-probe.txt")))
+    # the metric cannot write the workspace (given back by then): it reports where it can
+    (ws / "evalmetrics" / "probe.py").write_text(
+        METRIC.format(probe=PROBE.format(out="/github/home/trace/metric-probe.txt")))
     config = ws / "agent_evals" / "test_config.json"
     data = json.loads(config.read_text())
     data["criteria"]["probe"] = 0.0
     data["custom_metrics"] = {"probe": {"code_config": {"name": "evalmetrics.probe.probe"}}}
     config.write_text(json.dumps(data))
     (ws / "agent.py").write_text(AGENT.format(probe=PROBE.format(out="agent-probe.txt")))
-    shutil.copy(ROOT / "tests" / "runners" / "agents" / "tiny_api_server.py", ws)
+    shutil.copy(ROOT / "tests" / "agents" / "agents" / "tiny_api_server.py", ws)
     trace = runner.home / "trace"
     trace.mkdir()
     (trace / "sitecustomize.py").write_text(HOOK)
@@ -148,9 +153,10 @@ def test_nothing_of_the_pr_runs_as_root_nor_reads_the_checkout_token(image, tmp_
                   for m in c["metrics"] if m["name"] == "probe"}
         assert scores == {48151.0}, scores  # the metric's euid: evalcheck-agent, never 0
 
-        probes = sorted(p.name.split("-")[0] for p in runner.workspace.glob("*-probe.txt"))
+        found = [*runner.workspace.glob("*-probe.txt"), *(runner.home / "trace").glob("*-probe.txt")]
+        probes = sorted(p.name.split("-")[0] for p in found)
         assert probes == PROBES[mode], probes
-        for probe in runner.workspace.glob("*-probe.txt"):
+        for probe in found:
             text = probe.read_text()
             assert TOKEN not in text and "eC1hY2Nlc3Mt" not in text, (probe.name, text)
             assert "Permission denied" in text, (probe.name, text)
@@ -172,7 +178,7 @@ for s in data["evalSets"]:
                 m["runs"] = [0.0 for _ in m.get("runs") or []]
 b.write_text(json.dumps(data))
 c = pathlib.Path("criteria/test_config.json")
-c.write_text(json.dumps({"criteria": {"tool_trajectory_avg_score": 0.0, "response_match_score": 0.0,
+c.exists() and c.write_text(json.dumps({"criteria": {"tool_trajectory_avg_score": 0.0, "response_match_score": 0.0,
                                        "probe": 0.0},
                          "custom_metrics": {"probe": {"code_config": {"name": "evalmetrics.probe.probe"}}}}))
 pathlib.Path("report.j2").write_text("## forged: passed\n")
@@ -190,8 +196,8 @@ def test_setup_command_rewrites_none_of_what_the_verdict_reads(image, tmp_path):
         _lay_out(runner)
         ws = runner.workspace
         (ws / "criteria").mkdir()
-        config = json.loads((ws / "agent_evals" / "test_config.json").read_text())
-        (ws / "criteria" / "test_config.json").write_text(json.dumps(config))
+        # the example's own criteria (those of its baseline), given as `config:`
+        shutil.copy(EXAMPLE / "agent_evals" / "test_config.json", ws / "criteria" / "test_config.json")
         (ws / "report.j2").write_text("## {{ 'passed' if results.passed else 'failed' }}\n")
         (ws / "rewrite.py").write_text(SETUP_REWRITES)
         _hand_to_runner_user(runner)
@@ -207,14 +213,32 @@ def test_setup_command_rewrites_none_of_what_the_verdict_reads(image, tmp_path):
         results = json.loads((ws / "evalcheck-report" / "results.json").read_text())
         metrics = {(c["evalId"], m["name"]): m for s in results["evalSets"] for c in s["cases"]
                    for m in c["metrics"]}
-        assert metrics[("compare_cities", "tool_trajectory_avg_score")]["threshold"] == 1.0
+        trajectory = metrics[("compare_cities", "tool_trajectory_avg_score")]
+        assert trajectory["threshold"] == 1.0 and trajectory["status"] == "failed"
         # the baseline as it was (main passed compare_cities), not the rewritten one
-        assert metrics[("compare_cities", "tool_trajectory_avg_score")]["baselineScore"] == 1.0
-        assert {m["score"] for (_, name), m in metrics.items() if name == "probe"} == {48151.0}
+        assert trajectory["baselineScore"] == 1.0, trajectory
         (comment,) = fake.comments[7]
         assert comment["body"].endswith("## failed\n"), comment["body"][-300:]
         (check,) = fake.check_runs.values()
         assert check["conclusion"] == "failure"
+
+
+def test_setup_command_rewrites_no_custom_metric(image, tmp_path):  # noqa: F811
+    """The custom metric scores from its sources as they were before setup-command ran."""
+    with FakeGitHub() as fake:
+        runner = Runner.create(tmp_path / "r", event())
+        _lay_out(runner)
+        (runner.workspace / "rewrite.py").write_text(SETUP_REWRITES)
+        _hand_to_runner_user(runner)
+        env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
+               **input_env(fake.token, paths="agent_evals", agent_command="python agent.py",
+                           baseline="off", num_runs="1", setup_command="python rewrite.py")}
+        done = docker_run(image, runner, env)
+        assert done.returncode == 1, (done.stdout + done.stderr)[-5000:]
+        results = json.loads((runner.workspace / "evalcheck-report" / "results.json").read_text())
+        scores = {m["score"] for s in results["evalSets"] for c in s["cases"]
+                  for m in c["metrics"] if m["name"] == "probe"}
+        assert scores == {48151.0}, scores  # not 12345.0: the rewritten module
 
 
 def test_git_is_given_back_and_git_works_after_the_run(image, tmp_path):  # noqa: F811
