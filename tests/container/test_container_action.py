@@ -66,10 +66,12 @@ def image() -> str:
     return IMAGE
 
 
-def docker_run(image: str, runner: Runner, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def docker_run(image: str, runner: Runner, env: dict[str, str],
+               extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     # As the runner does it (ContainerActionHandler / DockerCommandManager): values travel in
     # the environment and are named with `-e NAME`, never written on the command line.
-    args = ["docker", "run", "--rm", "--workdir", "/github/workspace", "--network", "host",
+    # ``extra``: options of a self-hosted runner's engine (e.g. --pids-limit).
+    args = ["docker", "run", "--rm", *extra, "--workdir", "/github/workspace", "--network", "host",
             "-v", f"{runner.workspace}:/github/workspace", "-v", f"{runner.home}:/github/home",
             "-v", f"{runner.workflow}:/github/workflow",
             "-v", f"{runner.file_commands}:/github/file_commands"]

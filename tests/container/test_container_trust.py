@@ -16,6 +16,7 @@ import os
 import shutil
 import socket
 import subprocess
+import time
 
 import pytest
 
@@ -254,3 +255,71 @@ def test_git_is_given_back_and_git_works_after_the_run(image, tmp_path):  # noqa
         assert done.returncode == 1, (done.stdout + done.stderr)[-3000:]
         assert oct(os.stat(runner.workspace / ".git").st_mode & 0o777) == before
         assert subprocess.run(["git", "-C", str(runner.workspace), "status"], capture_output=True).returncode == 0
+
+
+SURVIVOR_AGENT = r'''
+import json, os, sys, time
+
+FORGED = json.dumps({"version": 1, "passed": True, "forged": "FORGED"}).encode()
+
+
+def survive():
+    os.setsid()
+    if os.fork():
+        os._exit(0)
+    os.makedirs("evalcheck-report", exist_ok=True)
+    fd = os.open("evalcheck-report/results-1.json", os.O_WRONLY | os.O_CREAT, 0o666)
+    sleepers = 0
+    while True:  # fill the pids limit (bounded: never more than 300 forks, whatever the limit)
+        if sleepers < 300:
+            try:
+                if os.fork() == 0:
+                    time.sleep(120)
+                    os._exit(0)
+                sleepers += 1
+                continue
+            except OSError:
+                pass
+        try:  # and forge the shard's results through the descriptor it holds, as soon as
+            # root has written them (the window before the checker exits is milliseconds)
+            st = os.fstat(fd)
+            if st.st_size > 0 and st.st_size != len(FORGED):
+                os.pwrite(fd, FORGED, 0)
+                os.ftruncate(fd, len(FORGED))
+        except OSError:
+            pass
+        time.sleep(0.0002)
+
+
+if os.environ.get("EVALCHECK_EVAL_ID") == "paris_today" and os.fork() == 0:
+    survive()
+    os._exit(0)
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg["type"] == "user":
+        print(json.dumps({"type": "response", "invocationId": msg["invocationId"],
+                          "finalResponse": "no idea"}), flush=True)
+'''
+
+
+def test_survivors_under_a_pids_limit_die_and_forge_no_shard(image, tmp_path):  # noqa: F811
+    """Issue 22, attack 7: under --pids-limit the agent filled pids.max, so the checker could
+    not spawn its `kill -9 -1`; a survivor holding results-1.json open rewrote it after root
+    wrote it (same inode). Now every process of the agent's user is killed from root without
+    spawning, and the results file is a new one."""
+    with FakeGitHub() as fake:
+        runner = Runner.create(tmp_path / "r", event())
+        (runner.workspace / "agent.py").write_text(SURVIVOR_AGENT)
+        _hand_to_runner_user(runner)
+        env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
+               **input_env(fake.token, paths="agent_evals", agent_command="python agent.py",
+                           num_runs="1", concurrency="1", baseline="off", shard="1/1", publish="false",
+                           results="evalcheck-report/results-1.json")}
+        done = docker_run(image, runner, env, extra=("--pids-limit", "64"))
+        log = done.stdout + done.stderr
+        assert done.returncode in (0, 2), log[-5000:]
+        time.sleep(1.5)  # a survivor, had there been one, would have written by now
+        text = (runner.workspace / "evalcheck-report" / "results-1.json").read_text()
+        assert "FORGED" not in text, text[:300]
+        results = json.loads(text)
+        assert results["passed"] is False and results["shard"]["index"] == 1
