@@ -323,3 +323,73 @@ def test_survivors_under_a_pids_limit_die_and_forge_no_shard(image, tmp_path):  
         assert "FORGED" not in text, text[:300]
         results = json.loads(text)
         assert results["passed"] is False and results["shard"]["index"] == 1
+
+
+def _forged_zip() -> bytes:
+    """A pull request's 'results of main': every case failed, so that nothing regresses."""
+    import io
+    import zipfile
+
+    data = json.loads((EXAMPLE / "baseline" / "results.json").read_text())
+    for eval_set in data["evalSets"]:
+        for c in eval_set["cases"]:
+            c["status"] = "failed"
+            for m in c["metrics"]:
+                if m.get("score") is not None:
+                    m["score"], m["runs"] = 0.0, [0.0 for _ in m.get("runs") or []]
+                    m["status"] = "failed" if m["status"] == "passed" else m["status"]
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("results.json", json.dumps(data))
+    return buffer.getvalue()
+
+
+def test_a_branchs_forged_artifact_at_the_merge_base_is_no_baseline(image, tmp_path):  # noqa: F811
+    """Issue 22, attack 4, in the image: a pull_request run on another branch whose head is
+    the merge base uploaded 'results of main'; main's own artifact for it is missing."""
+    merge_base = "0" * 40
+    with FakeGitHub() as fake:
+        fake.history, fake.merge_base = [merge_base, "1" * 40], merge_base
+        fake.add_artifact(merge_base, _forged_zip(), head_branch="feature", event="pull_request")
+        fake.add_artifact(merge_base, _forged_zip(), event="pull_request")  # a PR from a branch 'main'
+        fake.add_artifact(merge_base, _forged_zip(), from_fork=True, omit=("head_repository_id",))
+        ev = event()
+        ev["pull_request"]["base"]["ref"] = "main"
+        runner = Runner.create(tmp_path / "r", ev)
+        env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
+               **input_env(fake.token, paths="agent_evals", replay="recorded_runs.json",
+                           fail_on="regression")}
+        done = docker_run(image, runner, env)
+        log = done.stdout + done.stderr
+        assert "baseline: results of main" not in log, log[-3000:]
+        assert "no baseline" in log
+        assert not fake.downloads and fake.violations == []
+        results = json.loads((runner.workspace / "evalcheck-report" / "results.json").read_text())
+        assert results.get("comparison") is None
+        assert done.returncode == 1  # without a baseline, regression gates like failure
+
+
+MUTATING = ("{%- for s in results.eval_sets %}{% for c in s.cases[:] %}"
+            "{% if c.status != 'passed' and s.cases.remove(c) %}{% endif %}{% endfor %}{% endfor -%}"
+            "## {{ results.eval_sets[0].cases | length }} case(s) shown\n")
+
+
+def test_a_template_that_removes_failing_cases_changes_nothing_but_its_text(image, tmp_path):  # noqa: F811
+    """Issue 22, attack 5, in the image: the template got the live results; the removed
+    cases lost their annotations and the last line said 'gate passed' on a failing job."""
+    with FakeGitHub() as fake:
+        runner = Runner.create(tmp_path / "r", event())
+        (runner.workspace / "t.j2").write_text(MUTATING)
+        env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
+               **input_env(fake.token, paths="agent_evals", replay="recorded_runs.json",
+                           template="t.j2", baseline="off")}
+        done = docker_run(image, runner, env)
+        log = done.stdout + done.stderr
+        assert done.returncode == 1, log[-3000:]
+        assert "::error::evalcheck: evaluation failed (fail-on: failure)" in log
+        (cid, run), = fake.check_runs.items()
+        assert run["conclusion"] == "failure" and len(fake.annotations[cid]) == 1
+        (comment,) = fake.comments[7]
+        assert comment["body"].endswith("## 1 case(s) shown\n")  # the template's own copy
+        results = json.loads((runner.workspace / "evalcheck-report" / "results.json").read_text())
+        assert len(results["evalSets"][0]["cases"]) == 2
