@@ -535,3 +535,32 @@ def test_merge_refuses_a_shard_whose_verdicts_do_not_follow_from_its_scores(shar
     path = shard_files / failing
     path.write_text(json.dumps(forge(json.loads(path.read_text()))))
     _refused(shard_files, "s1.json", "s2.json", "s3.json", needle=named, named=failing)
+
+
+def test_shard_assignment_and_fingerprints_do_not_depend_on_the_hash_seed(repo):
+    """Separate processes with other PYTHONHASHSEED values (each CI machine, each shard job
+    has its own) put every case in the same shard and give it the same fingerprint: a tie
+    broken by hash() or a set's order would split the suite differently per job."""
+    import os
+    import subprocess
+    import sys
+
+    keys = _suite(repo)  # cases of equal turns tie on cost: the tie-break decides
+    write_json(repo / "runs.json", _recorded(keys))
+    seen = {}
+    for seed in ("0", "1", "123"):
+        per_seed = {}
+        for shard in (1, 2, 3):
+            out = repo / f"s{shard}-{seed}.json"
+            done = subprocess.run([sys.executable, "-m", "checker.cli", "run", "evals", "--replay",
+                                   "runs.json", "--shard", f"{shard}/3", "--results", str(out)],
+                                  cwd=repo, capture_output=True, text=True,
+                                  env={**os.environ, "PYTHONHASHSEED": seed})
+            assert done.returncode in (0, 1), done.stderr
+            data = json.loads(out.read_text())
+            for eval_set in data["evalSets"]:
+                for c in eval_set["cases"]:
+                    per_seed[(eval_set["evalSetId"], c["evalId"])] = (shard, c["fingerprint"])
+        assert len(per_seed) == len(keys)
+        seen[seed] = per_seed
+    assert all(found == seen["0"] for found in seen.values())

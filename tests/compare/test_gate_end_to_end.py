@@ -1,0 +1,79 @@
+"""The regression gate end to end through the CLI, with a real warm stdio agent whose
+per-case pass probability is fresh each run: main's history of 5 results, then a PR that
+changes nothing (the gate passes, the cases that looked worse were not confirmed) and a PR
+that breaks one case (confirmed on fresh runs, the gate fails naming it)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections import Counter
+from pathlib import Path
+
+from corehelpers import call, case, evalset, invocation, run_cli, write_json
+
+AGENT = (f"{shlex.quote(sys.executable)} "
+         f"{shlex.quote(str(Path(__file__).parent / 'agents' / 'stochastic_agent.py'))}")
+EXPECTED = invocation("Weather in Paris?", "The weather in Paris is sunny.", [call("get_weather", city="Paris")])
+# 24 cases: 16 always right, 6 flaky, 2 always wrong.
+FLAKY = {f"flaky_{i}": p for i, p in enumerate((0.5, 0.6, 0.7, 0.8, 0.9, 0.95))}
+CASES = [f"steady_{i}" for i in range(16)] + list(FLAKY) + ["broken_0", "broken_1"]
+MAIN = {**FLAKY, "broken_0": 0.0, "broken_1": 0.0}
+
+
+def _run(repo: Path, probabilities: dict, seed: str, out: str, *extra: str, monkeypatch):
+    monkeypatch.setenv("STOCHASTIC_PROBABILITIES", json.dumps(probabilities))
+    monkeypatch.setenv("STOCHASTIC_SEED", seed)
+    monkeypatch.setenv("STOCHASTIC_LOG", str(repo / f"{out}.log"))
+    return run_cli(["run", "evals", "--agent-command", AGENT, "--num-runs", "3", "--concurrency", "4",
+                    "--results", out, "--markdown", f"{out}.md", *extra], repo)
+
+
+def test_unchanged_pr_passes_and_a_broken_case_is_confirmed_on_fresh_runs(repo, monkeypatch):
+    write_json(repo / "evals" / "w.evalset.json", evalset("w", *[case(c, EXPECTED) for c in CASES]))
+    write_json(repo / "evals" / "test_config.json", {"criteria": {"tool_trajectory_avg_score": 1.0}})
+    mains = []
+    for i in range(5):
+        done = _run(repo, MAIN, f"main{i}", f"main{i}.json", monkeypatch=monkeypatch)
+        assert done.code in (0, 1), done.output
+        mains.append(f"main{i}.json")
+    history = [arg for m in reversed(mains) for arg in ("--baseline", m)]  # newest first
+
+    same = _run(repo, MAIN, "pr-same", "same.json", *history, "--fail-on", "regression",
+                monkeypatch=monkeypatch)
+    assert same.code == 0, same.output
+    data = json.loads((repo / "same.json").read_text())
+    assert data["comparison"]["summary"]["regressed"] == 0
+    assert [h["path"] for h in data["comparison"]["baseline"]["history"]] == list(reversed(mains))
+    fw = data["comparison"]["familywise"]
+    assert fw["method"] == "tarone-bonferroni" and fw["alpha"] == 0.05 and fw["confirmed"] is True
+    cases = {c["evalId"]: c for c in data["evalSets"][0]["cases"]}
+    for eval_id in ("steady_0", "broken_0"):  # nothing to confirm: nothing looked worse
+        assert not cases[eval_id]["metrics"][0]["screened"]
+        assert "confirmRuns" not in cases[eval_id]["metrics"][0]
+    # What the agent did: 3 first runs a case, plus the confirmation runs of screened cases
+    # only, numbered after them; the first runs alone make the case's own verdict.
+    ran = Counter(line.split()[0] for line in (repo / "same.json.log").read_text().splitlines())
+    for eval_id, result in cases.items():
+        metric = result["metrics"][0]
+        assert len(metric["runs"]) == 3 and [r["run"] for r in result["runs"]] == [1, 2, 3]
+        assert ran[eval_id] == 3 + len(metric.get("confirmRuns") or [])
+        assert (metric.get("confirmRuns") is not None) == bool(metric["screened"])
+    assert data["metadata"]["confirmExtraRuns"] == sum(ran.values()) - 3 * len(CASES)
+    first = (repo / "same.json.md").read_text().splitlines()[0]
+    assert first.startswith("## ✅ Gate passed (fail-on: regression): no confirmed regression")
+    failing = sum(c["status"] != "passed" for c in cases.values())  # the broken and some flaky
+    assert failing >= 2 and first.endswith(f"; {failing} cases fail, as on main")
+
+    broken = _run(repo, {**MAIN, "steady_3": 0.0}, "pr-broken", "broken.json", *history,
+                  "--fail-on", "regression", monkeypatch=monkeypatch)
+    assert broken.code == 1, broken.output
+    data = json.loads((repo / "broken.json").read_text())
+    cases = {c["evalId"]: c for c in data["evalSets"][0]["cases"]}
+    assert cases["steady_3"]["change"] == "regressed"
+    assert cases["steady_3"]["metrics"][0]["confirmRuns"] == [0.0] * 20
+    assert data["comparison"]["summary"]["regressed"] == 1
+    assert "gate failed (fail-on: regression): 1 case(s) regressed" in broken.stdout
+    first = (repo / "broken.json.md").read_text().splitlines()[0]
+    assert first.startswith("## ❌ Gate failed (fail-on: regression): 1 case regressed")
