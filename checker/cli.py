@@ -80,6 +80,7 @@ def main() -> None:
 @click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), help="Write the markdown report.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML (one testcase per eval case).")
 @click.option("--template", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Your own Jinja template for the markdown report.")
+@click.option("--adk-eval-history", type=click.Path(file_okay=False, path_type=Path), metavar="DIR", help="Also write ADK EvalSetResult files, as adk eval does, under DIR/<app>/.adk/eval_history/ (adk web opens them; DIR is its agents folder).")
 @click.option("--baseline", "baselines", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="Results file of main to compare with; give several (newest first) to pool main's history (docs/comparing.md).")
 @click.option("--verdict", default="mean", show_default=True, metavar="RULE", help="How runs make a metric's verdict: mean, all-runs, majority or k-of-n:K.")
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the run (exit 1); regression and drop need --baseline.")

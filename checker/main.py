@@ -35,6 +35,7 @@ from .report.writes import Named, OutputFiles, check_outputs, say_error
 if TYPE_CHECKING:
     from .compare.adaptive import AdaptiveRuns
     from .models.results import ShardInfo
+    from .report.adk_history import HistoryPlan
     from .simulation.model import SimulatorStats
 
 
@@ -62,6 +63,7 @@ class Plan:
     replayed: Mapping[RunKey, list[RecordedRun]] | None = None  # the replay's selected runs, read
     metric_sources: Path | None = None  # the private copy of the custom metrics' packages
     problems: list[InputError] = field(default_factory=list)  # eval files that could not be read
+    history: HistoryPlan | None = None  # --adk-eval-history: the eval sets, before scoring
 
 
 @dataclass
@@ -141,7 +143,7 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles,
 
             shutil.rmtree(plan.metric_sources, ignore_errors=True)
     results = compare_with_baseline(options, inputs.baselines, plan, results)
-    return write(options, plan, runs.redactor, results, files)
+    return write(options, plan, runs.redactor, results, files, runs.by_case)
 
 
 def read_inputs(options: RunOptions) -> Inputs:
@@ -214,9 +216,14 @@ def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
     context.services["custom_metric_worker"] = metric_worker(inputs.root, options.sandbox, sources=sources)
     adaptive = extra_runs(options, targets, inputs.rule, context,
                           inputs.baselines if shard is None else [])
+    history = None
+    if options.adk_eval_history is not None:  # the eval sets as ADK reads them, before scoring
+        from .report.adk_history import plan_history
+
+        history = plan_history(options.adk_eval_history, targets, options.app_name)
     return Plan(targets=targets, rule=inputs.rule, shard=shard, warnings=warnings, context=context,
                 simulated=simulated, adaptive=adaptive, replayed=replayed, metric_sources=sources,
-                problems=inputs.problems)
+                problems=inputs.problems, history=history)
 
 
 def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: OutputFiles) -> Runs:
@@ -259,6 +266,10 @@ def score(options: RunOptions, plan: Plan, runs: Runs, started: Started) -> Resu
     if options.sandbox is not None:  # custom metrics ran as the agent's user: none lives on
         options.sandbox.settle()
     results.shard = plan.shard
+    if plan.history is not None:  # each run's verdicts, which the results file does not hold
+        from .report.adk_history import keep_verdicts
+
+        keep_verdicts(plan.history, results)
     if plan.problems:
         results.file_errors = [FileError(path=p.file or "", error=str(p)) for p in plan.problems]
         results.passed = False
@@ -294,14 +305,20 @@ def compare_with_baseline(options: RunOptions, baselines: list[Results], plan: P
 
 
 def write(options: RunOptions, plan: Plan, redactor: Redactor, results: Results,
-          files: OutputFiles) -> Results:
-    """Redact, write the report files and print the terminal lines; the results as written."""
+          files: OutputFiles, runs: Mapping[RunKey, list[RecordedRun]] | None = None) -> Results:
+    """Redact, write the report files (and --adk-eval-history, from ``runs``) and print the
+    terminal lines; the results as written."""
     from .metrics.machinery.vertex import vertex_access_tokens
 
     judge = plan.context.services["judge"]
     redactor.add(*judge.credentials, *vertex_access_tokens(plan.context.services))
     results = redactor.model(results)
     write_reports(results, options, files)
+    if plan.history is not None and runs is not None:
+        from .report.adk_history import write_eval_history
+
+        for line in write_eval_history(plan.history, results, runs, redactor, files, options.confine):
+            say(f"evalcheck: {clean(line)}", err=True)
     for line in failure_lines(results):
         say(clean(line))
     empty = empty_shard(plan)

@@ -34,6 +34,8 @@ class RunOptions:
     markdown: Path | None = None
     junit: Path | None = None
     template: Path | None = None
+    # Also write ADK EvalSetResult files under DIR/<app>/.adk/eval_history/ (adk web opens them).
+    adk_eval_history: Path | None = None
     # Comparing and gating (CONTRACT section 8).
     # Results of main, newest first: pooled per case (docs/comparing.md).
     baselines: list[Path] = field(default_factory=list)

@@ -26,6 +26,7 @@ INPUTS = (
     "github-token", "setup-command", "working-directory", "comment", "comment-key",
     "check-run", "commit-status", "fail-on", "shard", "publish", "merge",
     "baseline", "baseline-depth", "verdict", "max-runs", "confirm-runs", "alpha",
+    "adk-eval-history",
 )
 
 
@@ -101,6 +102,7 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
         written_after=(("input 'markdown'", markdown_path),),
         junit=_path(inputs, "junit", workdir),
         template=_path(inputs, "template", workdir, must_exist=True),
+        adk_eval_history=_path(inputs, "adk-eval-history", workdir),
         shard=inputs.text("shard") or None,
     )
     fail_on = inputs.choice("fail-on", FAIL_ON, "failure")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, PrivateAttr
 
 from .base import OutputModel
 from .setkey import ambiguous_ids, set_key
@@ -73,6 +73,21 @@ class MetricResult(ResultsModel):
         return (min(scored), max(scored)) if scored else None
 
 
+class MetricVerdict(ResultsModel):
+    """One metric on one run: its score and status, and each invocation's score."""
+
+    name: str
+    threshold: float | None
+    score: float | None
+    status: MetricStatus
+    invocations: list[float | None] = Field(default_factory=list)
+
+
+class RunVerdicts(ResultsModel):
+    run: int
+    metrics: list[MetricVerdict] = Field(default_factory=list)
+
+
 class CaseResult(ResultsModel):
     eval_id: str
     status: CaseStatus
@@ -88,6 +103,9 @@ class CaseResult(ResultsModel):
     # Which baseline files (indices into comparison.baseline.history, newest first) were
     # pooled into this case's baseline; only when several were given.
     baseline_pool: list[int] | None = optional()
+    # Not written: each run's verdict per metric, as scored (what --adk-eval-history writes
+    # per run: checker/report/adk_history.py). None for a case read from a file.
+    _run_verdicts: list[RunVerdicts] | None = PrivateAttr(default=None)
 
 
 class EvalSetResult(ResultsModel):

@@ -17,7 +17,7 @@ from ..inputs.criteria import ConfiguredMetric, EvalConfig
 from ..metrics.base import RunInput, RunScore, ScoringContext
 from ..models.evalset import EvalCase
 from ..models.records import RecordedRun
-from ..models.results import CaseResult, MetricResult, RunResult
+from ..models.results import CaseResult, MetricResult, MetricVerdict, RunResult, RunVerdicts
 
 
 async def score_run(configured: ConfiguredMetric, run: RunInput, context: ScoringContext) -> RunScore:
@@ -196,6 +196,25 @@ async def score_case(case: EvalCase, config: EvalConfig, runs: list[RecordedRun]
                              duration_seconds=own_time(r), stderr_tail=r.stderr_tail,
                              retries=r.retries)
                    for r in runs]
-    return CaseResult(eval_id=case.eval_id, status=case_status(run_results, metrics), line=line,
-                      runs=run_results, metrics=metrics,
-                      fingerprint=case_fingerprint(case, config), flaky=case_flaky(metrics))
+    result = CaseResult(eval_id=case.eval_id, status=case_status(run_results, metrics), line=line,
+                        runs=run_results, metrics=metrics,
+                        fingerprint=case_fingerprint(case, config), flaky=case_flaky(metrics))
+    result._run_verdicts = [RunVerdicts(run=r.run, metrics=[_verdict(c, s) for c, s in per_run[r.run]])
+                            for r in runs if r.error is None]
+    return result
+
+
+def _verdict(configured: ConfiguredMetric, score: RunScore | None) -> MetricVerdict:
+    """One metric's verdict on one run, on its own (the case's verdict is over its runs)."""
+    assert score is not None  # only runs whose agent succeeded are scored
+    threshold = None if configured.informational else configured.threshold
+    if configured.informational:
+        status = "informational"
+    elif score.error:
+        status = "error"
+    elif score.score is None or threshold is None:
+        status = "not_evaluated"
+    else:
+        status = "passed" if score.score >= threshold else "failed"
+    return MetricVerdict(name=configured.name, threshold=threshold, score=score.score, status=status,
+                         invocations=[i.score for i in score.invocations])
