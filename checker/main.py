@@ -330,7 +330,20 @@ def write(options: RunOptions, plan: Plan, redactor: Redactor, results: Results,
         say(clean(plan.simulated.line()))
     for line in plan.adaptive.lines() if plan.adaptive is not None else []:
         say(clean(line))
+    retried = retries_line(results)
+    if retried:
+        say(retried)
     return results
+
+
+def retries_line(results: Results) -> str | None:
+    """How many runs errored and were run again (--retries), and how many came back."""
+    runs = [r for s in results.eval_sets for c in s.cases for r in c.runs if r.retries]
+    if not runs:
+        return None
+    recovered = sum(r.status != "error" for r in runs)
+    return (f"retries: {len(runs)} run(s) errored and were run again; {recovered} then "
+            f"succeeded, {len(runs) - recovered} still errored and count as failing runs")
 
 
 def extra_runs(options: RunOptions, targets: list[EvalTarget], rule: VerdictRule,
@@ -496,7 +509,13 @@ def read_baselines(options: RunOptions) -> list[Results]:
         return []
     from .compare.results_file import load_baselines
 
-    return load_baselines(list(options.baselines))
+    skipped: list[Path] | None = [] if options.baselines_found else None
+    files = load_baselines(list(options.baselines), skipped)
+    if skipped:
+        say(f"evalcheck: note: {len(skipped)} older result(s) of main evaluated other eval data "
+            "for every shared case (another suite): not pooled", err=True)
+        options.baselines = [p for p in options.baselines if p not in skipped]
+    return files
 
 
 MAX_RETRIES = 5

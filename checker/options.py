@@ -42,6 +42,9 @@ class RunOptions:
     alpha: float = 0.05  # family-wise level of the suite's regression decisions
     confirm_runs: int | None = None  # fresh runs of screened cases; None: 20 live, 0 in replay
     retries: int = 1  # re-runs of a run whose agent errored
+    # The Action's automatic history: an older result of another suite is left out (said),
+    # not bad input as a --baseline given by hand is.
+    baselines_found: bool = False
     verdict: str = "mean"
     fail_on: str = "failure"
     max_runs: int | None = None  # adaptive runs up to this many a case; None: --num-runs

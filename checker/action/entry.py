@@ -63,12 +63,13 @@ def find_auto_baseline(config: ActionConfig, ctx: RunContext) -> BaselineSearch 
     from ..version import evalcheck_version
 
     search = auto_baseline(ctx, config.token, user_agent=f"evalcheck/{evalcheck_version() or 'dev'}",
-                           budget=config.publish.budget)
+                           budget=config.publish.budget, depth=config.baseline_depth)
     if search is None:
         return None
     say(clean(describe(search)))
-    if search.found is not None:
-        config.run.baselines = [search.found.path]
+    if search.history:  # main's history, newest first: pooled per case (docs/comparing.md)
+        config.run.baselines = [found.path for found in search.history]
+        config.run.baselines_found = True
     return search
 
 
@@ -80,10 +81,12 @@ def record_baseline(results: Results, search: BaselineSearch, config: ActionConf
 
     from .github.baseline import record_search
 
+    # Only the results of main that were pooled (another suite's is left out, and said).
+    search.history = [found for found in search.history if found.path in config.run.baselines]
     results = record_search(results, search)
     files.write(config.results_path, results.model_dump_json(indent=2) + "\n", "results file")
-    if search.found is not None:
-        shutil.rmtree(search.found.path.parent, ignore_errors=True)
+    if search.private is not None:
+        shutil.rmtree(search.private, ignore_errors=True)
     return results
 
 

@@ -24,12 +24,14 @@ def load_suite_results(path: Path, what: str) -> Results:
     return results
 
 
-def load_baselines(paths: list[Path]) -> list[Results]:
+def load_baselines(paths: list[Path], skip_foreign: list[Path] | None = None) -> list[Results]:
     """Main's results files, newest first. An older file whose cases share ids with the
-    newest's but none of their fingerprints is another suite: bad input, not history."""
+    newest's but none of their fingerprints is another suite: bad input, not history - or,
+    with ``skip_foreign`` (the Action's automatic history), left out with a note there."""
     files = [load_suite_results(path, "baseline") for path in paths]
     if not files:
         return files
+    kept = [files[0]]
     ambiguous = set().union(*(f.ambiguous_ids() for f in files))  # models/setkey.py
     newest = {(k, c.eval_id): c.fingerprint for k, s in zip(files[0].set_keys(ambiguous), files[0].eval_sets)
               for c in s.cases}
@@ -39,13 +41,17 @@ def load_baselines(paths: list[Path]) -> list[Results]:
                                             for c in s.cases)
                   if key in newest and fp and newest[key]]
         if shared and not any(newest[key] == fp for key, fp in shared):
+            if skip_foreign is not None:
+                skip_foreign.append(path)
+                continue
             raise InputError(f"this baseline shares {len(shared)} case id(s) with the newest "
                              f"baseline ({paths[0]}) but not one of their fingerprints: it is the "
                              "results of another suite, not of main's history", file=str(path),
                              path="$.evalSets", fix="give --baseline files of one suite, newest "
                              "first; if main's eval data changed everywhere, give only the files "
                              "written since")
-    return files
+        kept.append(older)
+    return kept
 
 
 def load_results_file(path: Path, what: str = "results file") -> Results:

@@ -285,3 +285,36 @@ def test_a_template_cannot_change_the_verdict_or_the_results(repo, command):
     assert (repo / "cmp.md").read_text() == "2 case(s)\n"  # the template's own copy changed
     data = json.loads((repo / "cmp.json").read_text())
     assert "breaks" in {c["evalId"] for c in data["evalSets"][0]["cases"]}
+
+
+def test_compare_pools_several_baselines_and_bad_comparison_input_is_exit_2(repo):
+    setup(repo)
+    for name in ("m1", "m2", "m3"):
+        run(repo, name, MAIN)
+    run(repo, "head", {**MAIN, "breaks": [False, False]})
+    out = run_cli(["compare", "m1.json", "m2.json", "m3.json", "head.json", "--results", "c.json",
+                   "--fail-on", "regression"], repo)
+    assert out.code == 1, out.output
+    data = json.loads((repo / "c.json").read_text())
+    assert [h["path"] for h in data["comparison"]["baseline"]["history"]] == ["m1.json", "m2.json", "m3.json"]
+    breaks = next(c for c in data["evalSets"][0]["cases"] if c["evalId"] == "breaks")
+    # 9/9 pooled against 0/2: p = 1 / C(11, 2) = 1/55 (one file alone, 3/3 vs 0/2: p = 0.1).
+    assert breaks["change"] == "regressed" and abs(breaks["metrics"][0]["pValue"] - 1 / 55) < 1e-12
+    assert data["comparison"]["familywise"]["confirmed"] is False
+    # Bad input, one message each, exit 2.
+    write_json(repo / "other" / "w.evalset.json",
+               evalset("w", case("steady", WRONG), case("breaks", WRONG), case("broken", WRONG)))
+    other = run_cli(["run", "other", "--replay", "m1.replay.json", "--results", "other.json"], repo)
+    assert other.code in (0, 1), other.output
+    for args, message in (
+            (["compare", "m1.json", "other.json", "head.json"], "not one of their fingerprints"),
+            (["run", "evals", "--replay", "head.replay.json", "--alpha", "0.6"], "--alpha"),
+            (["run", "evals", "--replay", "head.replay.json", "--alpha", "0"], "--alpha"),
+            (["run", "evals", "--agent-command", "true", "--confirm-runs", "101",
+              "--baseline", "m1.json"], "confirm-runs is 101, above the maximum"),
+            (["run", "evals", "--agent-command", "true", "--confirm-runs", "-1"], "--confirm-runs"),
+            (["compare", "m1.json", "head.json", "--alpha", "0.7"], "--alpha")):
+        out = run_cli(args, repo)
+        assert out.code == 2, (args, out.output)
+        assert message in out.stderr, (args, out.stderr)
+        assert "Traceback" not in out.output

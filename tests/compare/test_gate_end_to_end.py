@@ -77,3 +77,28 @@ def test_unchanged_pr_passes_and_a_broken_case_is_confirmed_on_fresh_runs(repo, 
     assert "gate failed (fail-on: regression): 1 case(s) regressed" in broken.stdout
     first = (repo / "broken.json.md").read_text().splitlines()[0]
     assert first.startswith("## ❌ Gate failed (fail-on: regression): 1 case regressed")
+
+
+CRASH_ONCE = (f"{shlex.quote(sys.executable)} "
+              f"{shlex.quote(str(Path(__file__).parent / 'agents' / 'crash_once_agent.py'))}")
+
+
+def test_an_errored_run_is_retried_and_shown(repo, monkeypatch):
+    write_json(repo / "evals" / "w.evalset.json", evalset("w", *[case(f"c{i}", EXPECTED) for i in range(3)]))
+    write_json(repo / "evals" / "test_config.json", {"criteria": {"tool_trajectory_avg_score": 1.0}})
+    for retries, code in (("1", 0), ("0", 1)):
+        marks = repo / f"marks{retries}"
+        marks.mkdir()
+        monkeypatch.setenv("CRASH_ONCE_DIR", str(marks))
+        out = run_cli(["run", "evals", "--agent-command", CRASH_ONCE, "--num-runs", "2",
+                       "--retries", retries, "--results", f"r{retries}.json"], repo)
+        assert out.code == code, out.output
+        runs = [r for c in json.loads((repo / f"r{retries}.json").read_text())["evalSets"][0]["cases"]
+                for r in c["runs"]]
+        if retries == "1":
+            assert all(r["status"] == "passed" and r["retries"] == 1 for r in runs)
+            assert ("retries: 6 run(s) errored and were run again; 6 then succeeded, 0 still "
+                    "errored and count as failing runs") in out.stdout
+        else:
+            assert all(r["status"] == "error" and "retries" not in r for r in runs)
+            assert "retries:" not in out.stdout

@@ -153,3 +153,25 @@ def test_one_shards_artifact_is_skipped_with_a_note_and_an_older_whole_one_is_us
     results = results_of(runner)
     assert any("one shard's results (shard 1/2)" in n for n in results["metadata"]["baselineNotes"])
     assert results["comparison"]["baseline"]["commit"] == MAIN[5]
+
+
+def test_baseline_auto_pools_up_to_baseline_depth_results_of_main(tmp_path, fake, capfd):
+    """The merge base's results, then older commits' on the base branch, up to
+    baseline-depth; the log, the results and the report say which were pooled."""
+    on_main(fake)
+    for sha in (MERGE_BASE, MAIN[5], MAIN[6], MAIN[9]):
+        fake.add_artifact(sha, main_results_zip())
+    code, runner, log = run_action(tmp_path, fake, capfd, event=event(), fail_on="regression",
+                                   baseline_depth="3")
+    assert code == 0, log
+    assert (f"baseline: results of main at {MERGE_BASE[:7]} (the merge base)") in log
+    assert f"pooled with 2 older results of main ({MAIN[5][:7]}, {MAIN[6][:7]})" in log
+    comparison = results_of(runner)["comparison"]
+    assert comparison["baseline"]["commit"] == MERGE_BASE
+    assert [h["commit"] for h in comparison["baseline"]["history"]] == [MERGE_BASE, MAIN[5], MAIN[6]]
+    assert len(fake.downloads) == 3  # the fourth (MAIN[9]) is past the depth: not fetched
+    cases = results_of(runner)["evalSets"][0]["cases"]
+    assert all(c["baselinePool"] == [0, 1, 2] for c in cases)
+    (comment,) = fake.comments[7]
+    assert "3 results of main pooled" in comment["body"]
+    assert "## ✅ Gate passed (fail-on: regression): no " in comment["body"]

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...models.results import BaselineInfo, Results
+from ...models.results import BaselineFile, BaselineInfo, Results
 from ...report.text import one_line
 from .client import GitHubClient, GitHubError
 from .workflow import RunContext
@@ -53,9 +53,11 @@ class FoundBaseline:
 
 @dataclass
 class BaselineSearch:
-    found: FoundBaseline | None = None
+    found: FoundBaseline | None = None  # the newest: the merge base's results, or the nearest
     notes: list[str] = field(default_factory=list)  # why none was found, or what was skipped
     ref: str = ""  # the base branch
+    history: list[FoundBaseline] = field(default_factory=list)  # every one found, newest first
+    private: Path | None = None  # the directory they were downloaded to (removed after the run)
 
 
 def find_baseline(client: GitHubClient, owner: str, repo: str, *, base_ref: str, base_sha: str,
@@ -295,7 +297,7 @@ def _refused(exc: GitHubError) -> str:
 # --- the Action's `baseline: auto` -----------------------------------------------------------
 
 def auto_baseline(ctx: RunContext, token: str, *, user_agent: str = "evalcheck",
-                  budget: float | None = None) -> BaselineSearch | None:
+                  budget: float | None = None, depth: int = 1) -> BaselineSearch | None:
     """The baseline of the pull request this job runs for, downloaded to a fresh private
     directory (out of reach of the agent under test); None when the event is not a pull
     request (a push to main is what later pull requests compare with)."""
@@ -306,13 +308,17 @@ def auto_baseline(ctx: RunContext, token: str, *, user_agent: str = "evalcheck",
     owner, repo = ctx.owner_repo
     if not token or not owner:
         return BaselineSearch(notes=["no baseline: no github-token to read the base branch's artifacts with"])
-    dest = Path(tempfile.mkdtemp(prefix="evalcheck-baseline-")) / RESULTS_MEMBER
+    private = Path(tempfile.mkdtemp(prefix="evalcheck-baseline-"))
+    search = BaselineSearch()
     with GitHubClient(token, ctx.api_url, user_agent=user_agent, budget=budget) as client:
-        search = find_baseline(client, owner, repo, base_ref=ref, base_sha=base["sha"],
-                               head_sha=ctx.head_sha, dest=dest)
+        search.history = list(baselines(
+            client, owner, repo, base_ref=ref, base_sha=base["sha"], head_sha=ctx.head_sha,
+            dest_for=lambda sha: private / sha / RESULTS_MEMBER, search=search, wanted=depth))
+    search.found = search.history[0] if search.history else None
     if search.found is None:
-        shutil.rmtree(dest.parent, ignore_errors=True)
+        shutil.rmtree(private, ignore_errors=True)
     search.ref = ref
+    search.private = private
     return search
 
 
@@ -324,8 +330,11 @@ def describe(search: BaselineSearch) -> str:
     where = "the merge base" if found.commits_behind == 0 else \
         f"{found.commits_behind} commit{'s' if found.commits_behind != 1 else ''} behind the merge base"
     run = f" of run {found.run_id} ({found.event or 'push'} to {search.ref})" if found.run_id else ""
+    older = search.history[1:]
+    pooled = (f"; pooled with {len(older)} older result{'s' if len(older) != 1 else ''} of "
+              f"{search.ref} (" + ", ".join(f.commit[:7] for f in older) + ")") if older else ""
     return (f"evalcheck: baseline: results of {search.ref} at {found.commit[:7]} ({where}), "
-            f"artifact {found.artifact_id}{run}")
+            f"artifact {found.artifact_id}{run}{pooled}")
 
 
 def record_search(results: Results, search: BaselineSearch) -> Results:
@@ -335,7 +344,9 @@ def record_search(results: Results, search: BaselineSearch) -> Results:
     if search.notes:
         update["metadata"] = {**results.metadata, "baselineNotes": list(search.notes)}
     if results.comparison is not None and search.found is not None:
+        history = [BaselineFile(commit=f.commit) for f in search.history] \
+            if len(search.history) > 1 else None
         info = BaselineInfo(ref=search.ref or None, commit=search.found.commit,
-                            commits_behind=search.found.commits_behind)
+                            commits_behind=search.found.commits_behind, history=history)
         update["comparison"] = results.comparison.model_copy(update={"baseline": info})
     return results.model_copy(update=update) if update else results
