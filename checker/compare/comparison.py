@@ -186,7 +186,8 @@ def _prepare(key: CaseKey, head: CaseResult, pool: BaselinePool,
             fresh = fresh_metrics[metric.name]
             fresh_passes = run_passes(fresh_case, fresh)  # type: ignore[arg-type]
             if fresh_passes:
-                test = MetricTest(tuple(pooled.confirming(metric.name)), tuple(fresh_passes))
+                test = MetricTest(tuple(pooled.confirming(metric.name)), tuple(fresh_passes),
+                                  screen_p=p_worse(pooled.screening(metric.name), head_passes))
         compared.append(_Compared(metric, base, base_passes, head_passes, screened, test, fresh))
     return _Case(head, pooled, None, compared)
 

@@ -17,13 +17,15 @@ See docs/comparing.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .stats import fisher_better, fisher_worse, fisher_worse_floor, tarone_level
 
 DEFAULT_ALPHA = 0.05
 SCREEN_P = 0.5
 METHOD = "tarone-bonferroni"
+METHOD_WEIGHTED = "tarone-bonferroni, weighted by screening"
+MIN_SCREEN_P = 1e-6
 
 
 def check_alpha(alpha: float) -> None:
@@ -57,6 +59,10 @@ class MetricTest:
 
     base: tuple[bool, ...]
     head: tuple[bool, ...]
+    # How much worse the screening runs looked (their one-sided p against the newest main
+    # result), when the decision runs are fresh: data independent of the decision, so it may
+    # weight the test (weighted Bonferroni). None: no independent screening (weight 1).
+    screen_p: float | None = None
 
     @property
     def p_worse(self) -> float:
@@ -67,7 +73,7 @@ class MetricTest:
         return fisher_worse_floor(sum(self.base), len(self.base), sum(self.head), len(self.head))
 
 
-@dataclass(frozen=True)
+@dataclass
 class FamilyDecision:
     """The suite's decision: tests rejected at ``level`` = alpha / K (Tarone)."""
 
@@ -76,19 +82,37 @@ class FamilyDecision:
     k: int
     tests: int  # tests in the family
     testable: int  # tests whose smallest attainable p reaches the level
+    weights: dict[int, float] = field(default_factory=dict)  # id(test) -> weight, testable only
+
+    def level_of(self, test: MetricTest) -> float:
+        """alpha * w / K: the test's own level (0 for a test that cannot reach alpha / K)."""
+        if not self.weights:
+            return self.level if test.floor <= self.level else 0.0
+        return self.level * self.weights.get(id(test), 0.0)
 
     def rejects(self, test: MetricTest) -> bool:
-        return test.p_worse <= self.level
+        return test.p_worse <= self.level_of(test)
 
     def as_json(self, confirmed: bool) -> dict:
-        return {"alpha": self.alpha, "method": METHOD, "tests": self.tests,
-                "testable": self.testable, "level": self.level, "confirmed": confirmed}
+        return {"alpha": self.alpha, "method": METHOD_WEIGHTED if self.weights else METHOD,
+                "tests": self.tests, "testable": self.testable, "level": self.level,
+                "confirmed": confirmed}
 
 
 def decide(tests: list[MetricTest], alpha: float) -> FamilyDecision:
+    """Tarone's K over the family; then, when every test's screening is independent of its
+    decision runs, the testable tests share the level by weight: w_i proportional to
+    1 / screen_p_i, scaled so that the weights of the testable tests sum to K. Then
+    P(any false rejection) <= sum over testable tests of alpha * w_i / K = alpha."""
     check_alpha(alpha)
     level, k, testable = tarone_level([t.floor for t in tests], alpha)
-    return FamilyDecision(alpha=alpha, level=level, k=k, tests=len(tests), testable=testable)
+    decision = FamilyDecision(alpha=alpha, level=level, k=k, tests=len(tests), testable=testable)
+    reachable = [t for t in tests if t.floor <= level]
+    if reachable and all(t.screen_p is not None for t in tests):
+        raw = {id(t): 1 / max(t.screen_p, MIN_SCREEN_P) for t in reachable}  # type: ignore[arg-type]
+        total = sum(raw.values())
+        decision.weights = {key: value * k / total for key, value in raw.items()}
+    return decision
 
 
 def decide_improvements(pairs: list[tuple[list[bool], list[bool]]], alpha: float) -> float:

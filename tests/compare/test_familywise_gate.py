@@ -258,3 +258,28 @@ def test_the_report_headline_is_the_gate_with_its_rule():
     first = render_markdown(calm, fail_on="regression").splitlines()[0]
     assert first.startswith("## ✅ Gate passed (fail-on: regression): no confirmed regression; ")
     assert "; 1 case looked worse and was not confirmed in up to 5 more runs" in first
+
+
+def test_screening_weights_share_the_level_and_keep_its_sum():
+    """Two testable confirmed tests (older runs 6/6 against 20 fresh): A screened with p = 0.05,
+    C with p = 0.5. Tarone: A's floor is 1/C(26,20); C (9 fresh passes: 15 in all, so at
+    least 9 in the fresh 20) has C(15,9)/C(26,20) = 0.0217; m(1) = 2 > 1, m(2) = 2: K = 2,
+    alpha/K = 0.025. Weights 1/0.05 : 1/0.5 = 20 : 2, scaled to sum to K = 2: A 40/22,
+    C 4/22. Their levels sum to alpha."""
+    from checker.compare.decision import MetricTest, decide
+
+    a = MetricTest((True,) * 6, (False,) * 20, screen_p=0.05)
+    c = MetricTest((True,) * 6, (True,) * 9 + (False,) * 11, screen_p=0.5)
+    assert c.floor == pytest.approx(math.comb(15, 9) / math.comb(26, 20))
+    family = decide([a, c], 0.05)
+    assert (family.k, family.testable, family.level) == (2, 2, 0.025)
+    assert family.level_of(a) == pytest.approx(0.025 * 40 / 22)
+    assert family.level_of(c) == pytest.approx(0.025 * 4 / 22)
+    assert family.level_of(a) + family.level_of(c) == pytest.approx(0.05)
+    # C: p = P(X <= 9) = P(X = 9) = 0.0217: below plain Tarone's 0.025, above its own 0.0045.
+    assert c.p_worse == pytest.approx(math.comb(15, 9) / math.comb(26, 20)) and not family.rejects(c)
+    assert family.rejects(a)
+    # Without independent screening (replay, compare) every test has weight 1: plain Tarone.
+    plain_c = MetricTest(c.base, c.head)
+    plain = decide([MetricTest(a.base, a.head), plain_c], 0.05)
+    assert not plain.weights and plain.level_of(plain_c) == 0.025 and plain.rejects(plain_c)
