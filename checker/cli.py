@@ -51,6 +51,26 @@ class GuardedGroup(click.Group):
             raise SystemExit(EXIT_SIGINT) from None
 
 
+def _thresholds(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, float]:
+    """``NAME=VALUE`` pairs as {name: threshold}; anything else is a usage error (exit 2)."""
+    import math
+
+    out: dict[str, float] = {}
+    for raw in values:
+        name, sep, value = raw.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not sep or not name.strip() or not math.isfinite(number):
+            raise click.BadParameter(f"{raw!r}: give NAME=VALUE, a metric's name and a finite "
+                                     "number (e.g. --threshold couplet_quality=4)")
+        if name.strip() in out:
+            raise click.BadParameter(f"{name.strip()!r} is given twice")
+        out[name.strip()] = number
+    return out
+
+
 def _fail_input(exc: Exception) -> InputProblem:
     return InputProblem(str(exc))
 
@@ -89,6 +109,7 @@ def main() -> None:
 @click.option("--retries", type=click.IntRange(min=0, max=5), default=1, show_default=True, help="Re-runs of a run whose agent errored, before it counts as failing.")
 @click.option("--max-runs", type=click.IntRange(min=1), metavar="M", help="Adaptive: give cases whose verdict is uncertain more runs, one round at a time, up to M runs in all (at most 100).")
 @click.option("--shard", metavar="I/N", help="Evaluate only shard I (1-based) of N of the selected cases; merge the shards with `evalcheck merge`.")
+@click.option("--threshold", "thresholds", multiple=True, metavar="NAME=VALUE", callback=_thresholds, help="Threshold of a metric of an agents-cli eval_config.yaml (a format without thresholds); without one the metric is informational. Repeatable.")
 def run(paths: tuple[str, ...], **options) -> None:
     """Discover eval files under PATHS (default .), run the agent, score, write reports.
 

@@ -179,7 +179,7 @@ def read_inputs(options: RunOptions) -> Inputs:
     targets = discover(options.paths, root=root, config_file=options.config_file,
                        initial_session=options.initial_session, notes=notes,
                        confine=options.confine, outline_only=options.shard is not None,
-                       problems=problems)
+                       problems=problems, thresholds=options.thresholds)
     return Inputs(root=root, rule=rule, baselines=baselines, targets=targets, notes=notes,
                   problems=problems)
 

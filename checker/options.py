@@ -36,6 +36,8 @@ class RunOptions:
     template: Path | None = None
     # Also write ADK EvalSetResult files under DIR/<app>/.adk/eval_history/ (adk web opens them).
     adk_eval_history: Path | None = None
+    # --threshold NAME=VALUE: thresholds of agents-cli metrics (its format has none).
+    thresholds: dict[str, float] = field(default_factory=dict)
     # Comparing and gating (CONTRACT section 8).
     # Results of main, newest first: pooled per case (docs/comparing.md).
     baselines: list[Path] = field(default_factory=list)

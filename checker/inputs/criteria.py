@@ -93,6 +93,8 @@ class ConfiguredMetric:
     threshold: float | None
     informational: bool
     custom_function_path: str | None = None
+    # An informational metric whose error is its case's error (agents-cli's judges).
+    errors_gate: bool = False
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from ..safety.confine import confined
 from .criteria import DEFAULT_CRITERIA, EvalConfig, default_config, load_config
 from ..errors import InputError
 from ..models.setkey import ambiguous_ids, set_key
+from .agents_cli import dataset_config
 from .evalfile import LoadedEvalSet, load_eval_file
 
 EVAL_SUFFIXES = (".evalset.json", "_evalset.json", ".test.json")
@@ -90,7 +91,8 @@ def _skip_dir(path: Path) -> bool:
 
 
 def is_eval_file(path: Path) -> bool:
-    return path.name.endswith(EVAL_SUFFIXES)
+    """ADK's eval files by name; an agents-cli dataset by place (checker/inputs/agents_cli.py)."""
+    return path.name.endswith(EVAL_SUFFIXES) or dataset_config(path) is not None
 
 
 def walk_eval_files(folder: Path) -> list[Path]:
@@ -184,8 +186,12 @@ def default_criteria_note(eval_displays: list[str], lookalikes: list[tuple[str, 
 def _target(path: Path, ids: list[str] | None, root: Path, shared_config: EvalConfig | None,
             configs: dict[Path, EvalConfig], initial_session: Path | None, confine: Path | None,
             outline_only: bool, notes: list[str],
-            defaulted: dict[tuple[tuple[str, str], ...], list[str]], empty: list[str]) -> EvalTarget | None:
+            defaulted: dict[tuple[tuple[str, str], ...], list[str]], empty: list[str],
+            thresholds: dict[str, float] | None = None) -> EvalTarget | None:
     """One eval file with its cases and criteria; None for an empty eval set (noted)."""
+    agents_cli = dataset_config(path)
+    if agents_cli is not None:  # its eval_config.yaml is its criteria, whatever --config says
+        return _agents_cli_target(path, agents_cli, ids, root, configs, confine, thresholds or {})
     loaded = load_eval_file(path, display_path(path, root), initial_session, confine=confine,
                             outline_only=outline_only)
     notes.extend(n for n in loaded.notes if n not in notes)
@@ -221,10 +227,43 @@ def _target(path: Path, ids: list[str] | None, root: Path, shared_config: EvalCo
     return EvalTarget(loaded, config, chosen)
 
 
+def _agents_cli_target(path: Path, config_path: Path, ids: list[str] | None, root: Path,
+                       configs: dict[Path, EvalConfig], confine: Path | None,
+                       thresholds: dict[str, float]) -> EvalTarget:
+    from .agents_cli import load_agents_cli_config, load_dataset
+
+    display = display_path(path, root)
+    eval_set, lines = load_dataset(path, display)
+    loaded = LoadedEvalSet(eval_set, path, display, lines)
+    unknown = [i for i in ids or [] if i not in loaded.case_ids]
+    if unknown:
+        raise InputError(f"no eval case '{unknown[0]}' in this file", file=display, path="$.eval_cases",
+                         fix="known cases: " + ", ".join(loaded.case_ids))
+    if config_path not in configs:
+        confined(config_path, confine, f"this {config_path.name}")
+        configs[config_path] = load_agents_cli_config(config_path, display_path(config_path, root),
+                                                      thresholds)
+    chosen = [i for i in loaded.case_ids if ids is None or i in ids]
+    return EvalTarget(loaded, configs[config_path], chosen)
+
+
+def unused_thresholds(thresholds: dict[str, float], targets: list[EvalTarget]) -> None:
+    """--threshold naming no metric of a selected agents-cli dataset is bad input."""
+    named = {m.name for t in targets if dataset_config(t.loaded.path) is not None for m in t.config.metrics}
+    for name in thresholds:
+        if name not in named:
+            raise InputError(f"--threshold {name}: no metric of that name in the agents-cli "
+                             "datasets selected" + (f" (their metrics: {', '.join(sorted(named))})"
+                                                     if named else " (none was selected)"),
+                             fix="--threshold is for metrics of agents-cli's eval_config.yaml; "
+                                 "ADK's test_config.json has its own thresholds")
+
+
 def discover(args: list[str], *, root: Path, config_file: Path | None = None,
              initial_session: Path | None = None,
              notes: list[str] | None = None, confine: Path | None = None,
-             outline_only: bool = False, problems: list[InputError] | None = None) -> list[EvalTarget]:
+             outline_only: bool = False, problems: list[InputError] | None = None,
+             thresholds: dict[str, float] | None = None) -> list[EvalTarget]:
     """The eval files under ``args`` with their cases and criteria. ``initial_session`` is
     the initial session of every legacy file; what the user should know but is no error (an
     empty eval set skipped, a session dump's ignored keys) is appended to ``notes``. With
@@ -275,7 +314,7 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None,
     for path, ids in selected.items():
         try:
             target = _target(path, ids, root, shared_config, configs, initial_session, confine,
-                             outline_only, notes, defaulted, empty)
+                             outline_only, notes, defaulted, empty, thresholds)
         except InputError as exc:
             if problems is None:
                 raise
@@ -301,6 +340,8 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None,
                          "and none was selected", file=str(initial_session),
                          fix="an EvalSet file gives each case's initial session in its "
                              "session_input")
+    if thresholds:
+        unused_thresholds(thresholds, targets)
     if not targets and len(empty) == 1:
         raise InputError("the eval set has no eval cases: nothing to run", file=empty[0],
                          path="$.eval_cases", fix="add at least one eval case")

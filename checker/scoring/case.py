@@ -100,10 +100,12 @@ def aggregate_metric(configured: ConfiguredMetric, scores: list[tuple[int, RunSc
     run_scores = [s.score if s is not None else None for _, s in scores]
     values = [s.score for _, s in done if s.score is not None]
     score = _mean(values)
-    if configured.informational:
+    errors = [f"run {n}: {s.error}" for n, s in done if s.error]
+    # An informational metric never gates, unless it is a judge whose failure must show
+    # (an agents-cli metric without a threshold: checker/inputs/agents_cli.py).
+    if configured.informational and not (errors and configured.errors_gate):
         return MetricResult(name=configured.name, threshold=None, score=score, status="informational",
                             runs=run_scores, details=_average_details([s for _, s in done]))
-    errors = [f"run {n}: {s.error}" for n, s in done if s.error]
     if errors:
         return MetricResult(name=configured.name, threshold=configured.threshold, score=score,
                             status="error", runs=run_scores, error="; ".join(errors),
