@@ -23,6 +23,7 @@ from .safety.limits import check_runs, check_turn_timeout
 from .metrics.base import ScoringContext
 from .models.records import RecordedRun, RecordedRuns
 from .models.results import FileError, Results
+from .models.usage import TokenBudget
 from .options import RunOptions
 from .scoring.pipeline import RunKey, run_counts, score_all
 from .safety.output import clean, say
@@ -34,6 +35,7 @@ from .report.writes import Named, OutputFiles, check_outputs, say_error
 
 if TYPE_CHECKING:
     from .compare.adaptive import AdaptiveRuns
+    from .report.cost import PriceTable
     from .models.results import ShardInfo
     from .report.adk_history import HistoryPlan
     from .simulation.model import SimulatorStats
@@ -48,6 +50,7 @@ class Inputs:
     targets: list[EvalTarget]  # with --shard, outlined only: the plan loads its own cases
     notes: list[str]  # e.g. an empty eval set skipped
     problems: list[InputError] = field(default_factory=list)  # eval files that could not be read
+    prices: PriceTable | None = None
 
 
 @dataclass
@@ -64,6 +67,18 @@ class Plan:
     metric_sources: Path | None = None  # the private copy of the custom metrics' packages
     problems: list[InputError] = field(default_factory=list)  # eval files that could not be read
     history: HistoryPlan | None = None  # --adk-eval-history: the eval sets, before scoring
+    prices: PriceTable | None = None  # the default table, or --prices over it
+    budgets: Budgets = field(default_factory=lambda: Budgets())
+
+
+@dataclass
+class Budgets:
+    """The token budgets of the run (--max-agent-tokens, --max-judge-tokens)."""
+    agent: TokenBudget | None = None
+    judge: TokenBudget | None = None
+
+    def spent(self) -> list[TokenBudget]:
+        return [b for b in (self.agent, self.judge) if b is not None and b.refused]
 
 
 @dataclass
@@ -90,9 +105,27 @@ def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
     files = OutputFiles()
     results = evaluate(options, secrets, files)
     passed = report_gate(results, options.fail_on, with_baseline=bool(options.baselines))
+    from .compare.tokens import token_gate_failed, token_gate_message
+
+    if token_gate_message(results):
+        say(clean(token_gate_message(results)))
+    passed = passed and not token_gate_failed(results)
     files.check()
     raise_file_errors(results)
+    raise_budget_errors(results)
     return passed
+
+
+def raise_budget_errors(results: Results) -> None:
+    """A token budget that was spent: bad input (exit 2) naming it, once everything that
+    did run was scored and reported."""
+    spent = results.budgets or []
+    if not spent:
+        return
+    from .report.cost import budget_line
+
+    raise InputError("; ".join(budget_line(b) for b in spent),
+                     fix="raise the budget, or select fewer cases or runs")
 
 
 def raise_file_errors(results: Results) -> None:
@@ -162,7 +195,8 @@ def read_inputs(options: RunOptions) -> Inputs:
         raise InputError("config file not found", file=str(options.config_file))
     for what, path in (("the replay file", options.replay), ("the config file", options.config_file),
                        ("the template", options.template), ("the judge cache", options.judge_cache),
-                       ("the initial session file", options.initial_session)):
+                       ("the initial session file", options.initial_session),
+                       ("the prices file", options.prices)):
         if path is not None:
             confined(path, options.confine, what)
     if options.template is not None:
@@ -180,8 +214,11 @@ def read_inputs(options: RunOptions) -> Inputs:
                        initial_session=options.initial_session, notes=notes,
                        confine=options.confine, outline_only=options.shard is not None,
                        problems=problems, thresholds=options.thresholds)
+    from .report.cost import default_table, read_prices
+
+    prices = read_prices(options.prices) if options.prices is not None else default_table()
     return Inputs(root=root, rule=rule, baselines=baselines, targets=targets, notes=notes,
-                  problems=problems)
+                  problems=problems, prices=prices)
 
 
 def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
@@ -202,6 +239,12 @@ def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
 
     simulated = SimulatorStats()
     context = build_context(options)
+    budgets = Budgets(
+        agent=TokenBudget("--max-agent-tokens", options.max_agent_tokens, "agent")
+        if options.max_agent_tokens and options.replay is None else None,
+        judge=TokenBudget("--max-judge-tokens", options.max_judge_tokens, "judge")
+        if options.max_judge_tokens else None)
+    context.services["judge"].budget = budgets.judge
     replayed = None
     if options.replay is not None:
         from .inputs.replay import index_replay
@@ -223,14 +266,15 @@ def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
         history = plan_history(options.adk_eval_history, targets, options.app_name)
     return Plan(targets=targets, rule=inputs.rule, shard=shard, warnings=warnings, context=context,
                 simulated=simulated, adaptive=adaptive, replayed=replayed, metric_sources=sources,
-                problems=inputs.problems, history=history)
+                problems=inputs.problems, history=history, prices=inputs.prices,
+                budgets=budgets)
 
 
 def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: OutputFiles) -> Runs:
     """Run the agents (or read the replay), end the sandbox, and write what they did
     (--inference-out)."""
     runs = plan.replayed if plan.replayed is not None else \
-        collect_runs(plan.targets, options, plan.simulated, plan.adaptive)
+        collect_runs(plan.targets, options, plan.simulated, plan.adaptive, plan.budgets.agent)
     if plan.adaptive is not None:  # confirmation runs are kept apart: only they decide a drop
         runs = {key: plan.adaptive.first_runs(key, found) for key, found in runs.items()}
     if options.replay is not None:
@@ -266,6 +310,13 @@ def score(options: RunOptions, plan: Plan, runs: Runs, started: Started) -> Resu
     if options.sandbox is not None:  # custom metrics ran as the agent's user: none lives on
         options.sandbox.settle()
     results.shard = plan.shard
+    from .scoring.budget import leave_out
+
+    leave_out(results, plan.budgets.agent, plan.budgets.judge)
+    if plan.prices is not None:
+        from .report.cost import apply_prices
+
+        apply_prices(results, plan.prices)
     if plan.history is not None:  # each run's verdicts, which the results file does not hold
         from .report.adk_history import keep_verdicts
 
@@ -298,10 +349,14 @@ def compare_with_baseline(options: RunOptions, baselines: list[Results], plan: P
         return results
     from .compare.command import compare_with_files
 
+    from .compare.tokens import record_token_gate
+
     confirmation = plan.adaptive.confirmation if plan.adaptive is not None else None
-    return compare_with_files(options.baselines, results, alpha=options.alpha, baselines=baselines,
-                              confirmations=confirmation.confirmations()
-                              if confirmation is not None else None)
+    results = compare_with_files(options.baselines, results, alpha=options.alpha, baselines=baselines,
+                                 confirmations=confirmation.confirmations()
+                                 if confirmation is not None else None)
+    record_token_gate(results, options.max_token_increase)
+    return results
 
 
 def write(options: RunOptions, plan: Plan, redactor: Redactor, results: Results,
@@ -380,7 +435,8 @@ def empty_shard(plan: Plan) -> str | None:
 
 def collect_runs(targets: list[EvalTarget], options: RunOptions,
                  simulator_stats: SimulatorStats | None = None,
-                 adaptive: AdaptiveRuns | None = None) -> Mapping[RunKey, list[RecordedRun]]:
+                 adaptive: AdaptiveRuns | None = None,
+                 budget: TokenBudget | None = None) -> Mapping[RunKey, list[RecordedRun]]:
     if options.replay is not None:
         from .inputs.replay import index_replay
 
@@ -389,7 +445,7 @@ def collect_runs(targets: list[EvalTarget], options: RunOptions,
 
     try:
         jobs = run_agent_jobs(targets, options, simulator_stats=simulator_stats,
-                              more=adaptive.more if adaptive else None)
+                              more=adaptive.more if adaptive else None, budget=budget)
         if adaptive is not None:  # it scores in this event loop: close its judge clients here
             jobs = adaptive.context.scoring(jobs)
         runs = asyncio.run(jobs)
@@ -458,7 +514,7 @@ def run_metadata(options: RunOptions, runs: Mapping[RunKey, list[RecordedRun]], 
 def run_outputs(options: RunOptions) -> list[Named]:
     return [("--results", options.results), ("--markdown", options.markdown),
             ("--junit", options.junit), ("--inference-out", options.inference_out),
-            *options.written_after]
+            ("--html", options.html), *options.written_after]
 
 
 def run_inputs(options: RunOptions, targets: Iterable[EvalTarget]) -> list[Named]:
@@ -468,7 +524,8 @@ def run_inputs(options: RunOptions, targets: Iterable[EvalTarget]) -> list[Named
     named: list[Named] = [("the replay file (--replay)", options.replay),
                           ("the template (--template)", options.template),
                           ("the config file (--config)", options.config_file),
-                          ("the initial session file (--initial-session)", options.initial_session)]
+                          ("the initial session file (--initial-session)", options.initial_session),
+                          ("the prices file (--prices)", options.prices)]
     criteria = {}
     for target in targets:
         named.append((f"the eval file {target.loaded.display_path}", target.loaded.path))

@@ -38,6 +38,13 @@ class RunOptions:
     adk_eval_history: Path | None = None
     # --threshold NAME=VALUE: thresholds of agents-cli metrics (its format has none).
     thresholds: dict[str, float] = field(default_factory=dict)
+    html: Path | None = None  # the self-contained HTML report (report/html.py)
+    # Cost and budgets (docs/cost.md): a price table over the default one; token budgets
+    # (no further run or judge call starts once spent); the token gate, in percent.
+    prices: Path | None = None
+    max_agent_tokens: int | None = None
+    max_judge_tokens: int | None = None
+    max_token_increase: float | None = None
     # Comparing and gating (CONTRACT section 8).
     # Results of main, newest first: pooled per case (docs/comparing.md).
     baselines: list[Path] = field(default_factory=list)

@@ -27,6 +27,7 @@ INPUTS = (
     "check-run", "commit-status", "fail-on", "shard", "publish", "merge",
     "baseline", "baseline-depth", "verdict", "max-runs", "confirm-runs", "alpha",
     "adk-eval-history",
+    "html", "prices", "max-agent-tokens", "max-judge-tokens", "max-token-increase",
 )
 
 
@@ -117,6 +118,11 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
     run.confirm_runs = inputs.integer("confirm-runs", 0, minimum=0) if confirm else None
     run.alpha = _alpha(inputs.text("alpha"))
     baseline_depth = inputs.integer("baseline-depth", 5)
+    run.html = _path(inputs, "html", workdir)
+    run.prices = _path(inputs, "prices", workdir, must_exist=True)
+    run.max_agent_tokens = inputs.integer("max-agent-tokens", 0) or None
+    run.max_judge_tokens = inputs.integer("max-judge-tokens", 0) or None
+    run.max_token_increase = _percent(inputs.text("max-token-increase"))
     run.fail_on = fail_on
     publish = PublishOptions(
         budget=publish_budget(env),
@@ -142,6 +148,19 @@ def _alpha(raw: str) -> float:
     if not 0 < value <= 0.5:
         raise InputError(f"input 'alpha' must be a number above 0 and at most 0.5, got {raw!r}",
                          fix="the family-wise significance level of the regression gate, e.g. 0.05")
+    return value
+
+
+def _percent(raw: str) -> float | None:
+    if not raw:
+        return None
+    try:
+        value = float(raw.strip().rstrip("%"))
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value < float("inf"):
+        raise InputError(f"input 'max-token-increase' must be a percentage of 0 or more, got {raw!r}",
+                         fix="e.g. 50: fail when a case's agent tokens per run grew by more than 50%")
     return value
 
 

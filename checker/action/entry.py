@@ -202,7 +202,8 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
         config = read_config(env, Path.cwd())
         boundary = ctx.workspace or config.workdir
         config.run.confine = boundary
-        for output in (config.results_path, config.markdown_path, config.run.junit, config.run.inference_out):
+        for output in (config.results_path, config.markdown_path, config.run.junit, config.run.inference_out,
+                       config.run.html):
             if output is not None:
                 unbend_output(output, boundary)
         sandbox = agent_sandbox(config, ctx)
@@ -249,7 +250,9 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
     from ..report.markdown import Links, render_markdown
 
     # A shard's verdict is not the suite's: the merge job gates (docs/sharding.md).
-    failed = gate_failed(results, config.fail_on) and not config.run.shard
+    from ..compare.tokens import token_gate_failed, token_gate_message
+
+    failed = (gate_failed(results, config.fail_on) or token_gate_failed(results)) and not config.run.shard
     config.publish.gate_failed = failed
     try:  # rendered first: a broken user template is bad input, found before any posting
         report = render_markdown(results, template=config.run.template,
@@ -269,7 +272,7 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
         say(f"evalcheck: publish: false - nothing posted; results in "
             f"{relative_to_workspace(config.results_path, ctx.workspace)}")
     written = [p for p in (config.results_path, config.markdown_path, config.run.junit,
-                           config.run.inference_out) if p]
+                           config.run.inference_out, config.run.html) if p]
     give_back(written, ctx.workspace)
     if ctx.output_path is not None:
         outputs = {"passed": "true" if results.passed else "false",
@@ -280,11 +283,19 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
                       lambda: write_outputs(ctx.output_path, outputs))
     if failed:
         commands.error(f"evalcheck: {gate_message(results, config.fail_on)}")
+        if token_gate_failed(results):
+            commands.error(f"evalcheck: {clean(token_gate_message(results))}")
     if files.failed and not failed:
         return EXIT_BAD_INPUT  # a passing gate whose outputs are missing is not a pass
     if results.file_errors:  # reported with the others' results; bad input, at the end
         for error in results.file_errors:
             commands.error(f"evalcheck: {clean(error.error)}")
+        return EXIT_BAD_INPUT
+    if results.budgets:  # a spent token budget: what ran was reported; bad input, at the end
+        from ..report.cost import budget_line
+
+        for budget in results.budgets:
+            commands.error(f"evalcheck: {clean(budget_line(budget))}")
         return EXIT_BAD_INPUT
     return EXIT_FAILED if failed else EXIT_PASSED
 

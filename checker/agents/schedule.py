@@ -19,6 +19,7 @@ from typing import IO, TYPE_CHECKING
 from ..errors import InputError
 from ..models.evalset import EvalCase
 from ..models.records import RecordedRun
+from ..models.usage import TokenBudget, agent_tokens
 from ..safety.output import GuardedStream, clean, say
 from ..safety.redact import Redactor
 from .base import AgentRunner, RunJob
@@ -217,7 +218,8 @@ async def run_agent_jobs(targets: list[EvalTarget], options: RunOptions, *,
                          runner: AgentRunner | None = None,
                          progress: Progress | None = None,
                          simulator_stats: SimulatorStats | None = None,
-                         more: MoreRuns | None = None) -> list[RecordedRun]:
+                         more: MoreRuns | None = None,
+                         budget: TokenBudget | None = None) -> list[RecordedRun]:
     """Every run of every selected case, at most ``options.concurrency`` at once, in the
     input's order whatever order they finish in. With ``more``, rounds of extra runs follow
     (one run per case a round) on the same runner until ``more`` answers none.
@@ -231,7 +233,7 @@ async def run_agent_jobs(targets: list[EvalTarget], options: RunOptions, *,
     if options.concurrency is not None:
         options.concurrency = _limit(options.concurrency)
     with pidfd_child_watcher():
-        return await _run_jobs(targets, options, runner, progress, simulator_stats, more)
+        return await _run_jobs(targets, options, runner, progress, simulator_stats, more, budget)
 
 
 async def _attempt(runner: AgentRunner, job: RunJob) -> RecordedRun:
@@ -250,7 +252,8 @@ async def _drain(feed: Iterator[RunJob], one: Callable[[RunJob], Awaitable[None]
 async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: AgentRunner | None,
                     progress: Progress | None,
                     simulator_stats: SimulatorStats | None,
-                    more: MoreRuns | None = None) -> list[RecordedRun]:
+                    more: MoreRuns | None = None,
+                    budget: TokenBudget | None = None) -> list[RecordedRun]:
     jobs = plan_jobs(targets, options)
     runner = runner if runner is not None else make_runner(options)
     progress = progress if progress is not None else Progress(jobs)
@@ -292,6 +295,11 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
         # At most one run at a time per worker task: the tasks are the concurrency limit.
         if watch.stopped:
             return
+        if budget is not None and budget.spent():  # --max-agent-tokens: no further run starts
+            budget.refused += 1
+            budget.skipped.append((job.key, job.eval_id, job.run))
+            progress.run_done(job, job.record())
+            return
         run = await _attempt(runner, job)
         # A run whose agent errored once it had started is run again (--retries): one
         # crash must not decide a comparison. Not a start failure nor a setup error (no
@@ -303,6 +311,8 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
             run = await _attempt(runner, job)
         if retries:
             run.retries = retries
+        if budget is not None:
+            budget.charge(getattr(agent_tokens(run.invocations), "total", 0))
         finished.append(run)
         if simulation is not None:  # its credential headers are known once it has called
             progress.hide(simulation.credentials)

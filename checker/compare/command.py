@@ -28,9 +28,11 @@ def compare_with_files(paths: list[Path], head: Results, *, alpha: float,
     from .comparison import compare
     from .results_file import load_baselines
 
+    from .tokens import add_token_changes
+
     files = baselines if baselines is not None else load_baselines(list(paths))
-    return compare(files, head, alpha=alpha, confirmations=confirmations,
-                   baseline_info=[BaselineInfo(path=report_path(p)) for p in paths])
+    return add_token_changes(files, compare(files, head, alpha=alpha, confirmations=confirmations,
+                                            baseline_info=[BaselineInfo(path=report_path(p)) for p in paths]))
 
 
 def compare_files(request: CompareRequest) -> bool:

@@ -25,6 +25,8 @@ from .adc import access_tokens
 from .client import Backend, CallStats, GeminiClient, JudgeConfigError, JudgeError, JudgeReply
 from .client import RetryPolicy, backend_from_env
 from .limits import JudgeGuard, JudgeLimits
+from .meter import BudgetedGuard, admit, charge
+from ..models.usage import TokenBudget
 
 T = TypeVar("T")
 
@@ -102,6 +104,8 @@ class JudgeService:
         # Every credential a client was given or sent (API keys, header credentials, ADC
         # access tokens): redacted from results and logs (redact.py).
         self.credentials: set[str] = set()
+        # --max-judge-tokens: once spent, no further call starts (judges/meter.py).
+        self.budget: TokenBudget | None = None
 
     # ------------------------------------------------------------------ plumbing
 
@@ -160,9 +164,13 @@ class JudgeService:
         else:
             config.pop("http_options", None)
         client = self._client(http.get("base_url"))
+        admit(self.budget)  # and again once a slot is free: BudgetedGuard
+        guard = self.guard if self.budget is None else BudgetedGuard(self.guard, self.budget)
         try:
-            return await client.generate(request.model, request.prompt, config, policy, stats,
-                                         self._limiter(), self.guard)
+            reply = await client.generate(request.model, request.prompt, config, policy, stats,
+                                          self._limiter(), guard)
+            charge(self.budget, request.model, reply.prompt_tokens, reply.output_tokens)
+            return reply
         finally:  # the access token this call sent (a refresh may have replaced the last one)
             self.credentials.update(access_tokens([client.google_credentials]))
 

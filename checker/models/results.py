@@ -13,6 +13,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from .base import OutputModel
 from .setkey import ambiguous_ids, set_key
+from .usage import Usage
 
 CaseStatus = Literal["passed", "failed", "error", "not_evaluated"]
 MetricStatus = Literal["passed", "failed", "error", "not_evaluated", "informational"]
@@ -44,6 +45,8 @@ class RunResult(ResultsModel):
     stderr_tail: str | None = None
     # Attempts of this run that errored before it and were run again (--retries).
     retries: int | None = optional()
+    # Tokens the agent reported and the judges used on this run (models/usage.py).
+    usage: Usage | None = optional()
 
 
 class MetricResult(ResultsModel):
@@ -106,6 +109,10 @@ class CaseResult(ResultsModel):
     # Not written: each run's verdict per metric, as scored (what --adk-eval-history writes
     # per run: checker/report/adk_history.py). None for a case read from a file.
     _run_verdicts: list[RunVerdicts] | None = PrivateAttr(default=None)
+    # The sum of the runs' usage; against a baseline, the agent's tokens per run on both
+    # sides (compare/tokens.py): {baseline, here, percent}.
+    usage: Usage | None = optional()
+    token_change: dict[str, Any] | None = optional()
 
 
 class EvalSetResult(ResultsModel):
@@ -122,6 +129,8 @@ class Summary(ResultsModel):
     failed: int = 0
     errored: int = 0
     not_evaluated: int = 0
+    # Every case's usage summed, with the estimated cost when prices are known.
+    usage: Usage | None = optional()
 
 
 class ShardInfo(ResultsModel):
@@ -181,6 +190,9 @@ class Comparison(ResultsModel):
     notes: list[str] = Field(default_factory=list)
     # The family-wise decision: {alpha, method, tests, testable, level, confirmed}.
     familywise: dict[str, Any] | None = optional()
+    # --max-token-increase: {maxIncrease, passed, exceeded: [{evalSetId, evalId, percent}]}
+    # (compare/tokens.py); fails the job beside the gate, whatever fail-on says.
+    token_gate: dict[str, Any] | None = optional()
 
 
 class FileError(ResultsModel):
@@ -202,6 +214,9 @@ class Results(ResultsModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     # Present only when an eval file could not be read (the run's exit status is then 2).
     file_errors: list[FileError] | None = optional()
+    # Token budgets that were spent (--max-agent-tokens, --max-judge-tokens): the runs or
+    # judge calls not started and the cases left not evaluated; the exit status is then 2.
+    budgets: list[dict[str, Any]] | None = optional()
 
     def set_keys(self, also_ambiguous: set[str] | frozenset[str] = frozenset()) -> list[str]:
         """Each eval set's key (checker/models/setkey.py), in order: its id, qualified by its

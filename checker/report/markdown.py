@@ -68,7 +68,11 @@ def environment(template_dir: Path | None = None) -> jinja2.Environment:
                lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(md=md_escape, score=fmt_score, range=fmt_range, code=md_code,
                        fence=md_fence, call=fmt_call, h=html_text)
-    env.globals.update(icon=STATUS_ICON, columns_for=columns_for)
+    from ..compare.tokens import token_gate_message
+    from .cost import budget_line
+
+    env.globals.update(icon=STATUS_ICON, columns_for=columns_for, budget_line=budget_line,
+                       token_gate_message=token_gate_message)
     return env
 
 

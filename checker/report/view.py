@@ -13,6 +13,7 @@ from typing import Any
 
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
 from .changes import ChangeView, Flaky, build_changes, flaky_counts
+from .cost import usage_line
 from .efficiency import token_line
 from ..compare.verdict import rule_of
 from .explain import Explanation, case_headline, explain, fmt_score
@@ -105,6 +106,7 @@ class Footer:
     judge_cached: int = 0
     warnings: list[str] = field(default_factory=list)  # settings read but not acted on
     tokens: str = ""  # the token breakdown per turn (report/efficiency.py), "" without counts
+    usage: str = ""  # the run's tokens and estimated cost (report/cost.py), "" without counts
 
 
 @dataclass
@@ -168,6 +170,7 @@ def build_footer(results: Results) -> Footer:
                         break
     footer.judges = sorted(judges)
     footer.tokens = token_line(results)
+    footer.usage = usage_line(results)
     return footer
 
 

@@ -17,7 +17,20 @@ from ..inputs.criteria import ConfiguredMetric, EvalConfig
 from ..metrics.base import RunInput, RunScore, ScoringContext
 from ..models.evalset import EvalCase
 from ..models.records import RecordedRun
+from ..judges.meter import JudgeMeter, metering
 from ..models.results import CaseResult, MetricResult, MetricVerdict, RunResult, RunVerdicts
+from ..models.usage import Usage, agent_tokens, sum_tokens, sum_usage
+
+
+async def metered_run(configured: ConfiguredMetric, run: RunInput,
+                      context: ScoringContext) -> tuple[RunScore, JudgeMeter]:
+    """``score_run`` with a meter of its judge calls: their tokens, and whether the judge
+    token budget refused one (that metric on that run is then not evaluated)."""
+    with metering() as meter:
+        score = await score_run(configured, run, context)
+    if meter.refused is not None:
+        score = RunScore(not_evaluated_reason=meter.refused)
+    return score, meter
 
 
 async def score_run(configured: ConfiguredMetric, run: RunInput, context: ScoringContext) -> RunScore:
@@ -182,28 +195,46 @@ async def score_case(case: EvalCase, config: EvalConfig, runs: list[RecordedRun]
         run_input = RunInput(case=case, actual=run.invocations, expected=case.conversation,
                              scenario=case.conversation_scenario, run=run.run)
         for configured in config.metrics:
-            jobs.append(None if run.error is not None else score_run(configured, run_input, context))
+            jobs.append(None if run.error is not None else metered_run(configured, run_input, context))
     # Every (run, metric) pair is independent: judge-backed metrics then overlap their calls.
     pending = [j for j in jobs if j is not None]
     done = iter(await asyncio.gather(*pending))
-    scores = [None if j is None else next(done) for j in jobs]
+    metered = [None if j is None else next(done) for j in jobs]
+    scores = [m[0] if m is not None else None for m in metered]
     per_run: dict[int, list[tuple[ConfiguredMetric, RunScore | None]]] = {}
+    meters: dict[int, list[JudgeMeter]] = {}
     width = len(config.metrics)
     for k, run in enumerate(runs):
         per_run[run.run] = list(zip(config.metrics, scores[k * width:(k + 1) * width]))
+        meters[run.run] = [m[1] for m in metered[k * width:(k + 1) * width] if m is not None]
 
     metrics = [aggregate_metric(configured, [(r.run, per_run[r.run][i][1]) for r in runs], rule)
                for i, configured in enumerate(config.metrics)]
+    refused = {configured.name for k in range(len(runs)) for i, configured in enumerate(config.metrics)
+               if metered[k * width + i] is not None and metered[k * width + i][1].refused}
+    for metric in metrics:  # a metric the judge budget left out on some run: not evaluated
+        if metric.name in refused:
+            reason = next(m.refused for ms in meters.values() for m in ms if m.refused)
+            metric.status, metric.error = "not_evaluated", reason
     run_results = [RunResult(run=r.run, status=_run_status(r, per_run[r.run]), error=r.error,
                              duration_seconds=own_time(r), stderr_tail=r.stderr_tail,
-                             retries=r.retries)
+                             retries=r.retries, usage=_usage(r, meters[r.run]))
                    for r in runs]
-    result = CaseResult(eval_id=case.eval_id, status=case_status(run_results, metrics), line=line,
-                        runs=run_results, metrics=metrics,
+    status = case_status(run_results, metrics)
+    if refused and status != "failed":
+        status = "not_evaluated"  # never passed on the metrics that could be computed
+    result = CaseResult(eval_id=case.eval_id, status=status, line=line,
+                        runs=run_results, metrics=metrics, usage=sum_usage(r.usage for r in run_results),
                         fingerprint=case_fingerprint(case, config), flaky=case_flaky(metrics))
     result._run_verdicts = [RunVerdicts(run=r.run, metrics=[_verdict(c, s) for c, s in per_run[r.run]])
                             for r in runs if r.error is None]
     return result
+
+
+def _usage(run: RecordedRun, meters: list[JudgeMeter]) -> Usage | None:
+    """The run's tokens: its agent's (as reported) and its judges' (every metric's calls)."""
+    usage = Usage(agent=agent_tokens(run.invocations), judge=sum_tokens(m.tokens for m in meters))
+    return None if usage.empty() else usage
 
 
 def _verdict(configured: ConfiguredMetric, score: RunScore | None) -> MetricVerdict:

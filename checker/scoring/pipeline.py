@@ -15,6 +15,7 @@ from ..models.evalset import EvalCase
 from ..models.records import RecordedRun, RecordedRuns
 from ..models.results import CaseResult, EvalSetResult, Results, Summary
 from .case import score_case
+from ..models.usage import sum_usage
 from ..inputs.validation import read_json, validate
 
 RunKey = tuple[str, str]  # (eval set id, eval id)
@@ -82,7 +83,8 @@ def summarize(sets: list[EvalSetResult]) -> Summary:
                    passed=sum(c.status == "passed" for c in cases),
                    failed=sum(c.status == "failed" for c in cases),
                    errored=sum(c.status == "error" for c in cases),
-                   not_evaluated=sum(c.status == "not_evaluated" for c in cases))
+                   not_evaluated=sum(c.status == "not_evaluated" for c in cases),
+                   usage=sum_usage(c.usage for c in cases))
 
 
 async def _ready(case: CaseResult) -> CaseResult:

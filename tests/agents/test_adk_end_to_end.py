@@ -197,3 +197,38 @@ def test_bridge_reports_an_agent_that_cannot_load(tmp_path):
     run = run_one(runner, case(), turn_timeout=60)
     assert run.error.startswith("the agent reported an error in turn 1: cannot load the ADK agent in ")
     assert "no_such_module_for_the_agent" in run.error
+
+
+def reported_usage(inference: dict) -> dict:
+    """Per (case, run): the agent's usage metadata summed over every event it sent."""
+    found = {}
+    for run in inference["runs"]:
+        prompt = output = 0
+        models = set()
+        for invocation in run["invocations"]:
+            for event in invocation["intermediateData"]["invocationEvents"]:
+                usage = event.get("usageMetadata")
+                if usage:
+                    prompt += usage.get("promptTokenCount", 0)
+                    output += usage.get("candidatesTokenCount", 0)
+                    models.add(event.get("modelVersion"))
+        found[(run["evalId"], run["run"])] = (prompt, output, models)
+    return found
+
+
+def test_agent_tokens_are_the_sum_of_what_adk_reported(via_bridge, via_api_server):
+    for results, inference in (via_bridge[:2], via_api_server[:2]):
+        reported = reported_usage(inference)
+        total_in = total_out = 0
+        for case in results["evalSets"][0]["cases"]:
+            for run in case["runs"]:
+                prompt, output, models = reported[(case["evalId"], run["run"])]
+                assert prompt > 0 and models == {"scripted-weather-1"}
+                assert run["usage"]["agent"] == {"input": prompt, "output": output, "models": {
+                    "scripted-weather-1": {"input": prompt, "output": output}}}
+                total_in, total_out = total_in + prompt, total_out + output
+        agent = results["summary"]["usage"]["agent"]
+        assert (agent["input"], agent["output"]) == (total_in, total_out)
+        # no price for the scripted model: counted, never costed
+        assert results["summary"]["usage"]["cost"]["unpriced"] == ["scripted-weather-1"]
+    assert via_bridge[0]["summary"]["usage"] == via_api_server[0]["summary"]["usage"]

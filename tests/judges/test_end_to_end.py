@@ -151,8 +151,25 @@ def test_replay_with_judges_twice_uses_the_cache_the_second_time(repo, fake):
     assert r2["metadata"]["judge"]["calls"] == 0
     assert r2["metadata"]["judge"]["cacheHits"] == judge["cacheMisses"]
     assert "judge: 0 calls" in second.stdout
+    # The fake's usage counts (100 prompt, 20 output tokens an answer) are the judge tokens,
+    # each run's sum is its case's, the cases' sum the summary's; a cached answer costs none.
+    usage = r1["summary"]["usage"]["judge"]
+    assert (usage["input"], usage["output"]) == (100 * calls, 20 * calls)
+    assert usage["models"] == {"gemini-2.5-flash": {"input": 100 * calls, "output": 20 * calls}}
+    cases = r1["evalSets"][0]["cases"]
+    assert sum(c["usage"]["judge"]["input"] for c in cases) == 100 * calls
+    for c in cases:  # a run whose every request was its twin's in the other run used none
+        assert sum(r.get("usage", {}).get("judge", {}).get("output", 0) for r in c["runs"]) \
+            == c["usage"]["judge"]["output"]
+    assert any("usage" not in r for c in cases for r in c["runs"])
+    assert "usage" not in r2["summary"]
     for r in (r1, r2):
         r.pop("metadata")
+        r["summary"].pop("usage", None)
+        for c in r["evalSets"][0]["cases"]:
+            c.pop("usage", None)
+            for run in c["runs"]:
+                run.pop("usage", None)
     assert r1 == r2
 
 

@@ -1,0 +1,83 @@
+"""Tokens through a real stdio agent (tests/agents/agents/echo_agent.py reports 10 prompt
+and 3 candidates tokens a turn): per run, case and suite in the results, in the report's
+footer with an estimated cost, and the agent token budget (--max-agent-tokens)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from .helpers import AGENTS, PY, case, cli_env, write_eval_set
+
+ECHO = f"{PY} {AGENTS / 'echo_agent.py'}"
+
+
+def evalcheck(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, "-m", "checker.cli", "run", "evals", "--agent-command", ECHO,
+                           "--results", "r.json", "--markdown", "r.md", *args], cwd=repo,
+                          env=cli_env(), capture_output=True, text=True, timeout=120)
+
+
+def suite(repo: Path, cases: int = 2, turns: int = 2) -> None:
+    (repo / ".git").mkdir()
+    write_eval_set(repo / "evals", "s", [case(f"c{i}", turns=turns) for i in range(1, cases + 1)])
+
+
+def test_token_totals_are_the_sum_of_what_the_agent_reported(tmp_path):
+    suite(tmp_path)
+    (tmp_path / "prices.json").write_text(json.dumps({"*": {"input": 1000, "output": 2000}}))
+    done = evalcheck(tmp_path, "--num-runs", "2", "--prices", "prices.json")
+    assert done.returncode == 0, done.stderr
+    results = json.loads((tmp_path / "r.json").read_text())
+    for c in results["evalSets"][0]["cases"]:
+        for run in c["runs"]:  # 2 turns of 10 + 3 tokens
+            assert run["usage"] == {"agent": {"input": 20, "output": 6,
+                                              "models": {"": {"input": 20, "output": 6}}}}
+        assert (c["usage"]["agent"]["input"], c["usage"]["agent"]["output"]) == (40, 12)
+        # $1000 and $2000 per million tokens: 40 * 0.001 + 12 * 0.002
+        assert c["usage"]["cost"] == {"total": 0.064, "agent": 0.064}
+    usage = results["summary"]["usage"]
+    assert (usage["agent"]["input"], usage["agent"]["output"]) == (80, 24)
+    assert "judge" not in usage  # no judge metric: nothing counted, not 0
+    assert usage["cost"]["total"] == 0.128 and usage["cost"]["prices"].startswith("prices.json")
+    report = (tmp_path / "r.md").read_text()
+    assert "tokens: agent 80 in + 24 out · est. cost $0.128 (prices.json, then Gemini list prices" \
+        in report.replace("\\", "")
+
+
+def test_without_a_price_the_tokens_are_counted_and_the_cost_is_not_guessed(tmp_path):
+    suite(tmp_path, cases=1)
+    done = evalcheck(tmp_path, "--num-runs", "1")
+    assert done.returncode == 0, done.stderr
+    usage = json.loads((tmp_path / "r.json").read_text())["summary"]["usage"]
+    assert usage["cost"] == {"prices": "Gemini list prices of 2025-07",
+                             "unpriced": ["(model not reported)"]}
+    assert "no price for (model not reported)" in (tmp_path / "r.md").read_text().replace("\\", "")
+
+
+def test_a_spent_agent_budget_starts_no_further_run_and_exits_2_naming_it(tmp_path):
+    suite(tmp_path, cases=3)
+    # one run at a time: 26 tokens a run, so the budget of 40 is spent after the second run
+    done = evalcheck(tmp_path, "--num-runs", "2", "--concurrency", "1", "--max-agent-tokens", "40")
+    assert done.returncode == 2, done.stderr
+    assert "the agent token budget (--max-agent-tokens 40) was spent (52 tokens used): " \
+           "4 runs not started, 2 cases not evaluated" in done.stderr
+    results = json.loads((tmp_path / "r.json").read_text())
+    statuses = {c["evalId"]: c["status"] for c in results["evalSets"][0]["cases"]}
+    assert statuses == {"c1": "passed", "c2": "not_evaluated", "c3": "not_evaluated"}
+    c3 = results["evalSets"][0]["cases"][2]
+    assert [r["status"] for r in c3["runs"]] == ["not_evaluated", "not_evaluated"]
+    assert c3["runs"][0]["error"].startswith("not started: the agent token budget")
+    assert results["passed"] is False
+    assert results["summary"]["notEvaluated"] == 2 and results["summary"]["passed"] == 1
+    assert results["budgets"] == [{"side": "agent", "option": "--max-agent-tokens", "limit": 40,
+                                   "used": 52, "what": "run", "refused": 4, "cases": 2}]
+    assert "token budget" in (tmp_path / "r.md").read_text()
+
+
+def test_a_budget_the_suite_fits_in_changes_nothing(tmp_path):
+    suite(tmp_path, cases=1)
+    done = evalcheck(tmp_path, "--num-runs", "2", "--max-agent-tokens", "1000")
+    assert done.returncode == 0, done.stderr
+    assert "budgets" not in json.loads((tmp_path / "r.json").read_text())
