@@ -356,6 +356,9 @@ def compare_with_baseline(options: RunOptions, baselines: list[Results], plan: P
                                  confirmations=confirmation.confirmations()
                                  if confirmation is not None else None)
     record_token_gate(results, options.max_token_increase)
+    from .report.trend import record_trend
+
+    record_trend(results, baselines)
     return results
 
 
@@ -369,12 +372,18 @@ def write(options: RunOptions, plan: Plan, redactor: Redactor, results: Results,
     redactor.add(*judge.credentials, *vertex_access_tokens(plan.context.services))
     results = redactor.model(results)
     write_reports(results, options, files)
+    if options.html:
+        write_html(options, results, redactor, runs or {}, files)
     if plan.history is not None and runs is not None:
         from .report.adk_history import write_eval_history
 
         for line in write_eval_history(plan.history, results, runs, redactor, files, options.confine):
             say(f"evalcheck: {clean(line)}", err=True)
     for line in failure_lines(results):
+        say(clean(line))
+    from .report.trend import trend_lines
+
+    for line in trend_lines(results):  # the terminal's text for the comment's chart
         say(clean(line))
     empty = empty_shard(plan)
     if empty is not None:
@@ -399,6 +408,19 @@ def retries_line(results: Results) -> str | None:
     recovered = sum(r.status != "error" for r in runs)
     return (f"retries: {len(runs)} run(s) errored and were run again; {recovered} then "
             f"succeeded, {len(runs) - recovered} still errored and count as failing runs")
+
+
+def write_html(options: RunOptions, results: Results, redactor: Redactor,
+               runs: Mapping[RunKey, list[RecordedRun]], files: OutputFiles) -> None:
+    """The HTML report, with every run's turns (redacted: agent output is outside text)."""
+    assert options.html is not None
+    from .report.html import render_html
+    from .report.trend import trend_html
+
+    shown = {(key, case.eval_id): [redactor.model(r) for r in runs.get((key, case.eval_id), [])]
+             for key, eval_set in zip(results.set_keys(), results.eval_sets) for case in eval_set.cases}
+    files.write(options.html, render_html(results, shown, fail_on=options.fail_on,
+                                          trend=trend_html(results)), "HTML report")
 
 
 def extra_runs(options: RunOptions, targets: list[EvalTarget], rule: VerdictRule,

@@ -1,0 +1,211 @@
+"""The HTML report (``--html FILE``): one self-contained page a reviewer can browse.
+
+No network: the style and the one small script are inline, and the page's
+Content-Security-Policy allows nothing else (``default-src 'none'``; the script by its
+hash). It shows the gate, the summary, tokens and cost, the trend of main, and every case:
+status, change against the baseline, scores beside the baseline's, each run (status,
+duration, tokens, error), the turns of each run recorded (when the run's recorded runs are
+given: ``evalcheck run``), the evidence of each failing metric (tool calls with the first
+divergence, texts, judge rationales). Filters: failing, regressed, flaky, all.
+
+Every text from the agent, the eval files or the judges is escaped (report/html_parts.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Mapping
+
+from ..compare.verdict import rule_of
+from ..models.records import RecordedRun
+from ..models.results import CaseResult, EvalSetResult, Results
+from .cost import case_tokens, usage_line
+from .explain import explain, fmt_score
+from .html_parts import esc, explanation, pre, run_turns, table, tag
+from .text import fmt_duration
+
+RunsByCase = Mapping[tuple[str, str], list[RecordedRun]]
+
+STYLE = """
+body{font:14px/1.5 system-ui,-apple-system,"Segoe UI","Noto Sans",sans-serif;color:#1f2328;
+ max-width:1100px;margin:16px auto;padding:0 16px}
+h1{font-size:1.5em;margin:.2em 0}.gate.failed{color:#b42318}.gate.passed{color:#1a7f37}
+table{border-collapse:collapse;margin:6px 0 12px}th,td{border:1px solid #d1d9e0;padding:3px 8px;
+ text-align:left;vertical-align:top}th{background:#f6f8fa}
+pre{background:#f6f8fa;padding:8px;white-space:pre-wrap;word-break:break-word;margin:4px 0}
+code{background:#eff1f3;padding:0 3px;border-radius:4px;word-break:break-word}
+details.case{border:1px solid #d1d9e0;border-radius:6px;margin:6px 0;padding:4px 10px}
+details.case>summary{cursor:pointer;font-weight:600}
+.badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;margin-left:6px;
+ background:#eaeef2}.status-passed{background:#dafbe1}.status-failed,.status-error{background:#ffebe9}
+.status-not_evaluated{background:#fff8c5}.change-regressed{background:#ffebe9}
+.change-improved{background:#dafbe1}.flaky{background:#fbefff}
+tr.divergence td{background:#ffebe9;font-weight:600}tr.differs td{background:#fff8f7}
+.sidebyside{display:grid;grid-template-columns:1fr 1fr;gap:8px}
+.filters button{margin-right:6px;padding:3px 10px;border:1px solid #d1d9e0;border-radius:6px;
+ background:#f6f8fa;cursor:pointer}.filters button[aria-pressed=true]{background:#0969da;color:#fff}
+.note{color:#59636e}.error{background:#ffebe9}ol.turns>li{margin-bottom:8px}
+blockquote{border-left:3px solid #d1d9e0;margin:4px 0;padding:0 10px;color:#424a53}
+.hidden{display:none}
+"""
+
+# The page's only script: the filter buttons. Allowed by its hash (Content-Security-Policy).
+SCRIPT = """
+document.querySelectorAll(".filters button").forEach(function (button) {
+  button.addEventListener("click", function () {
+    var want = button.getAttribute("data-filter");
+    document.querySelectorAll(".filters button").forEach(function (b) {
+      b.setAttribute("aria-pressed", b === button ? "true" : "false");
+    });
+    var shown = 0;
+    document.querySelectorAll("details.case").forEach(function (c) {
+      var show = want === "all" || c.getAttribute("data-" + want) === "1";
+      c.classList.toggle("hidden", !show);
+      if (show) { shown += 1; }
+    });
+    document.getElementById("shown").textContent = String(shown);
+  });
+});
+"""
+
+FILTERS = (("all", "All"), ("failing", "Failing"), ("regressed", "Regressed"), ("flaky", "Flaky"))
+
+
+def _csp() -> str:
+    digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
+    return f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{digest}'; img-src data:"
+
+
+def _badge(text: str, cls: str) -> str:
+    return tag("span", esc(text), f"badge {cls}")
+
+
+def _metrics(case: CaseResult) -> str:
+    compared = any(m.baseline_score is not None for m in case.metrics)
+    head = ["metric", "status", "score", "threshold", "per run"] + (["baseline", "change"] if compared else [])
+    rows = []
+    for m in case.metrics:
+        row = [tag("code", esc(m.name)), _badge(m.status, f"status-{m.status}"), fmt_score(m.score),
+               fmt_score(m.threshold), esc(", ".join(fmt_score(s) if s is not None else "n/a" for s in m.runs))]
+        if compared:
+            row += [fmt_score(m.baseline_score),
+                    "" if m.delta is None else f"{m.delta:+.2f}" + (f" (p {m.p_value:.2f})" if m.p_value is not None else "")]
+        rows.append(row)
+        if m.error:
+            rows.append([tag("span", esc(m.error, 1000), "note")] + [""] * (len(head) - 1))
+    return table(head, rows, "metrics")
+
+
+def _runs(case: CaseResult, recorded: list[RecordedRun]) -> str:
+    by_number = {r.run: r for r in recorded}
+    rows = []
+    for run in case.runs:
+        usage = run.usage
+        agent = f"{usage.agent.input:,} + {usage.agent.output:,}" if usage and usage.agent else ""
+        judge = f"{usage.judge.input:,} + {usage.judge.output:,}" if usage and usage.judge else ""
+        rows.append([str(run.run), _badge(run.status, f"status-{run.status}"),
+                     fmt_duration(run.duration_seconds) if run.duration_seconds is not None else "",
+                     agent, judge, esc(run.error or "", 1000)])
+    out = table(("run", "status", "duration", "agent tokens in + out", "judge tokens in + out", "error"),
+                rows, "runs")
+    for run in case.runs:
+        found = by_number.get(run.run)
+        if found is not None:
+            out += tag("details", tag("summary", f"Run {run.run}: {len(found.invocations)} turn"
+                                                 f"{'' if len(found.invocations) == 1 else 's'}")
+                       + run_turns(found), "run")
+        elif run.stderr_tail:
+            out += tag("details", tag("summary", f"Run {run.run}: agent log") + pre(run.stderr_tail, "log"))
+    return out
+
+
+def _case(eval_set: EvalSetResult, case: CaseResult, recorded: list[RecordedRun], rule: str) -> str:
+    failing = case.status != "passed"
+    flags = {"failing": failing, "regressed": case.change == "regressed", "flaky": case.flaky}
+    summary = tag("code", esc(case.eval_id)) + _badge(case.status, f"status-{case.status}")
+    if case.change:
+        summary += _badge(case.change, f"change-{case.change}")
+    if case.flaky:
+        summary += _badge("flaky", "flaky")
+    tokens = case_tokens(case.usage)
+    if tokens:
+        summary += tag("span", " " + esc(tokens), "note")
+    body = [tag("p", f"{esc(eval_set.path)}:{case.line}", "note"), _metrics(case)]
+    change = case.token_change or {}
+    if change:
+        percent = change.get("percent")
+        body.append(tag("p", f"Agent tokens per run: {change.get('baseline'):,} on main, "
+                             f"{change.get('here'):,} here"
+                             + (f" ({percent:+g}%)" if isinstance(percent, (int, float)) else ""), "tokens"))
+    if failing:
+        explanations, hidden = explain(case, rule_of(rule))
+        if explanations:
+            body.append(tag("h4", "Why it did not pass") + "".join(explanation(e) for e in explanations))
+        if hidden:
+            body.append(tag("p", f"{hidden} more failing turns not shown.", "note"))
+    body.append(tag("h4", "Runs") + _runs(case, recorded))
+    attrs = {f"data_{k}": "1" if v else "0" for k, v in flags.items()}
+    return tag("details", tag("summary", summary) + "".join(body), "case", **attrs)
+
+
+def _summary(results: Results, fail_on: str) -> str:
+    from ..compare.gate import gate_headline
+    from ..compare.tokens import token_gate_message
+
+    passed, headline = gate_headline(results, fail_on)
+    s = results.summary
+    parts = [tag("h1", esc(headline), f"gate {'passed' if passed else 'failed'}"),
+             tag("p", f"{s.passed} of {s.cases} eval cases passed in {s.eval_sets} eval sets"
+                      f" \u00b7 {s.failed} failed \u00b7 {s.errored} errored \u00b7 "
+                      f"{s.not_evaluated} not evaluated", "summary")]
+    if results.comparison is not None:
+        c = results.comparison.summary
+        parts.append(tag("p", f"Against the baseline: {c.regressed} regressed, {c.improved} improved, "
+                              f"{c.unchanged} unchanged, {c.new} new, {c.changed} changed, {c.removed} removed"))
+        if token_gate_message(results):
+            parts.append(tag("p", esc(token_gate_message(results)), "tokens"))
+    line = usage_line(results)
+    if line:
+        parts.append(tag("p", esc(line), "usage"))
+    for budget in results.budgets or []:
+        from .cost import budget_line
+
+        parts.append(tag("p", esc(budget_line(budget)), "error"))
+    for error in results.file_errors or []:
+        parts.append(tag("p", esc(error.error), "error"))
+    return "".join(parts)
+
+
+def render_html(results: Results, runs: RunsByCase | None = None, *, fail_on: str = "failure",
+                trend: str = "") -> str:
+    """The page. ``runs``: the recorded runs by (eval set key, eval id), to show each run's
+    turns; ``trend``: markup of the trend of main (report/trend.py), already escaped."""
+    runs = runs or {}
+    counts = {"all": 0, "failing": 0, "regressed": 0, "flaky": 0}
+    sections = []
+    for key, eval_set in zip(results.set_keys(), results.eval_sets):
+        cases = []
+        for case in eval_set.cases:
+            counts["all"] += 1
+            counts["failing"] += case.status != "passed"
+            counts["regressed"] += case.change == "regressed"
+            counts["flaky"] += bool(case.flaky)
+            cases.append(_case(eval_set, case, runs.get((key, case.eval_id), []), results.verdict_rule))
+        criteria = esc(eval_set.config_path or "ADK's default criteria")
+        sections.append(tag("section", tag("h2", esc(eval_set.eval_set_id)) + tag(
+            "p", f"{esc(eval_set.path)} \u00b7 criteria: {criteria}", "note") + "".join(cases)))
+    buttons = "".join(tag("button", f"{label} ({counts[name]})", type="button", data_filter=name,
+                          aria_pressed="true" if name == "all" else "false") for name, label in FILTERS)
+    filters = tag("div", buttons + tag("span", f" showing <span id=\"shown\">{counts['all']}</span> cases",
+                                       "note"), "filters")
+    meta = results.metadata if isinstance(results.metadata, dict) else {}
+    footer = tag("p", esc(f"evalcheck {meta.get('evalcheckVersion', '')} \u00b7 verdict rule "
+                          f"{results.verdict_rule} \u00b7 fail-on {fail_on}"), "note")
+    return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{_csp()}\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            "<title>evalcheck report</title>"
+            f"<style>{STYLE}</style></head><body>"
+            + _summary(results, fail_on) + trend + filters + "".join(sections) + footer
+            + f"<script>{SCRIPT}</script></body></html>\n")
