@@ -193,6 +193,9 @@ class Comparison(ResultsModel):
     # --max-token-increase: {maxIncrease, passed, exceeded: [{evalSetId, evalId, percent}]}
     # (compare/tokens.py); fails the job beside the gate, whatever fail-on says.
     token_gate: dict[str, Any] | None = optional()
+    # Main's history as a trend, oldest first: [{commit, passRate, metrics: {name: mean}}]
+    # (report/trend.py); only with 2 or more results of main.
+    trend: list[dict[str, Any]] | None = optional()
 
 
 class FileError(ResultsModel):

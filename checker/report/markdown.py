@@ -70,9 +70,10 @@ def environment(template_dir: Path | None = None) -> jinja2.Environment:
                        fence=md_fence, call=fmt_call, h=html_text)
     from ..compare.tokens import token_gate_message
     from .cost import budget_line
+    from .trend import trend_markdown
 
     env.globals.update(icon=STATUS_ICON, columns_for=columns_for, budget_line=budget_line,
-                       token_gate_message=token_gate_message)
+                       token_gate_message=token_gate_message, trend_markdown=trend_markdown)
     return env
 
 

@@ -1,0 +1,132 @@
+"""The trend of main: the suite's pass rate and each gating metric's mean over the results of
+main pooled as the baseline, with this pull request as the last point.
+
+``record_trend`` keeps the points of main in ``comparison.trend`` (oldest first: ``[{commit,
+passRate, metrics: {name: mean}}]``), so that every rendering - the comment, the job summary,
+the HTML report, a results file published later - can draw it. ``mermaid_charts`` draws one
+Mermaid ``xychart-beta`` per series (xychart has no legend: one line a chart), rendered by
+GitHub itself; ``trend_lines`` says the same in text for the terminal. Only with at least
+``MIN_POINTS`` results of main.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..models.results import Results
+
+MIN_POINTS = 2   # results of main needed for a trend
+MAX_METRICS = 4  # gating metrics charted (the first ones of the suite)
+
+
+def _gating(results: Results) -> list[str]:
+    names: list[str] = []
+    for eval_set in results.eval_sets:
+        for case in eval_set.cases:
+            for m in case.metrics:
+                if m.status != "informational" and m.name not in names:
+                    names.append(m.name)
+    return names
+
+
+def point(results: Results, names: list[str]) -> dict[str, Any]:
+    """One result's pass rate (cases passed / cases) and each metric's mean case score."""
+    s = results.summary
+    means: dict[str, float | None] = {}
+    for name in names:
+        scores = [m.score for es in results.eval_sets for c in es.cases for m in c.metrics
+                  if m.name == name and m.score is not None]
+        means[name] = round(sum(scores) / len(scores), 4) if scores else None
+    return {"passRate": round(s.passed / s.cases, 4) if s.cases else None, "metrics": means}
+
+
+def record_trend(results: Results, baselines: list[Results]) -> None:
+    """``comparison.trend`` from the baseline files (newest first, as given)."""
+    if results.comparison is None or len(baselines) < MIN_POINTS:
+        return
+    names = _gating(results)[:MAX_METRICS]
+    history = results.comparison.baseline.history or []
+    points = []
+    for index, baseline in enumerate(baselines):
+        commit = history[index].commit if index < len(history) else None
+        if commit is None and index == 0:
+            commit = results.comparison.baseline.commit
+        points.append({"commit": commit, **point(baseline, names)})
+    results.comparison.trend = list(reversed(points))
+
+
+def _series(results: Results) -> list[tuple[str, list[str], list[float | None]]]:
+    """(title, x labels, values) of each chart: pass rate, then each metric's mean."""
+    trend = (results.comparison.trend if results.comparison is not None else None) or []
+    if len(trend) < MIN_POINTS:
+        return []
+    labels = [_label(p.get("commit"), i) for i, p in enumerate(trend)] + ["this PR"]
+    names = [n for n in (trend[-1].get("metrics") or {})]
+    here = point(results, names)
+    out = [("Suite pass rate", labels, [p.get("passRate") for p in trend] + [here["passRate"]])]
+    for name in names:
+        values = [(p.get("metrics") or {}).get(name) for p in trend] + [here["metrics"].get(name)]
+        if any(v is not None for v in values):
+            out.append((f"{name} (mean)", labels, values))
+    return out
+
+
+def _label(commit: Any, index: int) -> str:
+    return commit[:7] if isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{7,64}", commit) \
+        else f"main-{index + 1}"
+
+
+def _quoted(text: str) -> str:
+    """A Mermaid string: only characters that cannot end the string or the line."""
+    return '"' + re.sub(r"[^A-Za-z0-9_ .()\-]", "_", text)[:80] + '"'
+
+
+def mermaid_charts(results: Results) -> list[str]:
+    """The Mermaid source of each chart (no fences); [] without a trend."""
+    charts = []
+    count = None
+    for title, labels, values in _series(results):
+        count = len(labels) - 1
+        # A point without a value (a metric that result did not have) is drawn at 0, said
+        # in the title: xychart has no gaps.
+        missing = " (0 = not measured)" if any(v is None for v in values) else ""
+        charts.append("\n".join([
+            "xychart-beta",
+            f"    title {_quoted(f'{title}: last {count} results of main, then this PR{missing}')}",
+            f"    x-axis [{', '.join(_quoted(label) for label in labels)}]",
+            f"    y-axis {_quoted('score' if '(mean)' in title else 'pass rate')} 0 --> 1",
+            f"    line [{', '.join(f'{(v or 0):.3f}' for v in values)}]",
+        ]))
+    return charts
+
+
+def trend_markdown(results: Results) -> str:
+    """Mermaid blocks for the comment and the job summary; "" without a trend."""
+    charts = mermaid_charts(results)
+    if not charts:
+        return ""
+    return "\n\n".join(f"```mermaid\n{chart}\n```" for chart in charts)
+
+
+def trend_lines(results: Results) -> list[str]:
+    """The terminal's text fallback: one line a series, oldest first, this PR last."""
+    lines = []
+    for title, labels, values in _series(results):
+        shown = " ".join("n/a" if v is None else f"{v:.2f}" for v in values[:-1])
+        last = "n/a" if values[-1] is None else f"{values[-1]:.2f}"
+        lines.append(f"trend of main: {title} over {len(labels) - 1} results: {shown} -> this PR {last}")
+    return lines
+
+
+def trend_html(results: Results) -> str:
+    """A small table of the same numbers for the HTML report (escaped); "" without a trend."""
+    from .html_parts import esc, table, tag
+
+    series = _series(results)
+    if not series:
+        return ""
+    labels = series[0][1]
+    rows = [[esc(title)] + ["n/a" if v is None else f"{v:.2f}" for v in values]
+            for title, _, values in series]
+    return tag("h3", "Trend of main") + table(["series", *(esc(label) for label in labels)], rows, "trend")
