@@ -146,6 +146,8 @@ def _case(eval_set: EvalSetResult, case: CaseResult, recorded: list[RecordedRun]
             body.append(tag("p", f"{hidden} more failing turns not shown.", "note"))
     body.append(tag("h4", "Runs") + _runs(case, recorded))
     attrs = {f"data_{k}": "1" if v else "0" for k, v in flags.items()}
+    if failing:  # what needs a look is open on arrival
+        attrs["open"] = ""
     return tag("details", tag("summary", summary) + "".join(body), "case", **attrs)
 
 
