@@ -165,8 +165,11 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles,
     """Read, plan, run, score, compare, write the files (failures reported by ``files``) and
     print the failure lines; the results, redacted as written. ``prepared``: the reading
     stages, when the caller ran them earlier (the Action: before setup-command)."""
+    # Read earlier by the caller (the Action, before setup-command): the run's clock starts
+    # here, so that setup-command's time is not the evaluation's, as before.
+    started = Started.now() if prepared is not None else None
     prepared = prepared or prepare(options)
-    started, inputs, plan = prepared.started, prepared.inputs, prepared.plan
+    started, inputs, plan = started or prepared.started, prepared.inputs, prepared.plan
     try:
         runs = run_cases(options, plan, secrets, files)
         results = score(options, plan, runs, started)
