@@ -5,7 +5,6 @@ below (docs/architecture.md draws it)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import platform
 import time
@@ -15,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import aio
 from .compare.verdict import VerdictRule, parse_verdict_rule, runs_needed
 from .inputs.discover import EvalTarget, discover, find_repo_root
 from .safety.confine import confined
@@ -306,7 +306,7 @@ def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: Ou
 def score(options: RunOptions, plan: Plan, runs: Runs, started: Started) -> Results:
     """Score every case's runs; the results, with what describes the run in their metadata."""
     adaptive = plan.adaptive
-    results = asyncio.run(plan.context.scoring(
+    results = aio.run(plan.context.scoring(
         score_all(plan.targets, runs.by_case, plan.context, plan.rule,
                   known=adaptive.scored if adaptive else None,
                   release_cases=True)))  # targets are not used after scoring
@@ -473,7 +473,7 @@ def collect_runs(targets: list[EvalTarget], options: RunOptions,
                               more=adaptive.more if adaptive else None, budget=budget)
         if adaptive is not None:  # it scores in this event loop: close its judge clients here
             jobs = adaptive.context.scoring(jobs)
-        runs = asyncio.run(jobs)
+        runs = aio.run(jobs)
         # A limit bound to that event loop must not be reused by the scoring loop.
         if adaptive is not None:
             adaptive.context.services.pop("judge_semaphore", None)
