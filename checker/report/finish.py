@@ -33,13 +33,14 @@ def write_reports(results: Results, options: RunOptions, files: OutputFiles | No
         out.check()
 
 
-def report_gate(results: Results, fail_on: str, *, with_baseline: bool) -> bool:
-    """Print the comparison and the gate's lines; whether the gate passed."""
+def report_gate(results: Results, fail_on: str, *, with_baseline: bool, timed: bool = True) -> bool:
+    """Print the comparison and the gate's lines; whether the gate passed. ``timed``: the
+    summary line says how long the run took (not for `compare`, which ran nothing)."""
     from ..compare.gate import gate_failed, gate_message
 
     for line in comparison_lines(results):
         say(clean(line))
-    say(summary_line(results))
+    say(summary_line(results, timed=timed))
     if fail_on != "failure" or with_baseline:
         say(gate_message(results, fail_on))
     return not gate_failed(results, fail_on)

@@ -127,13 +127,16 @@ def comparison_lines(results: Results, limit: int = 20) -> list[str]:
     return lines
 
 
-def summary_line(results: Results) -> str:
+def summary_line(results: Results, *, timed: bool = True) -> str:
+    """``timed``: say how long the run took (not for `compare`, which ran nothing: the file's
+    duration is the earlier run's)."""
     s = results.summary
     parts = [f"{s.passed} passed", f"{s.failed} failed", f"{s.errored} errored"]
     if s.not_evaluated:
         parts.append(f"{s.not_evaluated} not evaluated")
     verdict = "PASSED" if results.passed else "FAILED"
-    duration = results.metadata.get("durationSeconds") if isinstance(results.metadata, dict) else None
+    duration = results.metadata.get("durationSeconds") \
+        if timed and isinstance(results.metadata, dict) else None
     took = (f" in {fmt_duration(duration)}" if isinstance(duration, (int, float))
             and not isinstance(duration, bool) and duration >= 0 else "")
     return f"{verdict}: {s.cases} eval case(s) in {s.eval_sets} eval set(s){took}: " + ", ".join(parts)

@@ -45,6 +45,8 @@ def test_compare_cli_end_to_end(repo):
             "every run the same on each side)") in out.stdout
     assert "compared with baseline base.json: 1 regressed, 0 improved, 2 unchanged" in out.stdout
     assert "gate failed (fail-on: regression): 1 case(s) regressed" in out.stdout
+    # compare ran nothing: the head file's own run time is not said as the comparison's
+    assert "FAILED: 3 eval case(s) in 1 eval set(s): 1 passed, 2 failed, 0 errored" in out.stdout
     data = json.loads((repo / "cmp.json").read_text())
     cases = {c["evalId"]: c for c in data["evalSets"][0]["cases"]}
     assert cases["breaks"]["change"] == "regressed" and cases["broken"]["change"] == "unchanged"

@@ -283,3 +283,20 @@ def test_screening_weights_share_the_level_and_keep_its_sum():
     plain_c = MetricTest(c.base, c.head)
     plain = decide([MetricTest(a.base, a.head), plain_c], 0.05)
     assert not plain.weights and plain.level_of(plain_c) == 0.025 and plain.rejects(plain_c)
+
+
+def test_adaptive_runs_go_to_cases_whose_comparison_is_undecided():
+    """At threshold 1.0 runs that all fail settle the verdict (no extra run without a
+    baseline), but against main's 3/3 they look worse: with a baseline they are uncertain."""
+    from checker.compare.adaptive import AdaptiveRuns
+    from checker.compare.verdict import parse_verdict_rule
+
+    rule = parse_verdict_rule("mean")
+    settled = case_result("c", metric([0.0, 0.0, 0.0]))
+    alone = AdaptiveRuns([], 5, rule, context=None)
+    assert not alone._uncertain(("weather", "c"), settled)
+    pool = BaselinePool([results(case_result("c", metric([1.0, 1.0, 1.0])))])
+    compared = AdaptiveRuns([], 5, rule, context=None, pool=pool)
+    assert compared._uncertain(("weather", "c"), settled)
+    like_main = case_result("c", metric([1.0, 1.0, 1.0]))
+    assert not compared._uncertain(("weather", "c"), like_main)
