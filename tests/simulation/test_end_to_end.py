@@ -250,15 +250,19 @@ def via_api_server(tmp_path_factory):
 
 def test_adk_bridge_plays_the_scenario(via_bridge):
     results, inference, replayed, sent, _, tmp = via_bridge
-    # What the bridge read, run by run (a warm worker may serve both runs in one process).
+    # What the bridge read, run by run: one process may serve both runs, at once, each
+    # message naming its run's session (one without: the latest start's, as the protocol says).
     received = [json.loads(line) for path in sorted(tmp.glob("received-*.jsonl"))
                 for line in path.read_text().splitlines()]
-    runs: list[list] = []
+    by_session: dict[str, list] = {}
+    latest = None
     for message in received:
         if message["type"] == "start":
-            runs.append([])
+            latest = message["session"]["id"]
+            by_session[latest] = []
         elif message["type"] == "user":
-            runs[-1].append(message["content"])
+            by_session[message.get("session", latest)].append(message["content"])
+    runs = list(by_session.values())
     assert runs == [[{"role": "user", "parts": [{"text": "What is the weather in Paris?"}]},
                      {"role": "user", "parts": [{"text": "And the forecast for Tokyo for 3 days?"}]}]] * 2
     check_adk_conversation(inference, sent)
