@@ -193,7 +193,7 @@ def merge(files: tuple[Path, ...], **options) -> None:
     for line in failure_lines(merged):
         click.echo(log_safe(line))
     passed = report_gate(merged, request.fail_on, with_baseline=bool(request.baselines))
-    from .main import raise_file_errors
+    from .report.finish import raise_file_errors
 
     try:
         raise_file_errors(merged)

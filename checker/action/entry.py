@@ -313,7 +313,7 @@ def entrypoint() -> None:
         except KeyboardInterrupt:  # Ctrl-C, or SIGTERM from a cancelled job / docker stop
             say("evalcheck: interrupted", err=True)
             code = seen.status
-        except SystemExit as exc:  # the agent runs were interrupted (main.collect_runs)
+        except SystemExit as exc:  # the agent runs were interrupted (agents/collect.py)
             code = seen.exit_status(exc.code)
         except Exception as exc:  # a bug of ours: say so in one line, keep the trace for a report
             Commands(sys.stdout).error(f"evalcheck crashed: {type(exc).__name__}: {clean(exc, 500)}")

@@ -32,6 +32,8 @@ from .pooling import BaselinePool
 
 if TYPE_CHECKING:
     from ..inputs.discover import EvalTarget
+    from ..models.results import Results
+    from ..options import RunOptions
 
 RunKey = tuple[str, str]
 
@@ -151,3 +153,23 @@ class AdaptiveRuns:
         if self.confirmation is not None:
             out.update(self.confirmation.metadata())
         return out
+
+
+def extra_runs(options: RunOptions, targets: list[EvalTarget], rule: VerdictRule,
+               context: ScoringContext, baselines: list[Results]) -> AdaptiveRuns | None:
+    """The rounds after the first --num-runs: adaptive runs (--max-runs) and, with a
+    baseline, confirmation runs of the cases that look worse (--confirm-runs)."""
+    adaptive = options.max_runs is not None and options.max_runs > options.num_runs
+    confirm = options.confirmation_runs() if baselines else 0
+    if options.replay is not None:
+        if adaptive:
+            say("evalcheck: note: --max-runs is ignored in replay mode (nothing to run)", err=True)
+        return None
+    if not adaptive and not confirm:
+        return None
+    extra = AdaptiveRuns(targets, options.max_runs if adaptive else options.num_runs, rule, context,
+                         pool=BaselinePool(baselines, ambiguous={t.eval_set_id for t in targets
+                                                                 if t.key != t.eval_set_id})
+                         if baselines else None, confirm_runs=confirm)
+    extra.adaptive = adaptive
+    return extra

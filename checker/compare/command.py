@@ -35,6 +35,20 @@ def compare_with_files(paths: list[Path], head: Results, *, alpha: float,
                                             baseline_info=[BaselineInfo(path=report_path(p)) for p in paths]))
 
 
+def compare_run(paths: list[Path], results: Results, baselines: list[Results], *, alpha: float,
+                confirmations=None, max_token_increase: float | None = None) -> Results:
+    """``evalcheck run``'s compare stage: each case against main's pooled runs (decided on the
+    confirmation runs when given), the token gate (--max-token-increase), the trend of main."""
+    from ..report.trend import record_trend
+    from .tokens import record_token_gate
+
+    results = compare_with_files(paths, results, alpha=alpha, baselines=baselines,
+                                 confirmations=confirmations)
+    record_token_gate(results, max_token_increase)
+    record_trend(results, baselines)
+    return results
+
+
 def compare_files(request: CompareRequest) -> bool:
     """Compare, write the reports asked for, print the summary; returns whether the gate
     passed. Raises InputError for a file that is not a results file."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -10,6 +11,9 @@ from ..errors import InputError
 from ..models.results import Results
 from ..inputs.validation import read_json, validate
 from ..inputs.bulk import paused_gc
+
+if TYPE_CHECKING:
+    from ..options import RunOptions
 
 
 def load_suite_results(path: Path, what: str) -> Results:
@@ -93,3 +97,19 @@ def load_results_file(path: Path, what: str = "results file") -> Results:
     except InputError as exc:
         raise InputError(f"not a {what}: {exc.message}", file=display, path=exc.path,
                          fix=exc.fix or fix) from None
+
+
+def read_baselines(options: RunOptions) -> list[Results]:
+    """``--baseline``'s files, read before any agent runs. In the Action's automatic history
+    an older result of another suite is left out, said, and dropped from ``options.baselines``."""
+    if not options.baselines:
+        return []
+    from ..safety.output import say
+
+    skipped: list[Path] | None = [] if options.baselines_found else None
+    files = load_baselines(list(options.baselines), skipped)
+    if skipped:
+        say(f"evalcheck: note: {len(skipped)} older result(s) of main evaluated other eval data "
+            "for every shared case (another suite): not pooled", err=True)
+        options.baselines = [p for p in options.baselines if p not in skipped]
+    return files

@@ -12,9 +12,9 @@ case is scored, and dropped with it. Runs of other shards' cases are never valid
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .discover import EvalTarget
 from ..errors import InputError
@@ -23,6 +23,9 @@ from ..models.records import RecordedRun, RecordedRuns
 from ..scoring.pipeline import RunKey, group_replay, load_replay, match_recorded
 from ..models.setkey import set_key
 from .validation import decode_at, validate
+
+if TYPE_CHECKING:
+    from ..compare.verdict import VerdictRule
 
 Span = tuple[int, str]  # (index in $.runs, the run's JSON text)
 
@@ -105,3 +108,22 @@ def index_replay(path: Path, targets: list[EvalTarget]) -> Mapping[RunKey, list[
     found = match_recorded(targets, (key for key, _ in runs), display)
     return ReplayRuns(display, {key: [(i, runs[i][1] or "") for i in indexes]
                                 for key, indexes in found.items() if key in selected})
+
+
+def check_replayed_counts(replay: Path, counts: Iterable[int], rule: VerdictRule) -> None:
+    """In replay the runs are what was recorded: a rule no case has the runs to pass is bad
+    input (as --num-runs below K is live), not a suite of failures."""
+    from ..compare.verdict import runs_needed
+    from ..safety.output import say
+
+    needed = runs_needed(rule)
+    counts = list(counts)
+    if needed > 1 and counts and max(counts) < needed:
+        raise InputError(f"--verdict {rule} needs at least {needed} runs, but the replay file "
+                         f"holds at most {max(counts)} for a case", file=str(replay),
+                         fix=f"record at least {needed} runs a case, or use a rule they can meet "
+                             f"(e.g. k-of-n:{max(counts)})")
+    short = sum(1 for n in counts if n < needed)
+    if short:
+        say(f"evalcheck: warning: {short} case(s) have fewer than {needed} recorded runs and "
+            f"cannot pass --verdict {rule}", err=True)

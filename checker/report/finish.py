@@ -5,13 +5,15 @@ module (``main`` is ``evalcheck run``'s)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
+from ..errors import InputError
 from ..models.results import Results
 from ..options import RunOptions
 from ..safety.output import clean, say
-from .terminal import comparison_lines, summary_line
-from .writes import OutputFiles
+from .terminal import comparison_lines, failure_lines, retries_line, summary_line
+from .writes import OutputFiles, say_error
 
 
 def write_reports(results: Results, options: RunOptions, files: OutputFiles | None = None) -> None:
@@ -44,6 +46,56 @@ def report_gate(results: Results, fail_on: str, *, with_baseline: bool, timed: b
     if fail_on != "failure" or with_baseline:
         say(gate_message(results, fail_on))
     return not gate_failed(results, fail_on)
+
+
+def report_token_gate(results: Results) -> bool:
+    """Print the token gate's line (--max-token-increase), if any; whether it passed."""
+    from ..compare.tokens import token_gate_failed, token_gate_message
+
+    if token_gate_message(results):
+        say(clean(token_gate_message(results)))
+    return not token_gate_failed(results)
+
+
+def say_run_lines(results: Results, notes: Iterable[str]) -> None:
+    """``evalcheck run``'s terminal lines after the report files: the failures, the trend of
+    main (the comment's chart as text), ``notes`` (said as given), the retries."""
+    from .trend import trend_lines
+
+    for line in failure_lines(results):
+        say(clean(line))
+    for line in trend_lines(results):  # the terminal's text for the comment's chart
+        say(clean(line))
+    for line in notes:
+        say(line)
+    retried = retries_line(results)
+    if retried:
+        say(retried)
+
+
+def raise_file_errors(results: Results) -> None:
+    """Eval files that could not be read, each said on its own line, then bad input (exit 2):
+    after every other file was evaluated and reported."""
+    errors = results.file_errors or []
+    if not errors:
+        return
+    for error in errors:
+        say_error(error.error)
+    raise InputError(f"{len(errors)} eval file{'s' if len(errors) > 1 else ''} could not be read "
+                     f"({', '.join(e.path for e in errors)}); the other eval files were evaluated "
+                     "and reported", fix="fix or rename the file(s) named above")
+
+
+def raise_budget_errors(results: Results) -> None:
+    """A token budget that was spent: bad input (exit 2) naming it, once everything that
+    did run was scored and reported."""
+    spent = results.budgets or []
+    if not spent:
+        return
+    from .cost import budget_line
+
+    raise InputError("; ".join(budget_line(b) for b in spent),
+                     fix="raise the budget, or select fewer cases or runs")
 
 
 def results_from_file(path: Path) -> Results:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..compare.verdict import rule_of
 from ..models.records import RecordedRun
@@ -24,6 +26,10 @@ from .cost import case_tokens, usage_line
 from .explain import explain, fmt_score
 from .html_parts import esc, explanation, pre, run_turns, table, tag
 from .text import fmt_duration
+
+if TYPE_CHECKING:
+    from ..safety.redact import Redactor
+    from .writes import OutputFiles
 
 RunsByCase = Mapping[tuple[str, str], list[RecordedRun]]
 
@@ -211,3 +217,14 @@ def render_html(results: Results, runs: RunsByCase | None = None, *, fail_on: st
             f"<style>{STYLE}</style></head><body>"
             + _summary(results, fail_on) + trend + filters + "".join(sections) + footer
             + f"<script>{SCRIPT}</script></body></html>\n")
+
+
+def write_html(path: Path, results: Results, redactor: Redactor, runs: RunsByCase,
+               files: OutputFiles, *, fail_on: str) -> None:
+    """The HTML report, with every run's turns (redacted: agent output is outside text)."""
+    from .trend import trend_html
+
+    shown = {(key, case.eval_id): [redactor.model(r) for r in runs.get((key, case.eval_id), [])]
+             for key, eval_set in zip(results.set_keys(), results.eval_sets) for case in eval_set.cases}
+    files.write(path, render_html(results, shown, fail_on=fail_on, trend=trend_html(results)),
+                "HTML report")

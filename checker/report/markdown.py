@@ -151,6 +151,17 @@ def private_template_copy(template: Path, into: Path) -> Path:
     return copy
 
 
+def template_for_run(template: Path, private: bool) -> Path:
+    """The template a run renders: checked now; with ``private`` (an agent sandbox), a copy
+    the agent's user cannot write (``private_template_copy``)."""
+    check_template(template)
+    if not private:
+        return template
+    import tempfile
+
+    return private_template_copy(template, Path(tempfile.mkdtemp(prefix="evalcheck-template-")))
+
+
 def _template_error(exc: jinja2.TemplateError, template: Path) -> Exception:
     from ..errors import InputError
 

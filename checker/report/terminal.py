@@ -140,3 +140,13 @@ def summary_line(results: Results, *, timed: bool = True) -> str:
     took = (f" in {fmt_duration(duration)}" if isinstance(duration, (int, float))
             and not isinstance(duration, bool) and duration >= 0 else "")
     return f"{verdict}: {s.cases} eval case(s) in {s.eval_sets} eval set(s){took}: " + ", ".join(parts)
+
+
+def retries_line(results: Results) -> str | None:
+    """How many runs errored and were run again (--retries), and how many came back."""
+    runs = [r for s in results.eval_sets for c in s.cases for r in c.runs if r.retries]
+    if not runs:
+        return None
+    recovered = sum(r.status != "error" for r in runs)
+    return (f"retries: {len(runs)} run(s) errored and were run again; {recovered} then "
+            f"succeeded, {len(runs) - recovered} still errored and count as failing runs")

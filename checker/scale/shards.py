@@ -204,6 +204,15 @@ def shard_targets(targets: list[EvalTarget], options: Any,
     return plan.targets, plan.info
 
 
+def load_shard(targets: list[EvalTarget], options: Any,
+               baseline: Results | None = None) -> tuple[list[EvalTarget], ShardInfo]:
+    """``shard_targets``, then this shard's cases loaded, only them (the targets were outlined)."""
+    targets, info = shard_targets(targets, options, baseline)
+    for target in targets:
+        target.loaded.keep_cases(target.case_ids)
+    return targets, info
+
+
 def empty_shard_line(info: ShardInfo) -> str | None:
     """The line saying a shard holds no cases (fewer cases than shards, or cheap ones dealt
     elsewhere), None when it holds some. Such a shard passes: nothing in it failed, and

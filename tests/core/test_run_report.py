@@ -9,7 +9,8 @@ import shlex
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from checker.main import RunOptions, run_metadata
+from checker.options import RunOptions
+from checker.scoring.metadata import run_metadata
 from corehelpers import case, evalset, invocation, replay, run_cli, write_json
 
 

@@ -273,7 +273,8 @@ def test_the_limit_is_the_runs_shared_judge_semaphore(fake, env):
 
 
 def test_build_context_makes_one_judge_service_per_run(tmp_path):
-    from checker.main import RunOptions, build_context
+    from checker.options import RunOptions
+    from checker.scoring.services import build_context
 
     context = build_context(RunOptions(judge_concurrency=3, judge_cache=tmp_path))
     judge = context.services["judge"]

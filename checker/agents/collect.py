@@ -1,0 +1,61 @@
+"""The run stage's agent runs, collected by case: every job run to its end (adaptive and
+confirmation rounds included), or, on Ctrl-C, what finished written and the run stopped."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from .. import aio
+from ..models.records import RecordedRun, RecordedRuns
+from ..safety.output import say
+from ..safety.redact import Redactor, secret_values
+
+if TYPE_CHECKING:
+    from ..compare.adaptive import AdaptiveRuns
+    from ..inputs.discover import EvalTarget
+    from ..models.usage import TokenBudget
+    from ..options import RunOptions
+    from ..simulation.model import SimulatorStats
+
+RunKey = tuple[str, str]
+
+
+def collect_runs(targets: list[EvalTarget], options: RunOptions,
+                 simulator_stats: SimulatorStats | None = None,
+                 adaptive: AdaptiveRuns | None = None,
+                 budget: TokenBudget | None = None) -> Mapping[RunKey, list[RecordedRun]]:
+    """Every agent run of ``targets`` (not in replay mode: the plan reads the replay)."""
+    from .schedule import RunInterrupted, run_agent_jobs
+
+    try:
+        jobs = run_agent_jobs(targets, options, simulator_stats=simulator_stats,
+                              more=adaptive.more if adaptive else None, budget=budget)
+        if adaptive is not None:  # it scores in this event loop: close its judge clients here
+            jobs = adaptive.context.scoring(jobs)
+        runs = aio.run(jobs)
+        # A limit bound to that event loop must not be reused by the scoring loop.
+        if adaptive is not None:
+            adaptive.context.services.pop("judge_semaphore", None)
+    except (RunInterrupted, KeyboardInterrupt) as exc:
+        # Ctrl-C: the agents are already killed; keep what finished, then stop (no scoring).
+        finished = exc.finished if isinstance(exc, RunInterrupted) else []
+        message = f"evalcheck: interrupted; {len(finished)} run(s) had finished"
+        if options.inference_out and finished and _write_finished(options, finished):
+            message += f", written to {options.inference_out}"
+        say(message, err=True)
+        raise SystemExit(130) from None
+    grouped: dict[RunKey, list[RecordedRun]] = {}
+    for run in runs:
+        grouped.setdefault((run.key, run.eval_id), []).append(run)
+    return grouped
+
+
+def _write_finished(options: RunOptions, finished: list[RecordedRun]) -> bool:
+    from ..report.records import write_records
+    from ..report.writes import OutputFiles, say_error
+
+    assert options.inference_out is not None
+    return write_records(options.inference_out, RecordedRuns(runs=finished),
+                         Redactor(secret_values(os.environ)), OutputFiles(report=say_error))

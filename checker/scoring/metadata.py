@@ -1,0 +1,59 @@
+"""``Results.metadata`` of one ``evalcheck run``: what describes the run (CONTRACT section 4),
+added once every case is scored."""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from ..models.records import RecordedRun
+from ..models.results import Results
+from ..version import evalcheck_version
+from .pipeline import RunKey, run_counts
+
+if TYPE_CHECKING:
+    from ..compare.adaptive import AdaptiveRuns
+    from ..judges.service import JudgeService
+    from ..options import RunOptions
+    from ..simulation.model import SimulatorStats
+
+
+def _utc(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def run_metadata(options: RunOptions, runs: Mapping[RunKey, list[RecordedRun]], started: datetime,
+                 finished: datetime, seconds: float) -> dict[str, Any]:
+    """``Results.metadata`` of this run (extra information, CONTRACT section 4).
+
+    In replay mode no agent ran: ``numRuns`` is the most runs recorded for a case and
+    ``concurrency`` is null (nothing ran concurrently).
+    """
+    mode = "replay" if options.replay is not None else "api" if options.agent_url else "stdio"
+    replayed = max(run_counts(runs), default=0)
+    return {"evalcheckVersion": evalcheck_version(), "mode": mode,
+            "numRuns": replayed if mode == "replay" else options.num_runs,
+            "concurrency": None if mode == "replay" else options.concurrency,
+            "startedAt": _utc(started), "finishedAt": _utc(finished),
+            "durationSeconds": round(seconds, 3), "pythonVersion": platform.python_version()}
+
+
+def describe_run(results: Results, options: RunOptions, runs: Mapping[RunKey, list[RecordedRun]], *,
+                 started_at: datetime, started_clock: float, judge: JudgeService,
+                 simulated: SimulatorStats, warnings: list[str], adaptive: AdaptiveRuns | None) -> None:
+    """The judge's, the simulated users', the warnings' and the extra runs' metadata, then
+    the run's (``run_metadata``; ``started_clock``: ``time.monotonic()`` at the start)."""
+    if judge.stats.used():
+        results.metadata["judge"] = judge.metadata()
+    if simulated.used():
+        results.metadata["userSimulator"] = simulated.as_metadata()
+    if warnings:
+        results.metadata["warnings"] = warnings
+    if adaptive is not None:
+        results.metadata.update(adaptive.metadata())
+    # Keys already there (e.g. "judge") win: this only adds what describes the run.
+    results.metadata = {**run_metadata(options, runs, started_at, datetime.now(timezone.utc),
+                                       time.monotonic() - started_clock), **results.metadata}
