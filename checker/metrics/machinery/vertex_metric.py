@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from ...models.evalset import content_text
 from . import vertex
+from .vertex_instances import conversation_instance, final_text, single_turn_instance
 from ..base import Criterion, InvocationScore, Metric, RunInput, RunScore, ScoringContext, mean
 
 
@@ -28,9 +29,9 @@ class VertexInvocationMetric(Metric):
         if not run.actual:
             return RunScore(not_evaluated_reason="the run has no invocations")
         spec = await self.spec()
-        rows = [(content_text(inv.user_content), vertex.final_text(inv)) for inv in run.actual]
+        rows = [(content_text(inv.user_content), final_text(inv)) for inv in run.actual]
         outcomes = await asyncio.gather(
-            *(vertex.evaluate(context, spec, vertex.single_turn_instance(prompt, response))
+            *(vertex.evaluate(context, spec, single_turn_instance(prompt, response))
               for prompt, response in rows), return_exceptions=True)
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
@@ -74,7 +75,7 @@ class VertexConversationMetric(Metric):
         if not run.actual:
             return RunScore(not_evaluated_reason="the run has no invocations")
         verdict, _ = await vertex.evaluate(context, vertex.MetricSpec(self.spec_name or self.name),
-                                            vertex.conversation_instance(run.actual))
+                                            conversation_instance(run.actual))
         details: dict[str, Any] = {"backend": settings.backend, "instances": 1,
                                    "requests": verdict.requests,
                                    "turns": len(run.actual), "explanation": verdict.explanation,
