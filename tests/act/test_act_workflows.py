@@ -36,7 +36,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "github"))
 
 from fake_github import FakeGitHub  # noqa: E402
-from runner_env import EXAMPLE, ROOT  # noqa: E402
+from runner_env import EXAMPLE, ROOT, docker_problem  # noqa: E402
 from shard_suite import FAILING, SHARDS, suite_files  # noqa: E402
 
 BASE_IMAGE = os.environ.get("EVALCHECK_BASE_IMAGE", "evalcheck-base:bookworm")
@@ -51,18 +51,6 @@ OTHER_TOKEN = "ghs_othertoken"         # unknown to the fake: marks a job that m
 # workflow and job: one act test at a time on a docker daemon.
 LOCK = Path("/tmp/evalcheck-act.lock")
 AUTHORED = {"add-mask", "error", "warning", "notice", "group", "endgroup"}  # what evalcheck issues
-
-
-def _docker_problem() -> str | None:
-    if shutil.which("docker") is None:
-        return "docker is not installed (scripts/setup.d/50-docker.sh installs it as root)"
-    info = subprocess.run(["docker", "info"], capture_output=True, text=True)
-    if info.returncode != 0:
-        return f"docker daemon not reachable: {info.stderr.strip()[:200]}"
-    base = subprocess.run(["docker", "image", "inspect", BASE_IMAGE], capture_output=True)
-    if base.returncode != 0:
-        return f"base image {BASE_IMAGE} missing (run EVALCHECK_DOCKER_TESTS=1 scripts/setup.d/50-docker.sh)"
-    return None
 
 
 def default_base() -> str:
@@ -221,7 +209,7 @@ class Runs:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Runs:
-    problem = _docker_problem()
+    problem = docker_problem(BASE_IMAGE)
     if problem:
         if os.environ.get("CI") == "true":
             pytest.fail(f"the act test needs docker in CI: {problem}")

@@ -30,7 +30,7 @@ from fake_github import FakeGitHub  # noqa: E402
 from fake_vertex import FakeVertex  # noqa: E402
 
 from fake_gemini import FakeGemini, verdict  # noqa: E402
-from runner_env import ROOT, Runner, input_env  # noqa: E402
+from runner_env import ROOT, Runner, docker_problem, input_env  # noqa: E402
 
 DEFAULT_BASE = re.search(r"^ARG BASE_IMAGE=(\S+)$", (ROOT / "Dockerfile").read_text(), re.M).group(1)
 BASE_IMAGE = os.environ.get("EVALCHECK_BASE_IMAGE", DEFAULT_BASE)
@@ -40,21 +40,9 @@ IMAGE = "evalcheck-action:pytest-" + hashlib.sha1(str(ROOT).encode()).hexdigest(
 HEAD = "d" * 40
 
 
-def _docker_problem() -> str | None:
-    if shutil.which("docker") is None:
-        return "docker is not installed (scripts/setup.d/50-docker.sh installs it as root)"
-    info = subprocess.run(["docker", "info"], capture_output=True, text=True)
-    if info.returncode != 0:
-        return f"docker daemon not reachable: {info.stderr.strip()[:200]}"
-    base = subprocess.run(["docker", "image", "inspect", BASE_IMAGE], capture_output=True)
-    if base.returncode != 0:
-        return f"base image {BASE_IMAGE} missing (run EVALCHECK_DOCKER_TESTS=1 scripts/setup.d/50-docker.sh)"
-    return None
-
-
 @pytest.fixture(scope="module")
 def image() -> str:
-    problem = _docker_problem()
+    problem = docker_problem(BASE_IMAGE)
     if problem:
         if os.environ.get("CI") == "true":
             pytest.fail(f"container test needs docker in CI: {problem}")

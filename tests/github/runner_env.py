@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,3 +125,16 @@ def run_in_workspace(runner: Runner, env: dict[str, str]) -> int:
         return action.main(env)
     finally:
         os.chdir(cwd)
+
+
+def docker_problem(base_image: str) -> str | None:
+    """Why the docker tests (tests/act, tests/container) cannot run here, or None."""
+    if shutil.which("docker") is None:
+        return "docker is not installed (scripts/setup.d/50-docker.sh installs it as root)"
+    info = subprocess.run(["docker", "info"], capture_output=True, text=True)
+    if info.returncode != 0:
+        return f"docker daemon not reachable: {info.stderr.strip()[:200]}"
+    base = subprocess.run(["docker", "image", "inspect", base_image], capture_output=True)
+    if base.returncode != 0:
+        return f"base image {base_image} missing (run EVALCHECK_DOCKER_TESTS=1 scripts/setup.d/50-docker.sh)"
+    return None
