@@ -72,7 +72,8 @@ def compare_files(request: CompareRequest) -> bool:
     head = load_suite_results(request.head, "results file")
     results = compare_with_files(request.baselines, head, alpha=request.alpha, baselines=baselines)
     write_reports(results, RunOptions(results=request.results, markdown=request.markdown,
-                                      junit=request.junit, template=request.template))
+                                      junit=request.junit, template=request.template,
+                                      fail_on=request.fail_on))
     for line in failure_lines(results):
         say(clean(line))
     return report_gate(results, request.fail_on, with_baseline=True, timed=False)

@@ -345,7 +345,8 @@ def merge_files(request: MergeRequest) -> Results:
 
         merged = compare_with_files(request.baselines, merged, alpha=request.alpha)
     write_reports(merged, RunOptions(results=request.results, markdown=request.markdown,
-                                     junit=request.junit, template=request.template), files)
+                                     junit=request.junit, template=request.template,
+                                     fail_on=request.fail_on), files)
     files.check()
     return merged
 

@@ -320,3 +320,19 @@ def test_compare_pools_several_baselines_and_bad_comparison_input_is_exit_2(repo
         assert out.code == 2, (args, out.output)
         assert message in out.stderr, (args, out.stderr)
         assert "Traceback" not in out.output
+
+
+@pytest.mark.parametrize("command", ["compare", "merge"])
+def test_the_markdown_headline_states_the_gate_of_fail_on_not_of_failure(repo, command):
+    # An old failure, as on main: --fail-on regression passes (exit 0), and the report's
+    # first line must say so - not "Gate failed (fail-on: failure)" over a green check.
+    setup(repo)
+    run(repo, "base", MAIN)
+    run(repo, "head", MAIN)
+    files = ["base.json", "head.json"] if command == "compare" else ["head.json", "--baseline", "base.json"]
+    if command == "merge":  # a one-shard merge is a plain merge of the whole suite's file
+        assert run(repo, "head", MAIN, "--shard", "1/1").code in (0, 1)
+    out = run_cli([command, *files, "--markdown", "out.md", "--fail-on", "regression"], repo)
+    assert out.code == 0, out.output
+    first = (repo / "out.md").read_text().splitlines()[0]
+    assert first.startswith("## ✅ Gate passed (fail-on: regression)"), first
