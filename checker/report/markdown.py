@@ -119,7 +119,10 @@ def _familywise(results: Results) -> str:
         return ""
     fw = comparison.familywise
     history = comparison.baseline.history
-    pooled = f"{len(history)} results of main pooled" if history else "1 result of main"
+    # Given is not pooled: a change point or other eval data stops a case's pooling.
+    most = max((len(c.baseline_pool or []) for s in results.eval_sets for c in s.cases), default=0)
+    pooled = ("1 result of main" if not history else f"{len(history)} results of main pooled"
+              if most >= len(history) else f"up to {max(most, 1)} of {len(history)} results of main pooled")
     how = ("decided on fresh confirmation runs" if fw.get("confirmed")
            else "decided on the runs recorded (no confirmation runs were possible)")
     return (f"regressions at family-wise alpha {fw.get('alpha')} (Tarone, {fw.get('tests')} "

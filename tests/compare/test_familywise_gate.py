@@ -300,3 +300,18 @@ def test_adaptive_runs_go_to_cases_whose_comparison_is_undecided():
     assert compared._uncertain(("weather", "c"), settled)
     like_main = case_result("c", metric([1.0, 1.0, 1.0]))
     assert not compared._uncertain(("weather", "c"), like_main)
+
+
+def test_the_footer_counts_the_results_of_main_pooled_not_those_given():
+    # The older result is a change point for the only case (3/3 now, 0/3 before): nothing
+    # was pooled from it, so the footer must not say "2 results of main pooled".
+    from checker.compare.comparison import compare
+    from checker.report.markdown import render_markdown
+    from comparehelpers import case_result, metric, results
+
+    newest, older = results(case_result("c", metric([1.0] * 3))), results(case_result("c", metric([0.0] * 3)))
+    compared = compare([newest, older], results(case_result("c", metric([1.0] * 3))))
+    assert [c.baseline_pool for s in compared.eval_sets for c in s.cases] == [[0]]
+    footer = render_markdown(compared).strip().splitlines()[-1]
+    assert "; 2 results of main pooled" not in footer
+    assert "1 of 2 results of main pooled" in footer
