@@ -201,7 +201,7 @@ def _label(prepared: _Case, family: FamilyDecision, better_level: float,
     head = prepared.head
     flaky = case_flaky(head.metrics)  # recomputed: a results file older than the label has none
     if prepared.change is not None:
-        return head.model_copy(update={"change": prepared.change, "flaky": flaky,
+        return head.model_copy(update={"change": prepared.change, "flaky": flaky, "baseline_pool": None,
                                        "metrics": [_uncompared(m) for m in head.metrics]})
     pooled = prepared.pooled
     assert pooled is not None
@@ -231,14 +231,13 @@ def _label(prepared: _Case, family: FamilyDecision, better_level: float,
             update["screened"] = found.screened
             if found.fresh is not None:
                 update["confirm_runs"] = list(found.fresh.runs)
-        metrics.append(metric.model_copy(update=update))
+        metrics.append(_uncompared(metric).model_copy(update=update))
     # An agent that could not run the case at all (after its retries), where main passed it.
     if _every_run_errored(head) and pooled.newest.status == "passed":
         regressed = True
     change = "regressed" if regressed else "improved" if improved else "unchanged"
-    update = {"metrics": metrics, "change": change, "flaky": flaky}
-    if history:
-        update["baseline_pool"] = pooled.sources
+    update = {"metrics": metrics, "change": change, "flaky": flaky,
+              "baseline_pool": pooled.sources if history else None}
     return head.model_copy(update=update)
 
 

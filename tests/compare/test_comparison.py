@@ -271,3 +271,26 @@ def test_a_shard_under_the_regression_gate_fails_only_on_errors_and_says_merge_d
     broken = results(broken_metric).model_copy(update={"shard": shard})
     assert gate_failed(broken, "regression")
     assert gate_message(broken, "regression").startswith("shard 2/3 failed")
+
+
+def test_a_compared_file_compared_again_keeps_no_figures_of_the_first_comparison():
+    # HEAD may be a results file that was compared before (with confirmation runs and
+    # main's history): `evalcheck compare main.json pr.json` must not carry its screening,
+    # fresh runs or pool indices over - they would claim confirmation runs that this
+    # comparison never had ("looked worse and was not confirmed") and point into a
+    # comparison.baseline.history that is not there.
+    from checker.compare.comparison import compare
+    from checker.compare.gate import gate_headline
+    from comparehelpers import case_result, metric, results
+
+    base = results(case_result("c", metric([1.0] * 3)))
+    head = results(case_result("c", metric([1.0, 0.0, 1.0])))
+    fresh = case_result("c", metric([1.0] * 5))
+    first = compare([base, base], head, confirmations={("weather", "c"): fresh})
+    (was,) = first.eval_sets[0].cases
+    assert was.metrics[0].screened and was.metrics[0].confirm_runs and was.baseline_pool == [0, 1]
+    again = compare(base, first)
+    (case,) = again.eval_sets[0].cases
+    assert case.baseline_pool is None
+    assert (case.metrics[0].screened, case.metrics[0].confirm_runs) == (None, None)
+    assert "not confirmed" not in gate_headline(again, "regression")[1]
