@@ -89,7 +89,8 @@ def gate_message(results: Results, fail_on: str) -> str:
         found = regression_cases(results)
         drops = suite_drops(results.comparison)
         if not failed:
-            return (f"gate passed (fail-on: {fail_on}): no confirmed regression, no new or "
+            confirmed = bool(results.comparison.familywise and results.comparison.familywise.get("confirmed"))
+            return (f"gate passed (fail-on: {fail_on}): no {'confirmed ' if confirmed else ''}regression, no new or "
                     "changed case fails" + (
                         "; but the suite dropped: " + ", ".join(map(str, drops)) +
                         " (each case within noise; see the report)" if drops else ""))

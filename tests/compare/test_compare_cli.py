@@ -336,3 +336,14 @@ def test_the_markdown_headline_states_the_gate_of_fail_on_not_of_failure(repo, c
     assert out.code == 0, out.output
     first = (repo / "out.md").read_text().splitlines()[0]
     assert first.startswith("## ✅ Gate passed (fail-on: regression)"), first
+
+
+def test_the_gate_line_of_compare_claims_no_confirmation_it_did_not_run(repo):
+    # compare runs nothing again: "no regression", as the report's headline says, not
+    # "no confirmed regression".
+    setup(repo)
+    run(repo, "base", MAIN)
+    run(repo, "head", MAIN)
+    out = run_cli(["compare", "base.json", "head.json", "--fail-on", "regression"], repo)
+    assert out.code == 0, out.output
+    assert "gate passed (fail-on: regression): no regression, no new or changed case fails" in out.stdout
