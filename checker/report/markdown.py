@@ -123,8 +123,12 @@ def _familywise(results: Results) -> str:
     most = max((len(c.baseline_pool or []) for s in results.eval_sets for c in s.cases), default=0)
     pooled = ("1 result of main" if not history else f"{len(history)} results of main pooled"
               if most >= len(history) else f"up to {max(most, 1)} of {len(history)} results of main pooled")
-    how = ("decided on fresh confirmation runs" if fw.get("confirmed")
-           else "decided on the runs recorded (no confirmation runs were possible)")
+    if fw.get("confirmed") and not fw.get("tests"):
+        how = "no case looked worse than main, nothing to confirm"
+    elif fw.get("confirmed"):
+        how = "decided on fresh confirmation runs"
+    else:  # replay, compare, merge, or --confirm-runs 0
+        how = "decided on the runs recorded, with no confirmation runs"
     return (f"regressions at family-wise alpha {fw.get('alpha')} (Tarone, {fw.get('tests')} "
             f"test{'' if fw.get('tests') == 1 else 's'}), {how}; {pooled}")
 

@@ -315,3 +315,17 @@ def test_the_footer_counts_the_results_of_main_pooled_not_those_given():
     footer = render_markdown(compared).strip().splitlines()[-1]
     assert "; 2 results of main pooled" not in footer
     assert "1 of 2 results of main pooled" in footer
+
+
+def test_the_footer_says_how_regressions_were_decided():
+    from checker.report.markdown import render_markdown
+
+    files = _history([1.0] * 3, [1.0] * 3)
+    head = results(case_result("c", metric([1.0, 1.0, 1.0])))
+    footer = render_markdown(compare(files, head), fail_on="regression").splitlines()[-1]
+    assert "decided on the runs recorded, with no confirmation runs" in footer
+    footer = render_markdown(compare(files, head, confirmations={}), fail_on="regression").splitlines()[-1]
+    assert "no case looked worse than main, nothing to confirm" in footer
+    worse = results(case_result("c", metric([0.0, 1.0, 1.0])))
+    confirmed = compare(files, worse, confirmations={("weather", "c"): case_result("c", metric([1.0] * 5))})
+    assert "decided on fresh confirmation runs" in render_markdown(confirmed).splitlines()[-1]
