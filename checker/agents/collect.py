@@ -27,14 +27,19 @@ def collect_runs(targets: list[EvalTarget], options: RunOptions,
                  adaptive: AdaptiveRuns | None = None,
                  budget: TokenBudget | None = None) -> Mapping[RunKey, list[RecordedRun]]:
     """Every agent run of ``targets`` (not in replay mode: the plan reads the replay)."""
+    from .process import pidfd_child_watcher
     from .schedule import RunInterrupted, run_agent_jobs
 
-    try:
-        jobs = run_agent_jobs(targets, options, simulator_stats=simulator_stats,
+    async def jobs() -> list[RecordedRun]:
+        runs = run_agent_jobs(targets, options, simulator_stats=simulator_stats,
                               more=adaptive.more if adaptive else None, budget=budget)
-        if adaptive is not None:  # it scores in this event loop: close its judge clients here
-            jobs = adaptive.context.scoring(jobs)
-        runs = aio.run(jobs)
+        # Adaptive runs score in this event loop: their judge clients and custom metric worker
+        # are closed here, while the child watcher that saw the worker start still watches it.
+        with pidfd_child_watcher():
+            return await (adaptive.context.scoring(runs) if adaptive is not None else runs)
+
+    try:
+        runs = aio.run(jobs())
         # A limit bound to that event loop must not be reused by the scoring loop.
         if adaptive is not None:
             adaptive.context.services.pop("judge_semaphore", None)

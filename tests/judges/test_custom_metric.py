@@ -224,3 +224,36 @@ def test_a_worker_answer_with_an_infinite_score_is_refused(repo):
         "    return 0.0\n")
     result = run_custom("my_evals_pkg.forger.forge", "worker")
     assert result.score is None and "not a score" in result.error
+
+
+def test_a_custom_metric_with_a_baseline_and_an_agent_does_not_hang(tmp_path):
+    """Adaptive runs (an agent and a baseline) score in the agents' event loop, and started
+    the metric worker there; the pidfd child watcher that saw it start was closed before the
+    worker was, so closing it waited for its exit forever (Python 3.11, the Action's image)."""
+    import json
+    import shutil
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    shutil.copytree(root / "examples" / "weather", tmp_path / "w")
+    ws = tmp_path / "w"
+    (ws / ".git").mkdir()
+    (ws / "evalmetrics").mkdir()
+    (ws / "evalmetrics" / "__init__.py").write_text("")
+    (ws / "evalmetrics" / "one.py").write_text("def one(eval_metric, actual, expected, scenario):\n"
+                                              "    return 1.0\n")
+    config = ws / "agent_evals" / "test_config.json"
+    data = json.loads(config.read_text())
+    data["criteria"]["one"] = 0.5
+    data["custom_metrics"] = {"one": {"code_config": {"name": "evalmetrics.one.one"}}}
+    config.write_text(json.dumps(data))
+    done = subprocess.run([sys.executable, "-m", "checker.cli", "run", "agent_evals", "--agent-command",
+                           f"{sys.executable} {root / 'examples' / 'agents' / 'python_weather' / 'agent.py'}",
+                           "--num-runs", "2", "--baseline", "baseline/results.json",
+                           "--results", "results.json"],
+                          cwd=ws, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "child watcher with pending handlers" not in done.stderr
+    results = json.loads((ws / "results.json").read_text())
+    assert {m["score"] for s in results["evalSets"] for c in s["cases"] for m in c["metrics"]
+            if m["name"] == "one"} == {1.0}
