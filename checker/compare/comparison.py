@@ -252,10 +252,7 @@ def compare(baseline: Results | Sequence[Results], head: Results, *, alpha: floa
     confirmation runs; None when nothing could run again (replay, ``compare``), and the
     tests are decided on the runs there are. Pure: no input is modified.
     """
-    try:
-        check_alpha(alpha)
-    except ValueError:
-        raise ValueError(f"alpha must be in (0, 0.5], got {alpha}") from None
+    check_alpha(alpha)
     files = [baseline] if isinstance(baseline, Results) else list(baseline)
     if baseline_info is None:
         infos = [BaselineInfo() for _ in files]

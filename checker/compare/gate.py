@@ -104,7 +104,8 @@ def gate_message(results: Results, fail_on: str) -> str:
     return f"evaluation {'errored' if fail_on == 'error' else 'failed'} (fail-on: {fail_on})"
 
 
-def _plural(n: int, one: str, many: str | None = None) -> str:
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """1 case, 3 cases: n and the word for it (``many`` when the plural is irregular)."""
     return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
@@ -120,8 +121,8 @@ def gate_headline(results: Results, fail_on: str) -> tuple[bool, str]:
         if results.shard is not None and fail_on in COMPARING:
             return not failed, f"{lead}: shard {results.shard.index}/{results.shard.count}; " \
                 "regressions are decided when the shards are merged"
-        what = (f"{_plural(not_passed, 'case')} of {s.cases} did not pass" if not_passed
-                else f"all {_plural(s.cases, 'case')} passed")
+        what = (f"{plural(not_passed, 'case')} of {s.cases} did not pass" if not_passed
+                else f"all {plural(s.cases, 'case')} passed")
         if fail_on in COMPARING:
             what += " (no baseline to compare with: gated on failure)"
         elif fail_on == "never":
@@ -131,7 +132,7 @@ def gate_headline(results: Results, fail_on: str) -> tuple[bool, str]:
     parts = []
     if found:
         counts = Counter(why for _, _, why in found)
-        parts += [f"{_plural(n, 'case')} {why}" for why, n in sorted(counts.items())]
+        parts += [f"{plural(n, 'case')} {why}" for why, n in sorted(counts.items())]
     else:
         parts.append("no confirmed regression" if results.comparison.familywise and
                      results.comparison.familywise.get("confirmed") else "no regression")
@@ -143,10 +144,10 @@ def gate_headline(results: Results, fail_on: str) -> tuple[bool, str]:
                    and any(m.screened for m in c.metrics)]
     if unconfirmed:
         most = max(len(m.confirm_runs or []) for c in unconfirmed for m in c.metrics)
-        parts.append(f"{_plural(len(unconfirmed), 'case')} looked worse and "
+        parts.append(f"{plural(len(unconfirmed), 'case')} looked worse and "
                      f"{'was' if len(unconfirmed) == 1 else 'were'} not confirmed in "
                      f"up to {most} more runs")
     old = [c for c in cases if c.change in ("unchanged", "improved") and c.status != "passed"]
     if old:
-        parts.append(f"{_plural(len(old), 'case')} {'fails' if len(old) == 1 else 'fail'}, as on main")
+        parts.append(f"{plural(len(old), 'case')} {'fails' if len(old) == 1 else 'fail'}, as on main")
     return not failed, f"{lead}: " + "; ".join(parts)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..compare.comparison import suite_drops
+from ..compare.gate import plural
 from ..compare.verdict import baseline_pass_counts, case_pass_counts
 from ..models.results import CaseResult, Results
 
@@ -79,10 +80,6 @@ class ChangeView:
     notes: list[str] = field(default_factory=list)
 
 
-def _plural(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
-
-
 def _rate(value: Any) -> str:
     if not isinstance(value, dict):
         return ""
@@ -125,8 +122,8 @@ def build_changes(results: Results, commit_url: Any = None) -> ChangeView:
             view.counts = [(f"{flaky} flaky", True)]
         return view
     s = comparison.summary
-    counts = [(_plural(s.regressed, "regression", "regressions"), s.regressed > 0),
-              (_plural(s.improved, "improvement", "improvements"), False),
+    counts = [(plural(s.regressed, "regression", "regressions"), s.regressed > 0),
+              (plural(s.improved, "improvement", "improvements"), False),
               (f"{flaky} flaky", False), (f"{s.new} new", False), (f"{s.changed} changed", False),
               (f"{s.removed} removed", False)]
     shown = [c for c in counts if not c[0].startswith("0 ")]
