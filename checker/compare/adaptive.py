@@ -51,9 +51,10 @@ class AdaptiveRuns:
     first runs; ``confirmation`` the fresh runs, apart."""
 
     def __init__(self, targets: list[EvalTarget], max_runs: int, rule: VerdictRule,
-                 context: ScoringContext, pool: BaselinePool | None = None, confirm_runs: int = 0):
+                 context: ScoringContext, pool: BaselinePool | None = None, confirm_runs: int = 0,
+                 adaptive: bool = True):
         self.max_runs = max_runs
-        self.adaptive = True  # False: only confirmation runs (no --max-runs above --num-runs)
+        self.adaptive = adaptive  # False: only confirmation runs (no --max-runs above --num-runs)
         self.pool = pool
         self.confirmation = Confirmation(pool, confirm_runs) if pool is not None and confirm_runs else None
         self.confirming = False
@@ -127,7 +128,7 @@ class AdaptiveRuns:
 
     def lines(self) -> list[str]:
         """The terminal lines: adaptive runs (when asked for), confirmation runs."""
-        out = [self.line()] if self.max_runs > 0 and self.adaptive else []
+        out = [self.line()] if self.adaptive else []
         if self.confirmation is not None:
             c = self.confirmation
             out.append(f"confirmation: {c.extra_runs()} fresh run(s) in {c.rounds} round(s) for "
@@ -170,6 +171,5 @@ def extra_runs(options: RunOptions, targets: list[EvalTarget], rule: VerdictRule
     extra = AdaptiveRuns(targets, options.max_runs if adaptive else options.num_runs, rule, context,
                          pool=BaselinePool(baselines, ambiguous={t.eval_set_id for t in targets
                                                                  if t.key != t.eval_set_id})
-                         if baselines else None, confirm_runs=confirm)
-    extra.adaptive = adaptive
+                         if baselines else None, confirm_runs=confirm, adaptive=adaptive)
     return extra
