@@ -19,6 +19,7 @@ from typing import IO, TYPE_CHECKING
 from ..errors import InputError
 from ..models.evalset import EvalCase
 from ..models.records import RecordedRun
+from ..judges.meter import metering
 from ..models.usage import TokenBudget, agent_tokens
 from ..safety.output import GuardedStream, clean, say
 from ..safety.redact import Redactor
@@ -300,19 +301,24 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
             budget.skipped.append((job.key, job.eval_id, job.run))
             progress.run_done(job, job.record())
             return
-        run = await _attempt(runner, job)
-        # A run whose agent errored once it had started is run again (--retries): one
-        # crash must not decide a comparison. Not a start failure nor a setup error (no
-        # credentials: a retry fails the same way): fail-fast owns those.
-        retries = 0
-        while run.error is not None and retries < options.retries and not watch.stopped \
-                and start_failure(run) is None:
-            retries += 1
+        # The simulated user's model calls are metered per run (judges/meter.py), every
+        # attempt's: they were spent whether or not the attempt counts.
+        with metering() as meter:
             run = await _attempt(runner, job)
+            # A run whose agent errored once it had started is run again (--retries): one
+            # crash must not decide a comparison. Not a start failure nor a setup error (no
+            # credentials: a retry fails the same way): fail-fast owns those.
+            retries = 0
+            while run.error is not None and retries < options.retries and not watch.stopped \
+                    and start_failure(run) is None:
+                retries += 1
+                run = await _attempt(runner, job)
         if retries:
             run.retries = retries
-        if budget is not None:
-            budget.charge(getattr(agent_tokens(run.invocations), "total", 0))
+        run.simulator_usage = meter.tokens
+        if budget is not None:  # running a case costs the agent's and its simulated user's tokens
+            budget.charge(getattr(agent_tokens(run.invocations), "total", 0)
+                          + getattr(meter.tokens, "total", 0))
         finished.append(run)
         if simulation is not None:  # its credential headers are known once it has called
             progress.hide(simulation.credentials)

@@ -23,6 +23,7 @@ class BudgetSpent(JudgeError):
 class JudgeMeter:
     def __init__(self) -> None:
         self.tokens: Tokens | None = None
+        self.vertex_instances = 0  # scored by the Vertex AI evaluation service (no tokens told)
         self.refused: str | None = None  # the budget's message, when a call was refused
 
 
@@ -59,6 +60,14 @@ def charge(budget: TokenBudget | None, model: str, input: int, output: int) -> N
     if meter is not None:
         meter.tokens = meter.tokens or Tokens()
         meter.tokens.add(input, output, model=model)
+
+
+def count_vertex_instances(count: int) -> None:
+    """Instances the Vertex AI evaluation service scored for the metric that asked: its
+    EvaluateInstancesResponse has no usage field, so instances are all there is to count."""
+    meter = _current.get()
+    if meter is not None:
+        meter.vertex_instances += count
 
 
 class BudgetedGuard:

@@ -9,6 +9,7 @@ from pydantic import Field, PrivateAttr
 from .base import OutputModel
 from .evalset import Invocation
 from .setkey import set_key
+from .usage import Tokens
 
 
 class RecordedRun(OutputModel):
@@ -25,6 +26,9 @@ class RecordedRun(OutputModel):
     duration_seconds: float | None = None
     # How many times the agent errored on this run before this attempt (--retries).
     retries: int | None = None
+    # Extra, optional: the tokens of the run's simulated user (conversation_scenario), every
+    # attempt's (--retries) included; absent when it made no model call.
+    simulator_usage: Tokens | None = None
     # Not written: why the agent could not start at all (agents/failfast.py), when so.
     _cannot_start: str | None = PrivateAttr(default=None)
 

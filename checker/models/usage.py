@@ -1,7 +1,9 @@
 """Token usage (CONTRACT section 9): what a run's agent and its judges spent, in the results.
 
 Per run ``usage: {agent: {input, output}, judge: {input, output}}``, per case the sum of its
-runs, in ``summary`` the sum of every case. ``input`` counts the prompt tokens (tool-use
+runs, in ``summary`` the sum of every case. ``simulator``: the Gemini calls of a
+conversation_scenario run's simulated user. ``vertexInstances``: the instances the Vertex AI
+evaluation service scored, which answers with no token counts (docs/cost.md). ``input`` counts the prompt tokens (tool-use
 prompt tokens included, cached ones too: they are part of the prompt), ``output`` the
 candidates and thoughts (reasoning) tokens, as token_usage_v1 counts them. ``models`` splits
 the counts by model where the model is known (a judge's always, an agent's when its events
@@ -68,19 +70,32 @@ def sum_tokens(items: Iterable[Tokens | None]) -> Tokens | None:
 class Usage(OutputModel):
     agent: Tokens | None = Field(default=None, exclude_if=_unset)
     judge: Tokens | None = Field(default=None, exclude_if=_unset)
+    simulator: Tokens | None = Field(default=None, exclude_if=_unset)
+    # Instances scored by the Vertex AI evaluation service: its answer has no usage field,
+    # so these are counted, never priced.
+    vertex_instances: int | None = Field(default=None, exclude_if=_unset)
     # Estimated cost in US dollars (--prices): {agent, judge, total}; a side whose models
     # have no price is absent (summary only; see report/cost.py).
     cost: dict[str, Any] | None = Field(default=None, exclude_if=_unset)
 
     def empty(self) -> bool:
-        return self.agent is None and self.judge is None
+        return self.agent is None and self.judge is None and self.simulator is None \
+            and self.vertex_instances is None
+
+    def run_stage(self) -> int:
+        """What running the case cost (the agent budget's charge): the agent's tokens and its
+        simulated user's."""
+        return sum(t.total for t in (self.agent, self.simulator) if t is not None)
 
 
 def sum_usage(items: Iterable[Usage | None]) -> Usage | None:
     items = [u for u in items if u is not None]
     if not items:
         return None
-    usage = Usage(agent=sum_tokens(u.agent for u in items), judge=sum_tokens(u.judge for u in items))
+    instances = [u.vertex_instances for u in items if u.vertex_instances is not None]
+    usage = Usage(agent=sum_tokens(u.agent for u in items), judge=sum_tokens(u.judge for u in items),
+                  simulator=sum_tokens(u.simulator for u in items),
+                  vertex_instances=sum(instances) if instances else None)
     return None if usage.empty() else usage
 
 

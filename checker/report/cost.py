@@ -99,15 +99,15 @@ def read_prices(path: Path) -> PriceTable:
                       f"{source}, then Gemini list prices of {DEFAULT_PRICES_DATE}")
 
 
+SIDES = ("agent", "judge", "simulator")
+
+
 def _cost(table: PriceTable, usage: Usage) -> dict[str, Any] | None:
-    agent, judge = table.cost(usage.agent), table.cost(usage.judge)
-    if agent is None and judge is None:
+    costs = {side: table.cost(getattr(usage, side)) for side in SIDES}
+    if all(c is None for c in costs.values()):
         return None
-    out: dict[str, Any] = {"total": round((agent or 0) + (judge or 0), 6)}
-    if agent is not None:
-        out["agent"] = round(agent, 6)
-    if judge is not None:
-        out["judge"] = round(judge, 6)
+    out: dict[str, Any] = {"total": round(sum(c or 0 for c in costs.values()), 6)}
+    out.update({side: round(c, 6) for side, c in costs.items() if c is not None})
     return out
 
 
@@ -144,14 +144,17 @@ def usage_line(results: Results) -> str:
     usage = results.summary.usage
     if usage is None or usage.empty():
         return ""
-    sides = [s for s in (_side("agent", usage.agent), _side("judge", usage.judge)) if s]
-    line = "tokens: " + ", ".join(sides)
+    sides = [s for s in (_side(side, getattr(usage, side)) for side in SIDES) if s]
+    line = "tokens: " + (", ".join(sides) or "none reported")
     cost = usage.cost or {}
     if isinstance(cost.get("total"), (int, float)):
         line += f" · est. cost {'at least ' if cost.get('unpriced') else ''}{fmt_usd(cost['total'])}"
         line += f" ({cost.get('prices')})" if cost.get("prices") else ""
     if cost.get("unpriced"):
         line += f"; no price for {', '.join(cost['unpriced'])}"
+    if usage.vertex_instances:  # its answers tell no tokens: not in the cost (docs/cost.md)
+        line += (f"; Vertex AI evaluation: {usage.vertex_instances:,} instance"
+                 f"{'s' if usage.vertex_instances != 1 else ''}, tokens not reported")
     return line
 
 
@@ -159,9 +162,9 @@ def case_tokens(usage: Usage | None) -> str:
     """``agent 1,234 + judge 567 tokens`` for a table cell or the HTML report."""
     if usage is None or usage.empty():
         return ""
-    parts = [f"{name} {t.total:,}" for name, t in (("agent", usage.agent), ("judge", usage.judge))
+    parts = [f"{name} {t.total:,}" for name, t in ((side, getattr(usage, side)) for side in SIDES)
              if t is not None]
-    return " + ".join(parts) + " tokens"
+    return " + ".join(parts) + " tokens" if parts else ""
 
 
 def models_of(items: Iterable[Tokens | None]) -> Mapping[str, int]:

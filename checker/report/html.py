@@ -106,14 +106,18 @@ def _metrics(case: CaseResult) -> str:
 def _runs(case: CaseResult, recorded: list[RecordedRun]) -> str:
     by_number = {r.run: r for r in recorded}
     rows = []
+    # A simulated user's column only for a case that had one (conversation_scenario).
+    sides = ["agent", "judge", *(["simulator"] if any(r.usage and r.usage.simulator
+                                                      for r in case.runs) else [])]
     for run in case.runs:
         usage = run.usage
-        agent = f"{usage.agent.input:,} + {usage.agent.output:,}" if usage and usage.agent else ""
-        judge = f"{usage.judge.input:,} + {usage.judge.output:,}" if usage and usage.judge else ""
+        tokens = [f"{t.input:,} + {t.output:,}" if (t := getattr(usage, side, None)) else ""
+                  for side in sides]
         rows.append([str(run.run), _badge(run.status, f"status-{run.status}"),
                      fmt_duration(run.duration_seconds) if run.duration_seconds is not None else "",
-                     agent, judge, esc(run.error or "", 1000)])
-    out = table(("run", "status", "duration", "agent tokens in + out", "judge tokens in + out", "error"),
+                     *tokens, esc(run.error or "", 1000)])
+    names = {"agent": "agent", "judge": "judge", "simulator": "simulated user"}
+    out = table(("run", "status", "duration", *(f"{names[s]} tokens in + out" for s in sides), "error"),
                 rows, "runs")
     for run in case.runs:
         found = by_number.get(run.run)

@@ -232,8 +232,11 @@ async def score_case(case: EvalCase, config: EvalConfig, runs: list[RecordedRun]
 
 
 def _usage(run: RecordedRun, meters: list[JudgeMeter]) -> Usage | None:
-    """The run's tokens: its agent's (as reported) and its judges' (every metric's calls)."""
-    usage = Usage(agent=agent_tokens(run.invocations), judge=sum_tokens(m.tokens for m in meters))
+    """The run's tokens: its agent's (as reported), its simulated user's (as recorded) and its
+    judges' (every metric's calls), and the instances Vertex AI scored for it."""
+    instances = sum(m.vertex_instances for m in meters)
+    usage = Usage(agent=agent_tokens(run.invocations), judge=sum_tokens(m.tokens for m in meters),
+                  simulator=run.simulator_usage, vertex_instances=instances or None)
     return None if usage.empty() else usage
 
 

@@ -158,6 +158,16 @@ def test_python_agent_receives_the_simulated_turns(python_agent):
         "agent: It is sunny in Paris, 21 degrees Celsius.")
     assert "user simulator: 4 calls, 480 tokens" in done.stdout
     assert results["metadata"]["userSimulator"]["calls"] == 4
+    # Each run's simulated user asked twice (100 in + 20 out each): its own bucket, per run,
+    # recorded with the run (--inference-out) and summed per case and suite, and priced.
+    (case,) = results["evalSets"][0]["cases"]
+    per_run = {"input": 200, "output": 40, "models": {"gemini-simulated-user": {"input": 200, "output": 40}}}
+    assert [r["usage"]["simulator"] for r in case["runs"]] == [per_run, per_run]
+    assert [r["simulatorUsage"] for r in inference["runs"]] == [per_run, per_run]
+    assert case["usage"]["simulator"]["input"] == 400 and case["usage"]["simulator"]["output"] == 80
+    assert results["summary"]["usage"]["simulator"]["input"] + \
+        results["summary"]["usage"]["simulator"]["output"] == 480
+    assert "judge" in case["usage"] and "simulator" not in case["usage"]["judge"].get("models", {})
 
 
 def test_python_agent_scores_and_replays_identically(python_agent):
@@ -304,6 +314,37 @@ def test_a_simulator_failure_errors_only_that_case(tmp_path):
     assert cases["blocked"]["runs"][0]["error"] == (
         "simulated user: model request rejected (HTTP 400 INVALID_ARGUMENT: model not found)")
     assert cases["static"]["runs"][0]["status"] != "error"
+
+
+def test_the_agent_budget_covers_the_simulated_users_tokens(tmp_path):
+    """The example agent reports 0 tokens: only its simulated user's (2 calls of 120 a run)
+    can spend --max-agent-tokens. One run at a time: the first spends 240 > 200, so
+    runs 2 and 3 never start, and the case is not evaluated, exit 2 naming the budget."""
+    evals = write_case(tmp_path / "evals", {
+        "eval_id": "paris_then_oslo",
+        "conversation_scenario": {"starting_prompt": "What is the weather in Paris?",
+                                  "conversation_plan": "Ask for the weather in Paris, then Oslo."}},
+        {"model": "gemini-simulated-user"})
+    results = tmp_path / "results.json"
+    with FakeGemini() as fake:
+        fake.on(lambda p: is_simulator(p) and "agent: It is rainy in Oslo" in p,
+                json_reply("Thanks! </finished>"))
+        fake.on(lambda p: is_simulator(p) and "agent: It is sunny in Paris" in p,
+                json_reply("And in Oslo?"))
+        fake.on(lambda p: not is_simulator(p), JUDGE_OK)
+        done = evalcheck("run", str(evals), "--agent-command",
+                         f"{shlex.quote(PY)} {shlex.quote(str(PYTHON_AGENT))}", "--num-runs", "3",
+                         "--concurrency", "1", "--max-agent-tokens", "200",
+                         "--results", str(results), cwd=tmp_path, env=cli_env(fake))
+        simulated = [r for r in fake.requests if is_simulator(r.prompt)]
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "the agent token budget (--max-agent-tokens 200) was spent (240 tokens used): " \
+           "2 runs not started, 1 case not evaluated" in done.stderr
+    assert len(simulated) == 2  # run 1's simulated user only
+    (case,) = json.loads(results.read_text())["evalSets"][0]["cases"]
+    assert case["status"] == "not_evaluated"
+    assert [r["status"] for r in case["runs"]][1:] == ["not_evaluated", "not_evaluated"]
+    assert case["usage"]["simulator"]["input"] == 200 and case["usage"]["agent"]["input"] == 0
 
 
 def test_bad_custom_template_is_exit_2_naming_file_and_path(tmp_path):

@@ -34,7 +34,8 @@ def test_replay_scores_and_gates_on_vertex_metrics(express: FakeVertex, tmp_path
     (tmp_path / "runs.json").write_text(json.dumps({"version": 1, "runs": runs}))
     monkeypatch.chdir(tmp_path)
 
-    outcome = CliRunner().invoke(main, ["run", "--replay", "runs.json", "--results", "out.json", "."])
+    outcome = CliRunner().invoke(main, ["run", "--replay", "runs.json", "--results", "out.json",
+                                        "--markdown", "out.md", "."])
 
     assert outcome.exit_code == 1, outcome.output
     results = json.loads((tmp_path / "out.json").read_text())
@@ -51,6 +52,27 @@ def test_replay_scores_and_gates_on_vertex_metrics(express: FakeVertex, tmp_path
     assert bad_metrics["multi_turn_task_success_v1"]["score"] == 0.5
     # 2 invocations x 2 single-turn metrics + 1 conversation request, per case run.
     assert len(express.requests) == 2 * (2 * 2 + 1)
+    # The service's answers carry no usage: instances are counted, no judge token, no cost.
+    for case in cases.values():
+        assert case["runs"][0]["usage"] == {"vertexInstances": 5} == case["usage"]
+    assert results["summary"]["usage"] == {"vertexInstances": 10}
+    assert "tokens: none reported; Vertex AI evaluation: 10 instances, tokens not reported" \
+        in (tmp_path / "out.md").read_text()
+
+
+def test_the_vertex_answer_has_no_usage_field_to_record() -> None:
+    """What the docs say (docs/cost.md): EvaluateInstancesResponse, in aiplatform's v1 and
+    v1beta1 protos and in the client's own types, has result fields only. If a release adds
+    usage, this fails: record it then instead of counting instances."""
+    from agentplatform._genai.types import common
+    from google.cloud.aiplatform_v1.types import evaluation_service as v1
+    from google.cloud.aiplatform_v1beta1.types import evaluation_service as v1beta1
+
+    names = [*common.EvaluateInstancesResponse.model_fields, *common.MetricResult.model_fields,
+             *(f.name for m in (v1, v1beta1) for f in m.EvaluateInstancesResponse.pb().DESCRIPTOR.fields),
+             *(f.name for f in v1beta1.MetricResult.pb().DESCRIPTOR.fields)]
+    assert "metric_results" in names and "safety_result" in names
+    assert not [n for n in names if "usage" in n or "token" in n]
 
 
 def _run_with_echoed_bearer(fake: FakeVertex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

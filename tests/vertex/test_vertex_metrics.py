@@ -361,3 +361,25 @@ def test_the_fake_parses_requests_with_aiplatforms_protos(express: FakeVertex) -
                         headers={"x-goog-api-key": express.api_key},
                         json={"metrics": [{"predefined_metric_spec": {"metric_spec_nam": "safety_v1"}}]})
     assert answer.status_code == 400 and "not a valid EvaluateInstancesRequest" in answer.text
+
+
+def test_a_spent_judge_budget_starts_no_vertex_request(express: FakeVertex) -> None:
+    """--max-judge-tokens covers Vertex AI metrics too: once the budget is spent (by Gemini
+    judges: Vertex answers tell no tokens), no evaluateInstances request starts and the
+    metric is not evaluated on that run."""
+    from checker.judges.service import JudgeService
+    from checker.models.usage import TokenBudget
+    from checker.scoring.case import metered_run
+
+    judge = JudgeService()
+    judge.budget = TokenBudget("--max-judge-tokens", 100, "judge")
+    ctx, _ = context(judge=judge)
+    metric = get_metric("safety_v1")
+    configured = type("Configured", (), {"metric": metric, "criterion": Criterion(threshold=0.5),
+                                         "name": "safety_v1"})()
+    first, meter = asyncio.run(metered_run(configured, run_of(turn("hi", "Hello!")), ctx))
+    assert first.score == 1.0 and meter.vertex_instances == 1 and len(express.requests) == 1
+    judge.budget.charge(100)
+    second, meter = asyncio.run(metered_run(configured, run_of(turn("hi", "Hello!")), ctx))
+    assert second.not_evaluated_reason.startswith("the judge token budget (--max-judge-tokens 100)")
+    assert meter.vertex_instances == 0 and len(express.requests) == 1 and judge.budget.refused == 1

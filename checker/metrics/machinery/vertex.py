@@ -295,6 +295,10 @@ async def evaluate(context: ScoringContext, spec: MetricSpec,
         "judge_semaphore", asyncio.Semaphore(context.services.get("judge_concurrency", 8)))
     client = await _client(context, settings)
     from google.auth import exceptions as auth_errors
+    from ...judges.meter import admit, count_vertex_instances
+
+    judge = context.services.get("judge")
+    budget = getattr(judge, "budget", None)  # --max-judge-tokens: a spent budget starts none
     from google.genai import errors as genai_errors
 
     last = ""
@@ -302,9 +306,11 @@ async def evaluate(context: ScoringContext, spec: MetricSpec,
         delay: float | None = None
         # Hold a slot only while the request is in flight, not while backing off.
         async with semaphore:
+            admit(budget)
             try:
                 verdict = await asyncio.to_thread(_call, client, spec, instance, policy.timeout)
                 verdict.requests = attempt + 1
+                count_vertex_instances(1)  # the answer tells no tokens: the instance is counted
                 return verdict, settings
             except genai_errors.APIError as exc:
                 code = exc.code or 0
