@@ -20,6 +20,7 @@ from ..errors import InputError
 from ..models.evalset import EvalCase
 from ..models.records import RecordedRun
 from ..judges.meter import metering
+from ..models.setkey import shown
 from ..models.usage import TokenBudget, agent_tokens
 from ..safety.output import GuardedStream, clean, say
 from ..safety.redact import Redactor
@@ -185,7 +186,7 @@ class Progress:
         return self._hidden.text(self._case_text(key, errored, runs))
 
     def _case_text(self, key: tuple[str, str], errored: list[RecordedRun], runs: int) -> str:
-        prefix = f"evalcheck: [{self.cases_done}/{self.total_cases}] {clean(key[0])}/{clean(key[1])}:"
+        prefix = f"evalcheck: [{self.cases_done}/{self.total_cases}] {clean(shown(key[0]))}/{clean(key[1])}:"
         if not errored:
             return f"{prefix} {runs} run{'s' if runs != 1 else ''} done"
         parts = [f"run {r.run}: {clean(r.error or '', 300)}" for r in errored]

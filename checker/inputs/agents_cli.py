@@ -150,10 +150,15 @@ def load_agents_cli_config(path: Path, display: str, thresholds: dict[str, float
         where = f"$.custom_metrics[{i}]"
         template = entry.get("prompt_template")
         if not isinstance(template, str) or not template.strip():
-            kind = next((k for k in ("custom_function", "custom_function_file", "remote_custom_function")
-                         if k in entry), None)
-            raise InputError(f"metric '{name}' " + (f"uses {kind}, which evalcheck does not run yet"
-                                                     if kind else "has no prompt_template"),
+            kind = next((k for k in ("custom_function", "custom_function_file", "remote_custom_function",
+                                     "metric_spec_parameters") if k in entry), None)
+            # metric_spec_parameters (rubric_group_key ...) configure a metric managed by Vertex
+            # AI's eval service, whose judge prompt evalcheck does not have: scoring it some
+            # other way would not be agents-cli's result.
+            what = ("is a Vertex AI managed metric (metric_spec_parameters), which evalcheck cannot "
+                    "score as agents-cli does" if kind == "metric_spec_parameters"
+                    else f"uses {kind}, which evalcheck does not run yet" if kind else "has no prompt_template")
+            raise InputError(f"metric '{name}' {what}",
                              file=display, path=f"{where}.prompt_template" if not kind else f"{where}.{kind}",
                              fix="give it a prompt_template (an LLM judge), or remove it from metrics_to_run")
         _check_placeholders(template, display, f"{where}.prompt_template")

@@ -77,6 +77,15 @@ class _DuplicateCheck:
                              fix="keep only one of them")
 
 
+def _invalid_json(exc: json.JSONDecodeError, display: str) -> InputError:
+    """Malformed JSON has no JSON path yet: the line, the column and the text there say where."""
+    line = exc.doc.splitlines()[exc.lineno - 1] if exc.doc and exc.lineno >= 1 else ""
+    start = max(0, exc.colno - 41)
+    near = line[start:exc.colno + 40].strip()
+    fix = f"correct the JSON syntax near {near[:80]!r}" if near else "correct the JSON syntax there"
+    return InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=display, line=exc.lineno, fix=fix)
+
+
 def parse_json_text(text: str, display: str) -> Any:
     if not text.strip():
         raise InputError("file is empty", file=display, fix="write a JSON document into it")
@@ -84,8 +93,7 @@ def parse_json_text(text: str, display: str) -> Any:
     try:
         data = loads_bounded(text, object_pairs_hook=check)
     except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=display,
-                         line=exc.lineno) from None
+        raise _invalid_json(exc, display) from None
     except JsonTooDeep as exc:
         raise _too_deep(exc, display) from None
     check.raise_found(data, display)
@@ -106,8 +114,7 @@ def decode_at(text: str, start: int, display: str, prefix: tuple[Any, ...] = ())
             raise JsonTooDeep((*prefix, *loc))
         data = repair(data, text, start, end)
     except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=display,
-                         line=exc.lineno) from None
+        raise _invalid_json(exc, display) from None
     except JsonTooDeep as exc:
         raise _too_deep(exc, display) from None
     check.raise_found(data, display, prefix)
