@@ -43,24 +43,32 @@ class CustomMetricProblem(Exception):
     pass
 
 
+COPY_HINT = ("the copy of its package and of the repository modules it imports, made before "
+             "any agent ran; import repository modules with a plain import statement: "
+             "docs/metrics.md#custom-metrics")
+
+
 def import_function(path: str, root: Path, sources: Path | None = None) -> Callable[..., Any]:
     """``pkg.module.function`` imported with ``sources`` (the private copy of the metrics'
-    packages) and ``root`` first on sys.path (restored after). Only ever called in the
-    worker process (custom_metric_worker.py), never as root in evalcheck's image."""
+    packages and the repository modules they import: metric_sources.py) first on sys.path,
+    or ``root`` when there is no copy (restored after). Never the working directory beside a
+    copy: the agent can write there. Only ever called in the worker process
+    (custom_metric_worker.py), never as root in evalcheck's image."""
     module_name, _, attr = path.rpartition(".")
     if not module_name or not attr:
         raise CustomMetricProblem(f"custom metric function '{path}' is not a dotted path "
                                   "like package.module.function")
     refuse_root()
-    entries = [str(p) for p in (sources, root) if p is not None]
+    entries = [str(sources if sources is not None else root)]
     added = [e for e in entries if e not in sys.path]
     sys.path[0:0] = added
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:
+        where = f"the repository root {root}" if sources is None else COPY_HINT
         raise CustomMetricProblem(f"could not import module '{module_name}' for custom metric "
-                                  f"function '{path}' (searched from the repository root "
-                                  f"{root}): {type(exc).__name__}: {exc}") from None
+                                  f"function '{path}' (searched {where}): "
+                                  f"{type(exc).__name__}: {exc}") from None
     finally:
         for entry in added:
             try:
@@ -188,8 +196,8 @@ def as_adk_types(run: RunInput) -> tuple[list[Any], list[Any] | None, Any]:
 
 async def score_in_process(path: str, name: str, criterion: Any, run: RunInput, root: Path, *,
                            sources: Path | None = None) -> RunScore:
-    """In the worker process: import the function at ``path`` (``sources``, then ``root``
-    first on sys.path) and score ``run``."""
+    """In the worker process: import the function at ``path`` (from ``sources``, else
+    ``root``) and score ``run``."""
     try:
         function = import_function(path, root, sources)
         metric = CustomEvalMetric(
@@ -207,4 +215,6 @@ async def score_in_process(path: str, name: str, criterion: Any, run: RunInput, 
     except CustomMetricProblem as exc:
         return RunScore(error=str(exc))
     except Exception as exc:  # the user's code failed: an error metric, never a crash
-        return RunScore(error=f"custom metric '{path}' raised {type(exc).__name__}: {exc}")
+        hint = (f" (modules are imported from {COPY_HINT})"
+                if isinstance(exc, ModuleNotFoundError) and sources is not None else "")
+        return RunScore(error=f"custom metric '{path}' raised {type(exc).__name__}: {exc}{hint}")

@@ -4,14 +4,20 @@ runs (docs/github-action.md#trust-model).
 A custom metric named ``evals.metrics.fn`` is imported from its top-level package or module
 (``evals/`` or ``evals.py`` under the repository root). That package is copied, as it is
 before setup-command and the agents run, into a fresh folder that only the checker can
-write (readable by the metric worker's user); the worker imports from the copy first, so
-that what the agent or setup-command writes into the working directory cannot change the
-metric that scores it. Symlinks are not copied (they could lead anywhere); caches, version
-control and virtualenvs are left out; a package larger than the bounds below is bad input.
+write (readable by the metric worker's user), and so is every other top-level package or
+module of the repository that the copied code imports (``import helpers``, ``from
+shared.text import x``: read from the copied sources, transitively). The worker imports
+from the copy only - the repository root is not on its path - so that what the agent or
+setup-command writes into the working directory cannot change the metric that scores it;
+a repository module the metric imports some other way (``importlib.import_module`` with a
+computed name) is not found, and the metric's error says so. Symlinks are not copied (they
+could lead anywhere); caches, version control and virtualenvs are left out; sources larger
+than the bounds below are bad input.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import stat
@@ -37,27 +43,54 @@ def metric_paths(targets: Iterable[EvalTarget]) -> list[str]:
 
 
 def copy_metric_sources(targets: Iterable[EvalTarget], root: Path) -> Path | None:
-    """A private copy of the top-level packages of every custom metric of ``targets``;
-    None when there is none. The caller removes the folder when scoring is over."""
-    tops = sorted({p.split(".", 1)[0] for p in metric_paths(targets) if "." in p})
-    if not tops:
+    """A private copy of the top-level packages of every custom metric of ``targets`` and
+    of the repository's packages they import; None when there is none. The caller removes
+    the folder when scoring is over."""
+    wanted = sorted({p.split(".", 1)[0] for p in metric_paths(targets) if "." in p})
+    if not wanted:
         return None
     into = Path(tempfile.mkdtemp(prefix="evalcheck-metrics-"))
     try:
         os.chmod(into, 0o755)  # the worker's user reads it; only the checker writes it
         budget = [MAX_FILES, MAX_BYTES]
-        for top in tops:
-            if not top.isidentifier():
-                continue  # an import of it fails anyway, with the metric's own message
+        seen: set[str] = set()
+        while wanted:
+            top = wanted.pop()
+            if top in seen or not top.isidentifier():
+                continue  # not an identifier: an import of it fails anyway, with its own message
+            seen.add(top)
             package, module = root / top, root / f"{top}.py"
             if _is(package, stat.S_ISDIR):
                 _copy_tree(package, into / top, budget, top)
+                copied = into / top
             elif _is(module, stat.S_ISREG):
                 _copy_file(module, into / f"{top}.py", budget, top)
+                copied = into / f"{top}.py"
+            else:
+                continue  # installed (site-packages) or missing: not the repository's
+            wanted += sorted(imported_tops(copied) - seen)
     except BaseException:
         shutil.rmtree(into, ignore_errors=True)
         raise
     return into
+
+
+def imported_tops(copied: Path) -> set[str]:
+    """The top-level names of the absolute imports in the .py files under ``copied`` (read
+    from the copy, never again from the working directory)."""
+    files = [copied] if copied.is_file() else sorted(copied.rglob("*.py"))
+    tops: set[str] = set()
+    for path in files:
+        try:
+            tree = ast.parse(path.read_bytes(), filename=str(path))
+        except (SyntaxError, ValueError):
+            continue  # importing it fails with Python's own message
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                tops.update(alias.name.split(".", 1)[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                tops.add(node.module.split(".", 1)[0])
+    return tops
 
 
 def _is(path: Path, kind) -> bool:
