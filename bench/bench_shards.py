@@ -24,7 +24,7 @@ from pathlib import Path
 
 from checker.inputs.discover import discover
 from checker.main import RunOptions, execute
-from checker.scale.merge import MergeRequest, merge_files
+from checker.scale.merge_command import MergeRequest, merge_files
 from checker.scale.shards import expected_costs, shard_loads
 
 

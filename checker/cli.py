@@ -143,6 +143,8 @@ def run(paths: tuple[str, ...], **options) -> None:
 @click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), help="Write the markdown report.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML.")
 @click.option("--template", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Your own Jinja template for the markdown report.")
+@click.option("--html", type=click.Path(dir_okay=False, path_type=Path), help="Also write a self-contained HTML report (one page, no network).")
+@click.option("--max-token-increase", type=click.FloatRange(min=0), metavar="PCT", help="Fail (exit 1) when a case's agent tokens per run grew by more than PCT percent against the baseline.")
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the comparison (exit 1); regression: only a regressed case, a failing new case or a metric error; drop: also a suite-wide drop.")
 @click.option("--alpha", type=click.FloatRange(min=0, max=0.5, min_open=True), default=0.05, show_default=True, help="Family-wise significance level of the whole suite's regression decisions.")
 def compare(**options) -> None:
@@ -169,6 +171,9 @@ def compare(**options) -> None:
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML (one testcase per eval case).")
 @click.option("--template", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Your own Jinja template for the markdown report.")
 @click.option("--inference-out", type=click.Path(dir_okay=False, path_type=Path), help="Merge the shards' recorded-runs files (given among FILES) into this file.")
+@click.option("--html", type=click.Path(dir_okay=False, path_type=Path), help="Also write a self-contained HTML report (one page, no network; with --inference-out, each run's turns).")
+@click.option("--prices", type=click.Path(dir_okay=False, path_type=Path), help="Price table over the default Gemini one, for the merged estimated cost (docs/cost.md).")
+@click.option("--max-token-increase", type=click.FloatRange(min=0), metavar="PCT", help="Fail (exit 1) when a case's agent tokens per run grew by more than PCT percent against the baseline.")
 @click.option("--baseline", "baselines", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="Results file of main to compare the merged results with; several (newest first) pool main's history (docs/comparing.md).")
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the merge (exit 1); regression and drop need --baseline.")
 @click.option("--alpha", type=click.FloatRange(min=0, max=0.5, min_open=True), default=0.05, show_default=True, help="Family-wise significance level of the whole suite's regression decisions.")
@@ -180,23 +185,19 @@ def merge(files: tuple[Path, ...], **options) -> None:
     (a shard missing or given twice, a case in two shards, other selections or versions).
     """
     from .errors import InputError
-    from .report.finish import report_gate
-    from .scale.merge import MergeRequest, merge_files
-    from .report.terminal import failure_lines
-    from .report.text import log_safe
+    from .report.finish import raise_budget_errors, raise_file_errors, report_gates, say_run_lines
+    from .scale.merge_command import MergeRequest, merge_files
 
     request = MergeRequest(files=list(files), **options)
     try:
         merged = merge_files(request)
     except InputError as exc:
         raise _fail_input(exc) from None
-    for line in failure_lines(merged):
-        click.echo(log_safe(line))
-    passed = report_gate(merged, request.fail_on, with_baseline=bool(request.baselines))
-    from .report.finish import raise_file_errors
-
+    say_run_lines(merged, ())
+    passed = report_gates(merged, request.fail_on, with_baseline=bool(request.baselines))
     try:
         raise_file_errors(merged)
+        raise_budget_errors(merged)  # a shard's spent budget: exit 2, as that shard's was
     except InputError as exc:
         raise _fail_input(exc) from None
     sys.exit(EXIT_PASSED if passed else EXIT_FAILED)

@@ -24,8 +24,7 @@ from .models.results import FileError, Results
 from .models.usage import TokenBudget
 from .option_checks import check_input_files, check_run_files, check_run_options
 from .options import RunOptions
-from .report.finish import (raise_budget_errors, raise_file_errors, report_gate, report_token_gate,
-                            say_run_lines, write_reports)
+from .report.finish import raise_budget_errors, raise_file_errors, report_gates, say_run_lines, write_reports
 from .report.writes import OutputFiles
 from .safety.output import clean, say
 from .safety.redact import Redactor, secret_values
@@ -112,8 +111,7 @@ def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
     be written. ``secrets``: values to redact on top of the environment's secret variables."""
     files = OutputFiles()
     results = evaluate(options, secrets, files)
-    passed = report_gate(results, options.fail_on, with_baseline=bool(options.baselines))
-    passed = report_token_gate(results) and passed
+    passed = report_gates(results, options.fail_on, with_baseline=bool(options.baselines))
     files.check()
     raise_file_errors(results)
     raise_budget_errors(results)
@@ -304,11 +302,7 @@ def write(options: RunOptions, plan: Plan, redactor: Redactor, results: Results,
     judge = plan.context.services["judge"]
     redactor.add(*judge.credentials, *vertex_access_tokens(plan.context.services))
     results = redactor.model(results)
-    write_reports(results, options, files)
-    if options.html:
-        from .report.html import write_html
-
-        write_html(options.html, results, redactor, runs or {}, files, fail_on=options.fail_on)
+    write_reports(results, options, files, runs=runs, redactor=redactor)
     if plan.history is not None and runs is not None:
         from .report.adk_history import write_eval_history
 

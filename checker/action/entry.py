@@ -229,7 +229,7 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
         commands.group("evalcheck: merge" if config.merge else "evalcheck: evaluation")
         try:
             if config.merge:
-                from ..scale.merge import merge_in_action
+                from ..scale.merge_command import merge_in_action
 
                 if sandbox is not None:  # no agent runs: setup-command's leftovers end here
                     sandbox.end()

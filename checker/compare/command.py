@@ -16,8 +16,10 @@ class CompareRequest:
     markdown: Path | None = None
     junit: Path | None = None
     template: Path | None = None
+    html: Path | None = None
     fail_on: str = "failure"
     alpha: float = 0.05
+    max_token_increase: float | None = None
 
 
 def compare_with_files(paths: list[Path], head: Results, *, alpha: float,
@@ -35,10 +37,14 @@ def compare_with_files(paths: list[Path], head: Results, *, alpha: float,
                                             baseline_info=[BaselineInfo(path=report_path(p)) for p in paths]))
 
 
-def compare_run(paths: list[Path], results: Results, baselines: list[Results], *, alpha: float,
-                confirmations=None, max_token_increase: float | None = None) -> Results:
-    """``evalcheck run``'s compare stage: each case against main's pooled runs (decided on the
-    confirmation runs when given), the token gate (--max-token-increase), the trend of main."""
+def compare_run(paths: list[Path], results: Results, baselines: list[Results] | None = None, *,
+                alpha: float, confirmations=None, max_token_increase: float | None = None) -> Results:
+    """The compare stage of run, compare and merge: each case against main's pooled runs
+    (decided on the confirmation runs when given), the token gate (--max-token-increase), the
+    trend of main. ``baselines``: the files at ``paths``, when already read."""
+    from .results_file import load_baselines
+
+    baselines = baselines if baselines is not None else load_baselines(list(paths))
     from ..report.trend import record_trend
     from .tokens import record_token_gate
 
@@ -50,16 +56,16 @@ def compare_run(paths: list[Path], results: Results, baselines: list[Results], *
 
 
 def compare_files(request: CompareRequest) -> bool:
-    """Compare, write the reports asked for, print the summary; returns whether the gate
-    passed. Raises InputError for a file that is not a results file."""
-    from ..report.finish import report_gate, write_reports
+    """Compare, write the reports asked for, print the summary; returns whether the gates
+    (--fail-on, --max-token-increase) passed. Raises InputError for a file that is not a
+    results file."""
+    from ..report.finish import report_gates, say_run_lines, write_reports
     from ..options import RunOptions
-    from ..safety.output import clean, say
-    from ..report.terminal import failure_lines
     from ..report.writes import check_outputs
     from .results_file import load_suite_results
 
-    check_outputs([("--results", request.results), ("--markdown", request.markdown), ("--junit", request.junit)],
+    check_outputs([("--results", request.results), ("--markdown", request.markdown), ("--junit", request.junit),
+                   ("--html", request.html)],
                   [*(("the baseline (BASELINE)", path) for path in request.baselines),
                    ("the results file (HEAD)", request.head), ("the template (--template)", request.template)])
     if request.template is not None:
@@ -70,10 +76,10 @@ def compare_files(request: CompareRequest) -> bool:
 
     baselines = load_baselines(list(request.baselines))
     head = load_suite_results(request.head, "results file")
-    results = compare_with_files(request.baselines, head, alpha=request.alpha, baselines=baselines)
+    results = compare_run(request.baselines, head, baselines, alpha=request.alpha,
+                          max_token_increase=request.max_token_increase)
     write_reports(results, RunOptions(results=request.results, markdown=request.markdown,
                                       junit=request.junit, template=request.template,
-                                      fail_on=request.fail_on))
-    for line in failure_lines(results):
-        say(clean(line))
-    return report_gate(results, request.fail_on, with_baseline=True, timed=False)
+                                      html=request.html, fail_on=request.fail_on))
+    say_run_lines(results, ())
+    return report_gates(results, request.fail_on, with_baseline=True, timed=False)

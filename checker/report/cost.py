@@ -179,6 +179,7 @@ def models_of(items: Iterable[Tokens | None]) -> Mapping[str, int]:
 def budget_line(budget: dict[str, Any]) -> str:
     left = (f"{budget.get('refused', 0)} {budget.get('what', 'run')}"
             f"{'s' if budget.get('refused', 0) != 1 else ''} not started")
+    shard = f" of shard {budget['shard']}" if budget.get("shard") else ""  # merged shards
     return (f"the {budget.get('side', '')} token budget ({budget.get('option')} "
-            f"{budget.get('limit', 0):,}) was spent ({budget.get('used', 0):,} tokens used): {left}, "
+            f"{budget.get('limit', 0):,}){shard} was spent ({budget.get('used', 0):,} tokens used): {left}, "
             f"{budget.get('cases', 0)} case{'s' if budget.get('cases', 0) != 1 else ''} not evaluated")

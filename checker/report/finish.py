@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from ..models.results import Results
@@ -15,10 +16,17 @@ from ..safety.output import clean, say
 from .terminal import comparison_lines, failure_lines, retries_line, summary_line
 from .writes import OutputFiles, say_error
 
+if TYPE_CHECKING:
+    from ..safety.redact import Redactor
+    from .html import RunsByCase
 
-def write_reports(results: Results, options: RunOptions, files: OutputFiles | None = None) -> None:
-    """Every report file asked for; one that cannot be written does not stop the others.
-    Without ``files`` the failures raise InputError once all were tried."""
+
+def write_reports(results: Results, options: RunOptions, files: OutputFiles | None = None, *,
+                  runs: RunsByCase | None = None, redactor: Redactor | None = None) -> None:
+    """Every report file asked for (run, compare and merge alike); one that cannot be written
+    does not stop the others. Without ``files`` the failures raise InputError once all were
+    tried. ``runs``: the recorded runs, whose turns the HTML report shows (redacted by
+    ``redactor``; by the environment's secrets without one)."""
     out = files if files is not None else OutputFiles()
     if options.results:
         out.write(options.results, results.model_dump_json(indent=2) + "\n", "results file")
@@ -31,6 +39,14 @@ def write_reports(results: Results, options: RunOptions, files: OutputFiles | No
         from .junit import render_junit
 
         out.write(options.junit, render_junit(results), "JUnit file")
+    if options.html:
+        import os
+
+        from ..safety.redact import Redactor, secret_values
+        from .html import write_html
+
+        write_html(options.html, results, redactor or Redactor(secret_values(os.environ)),
+                   runs or {}, out, fail_on=options.fail_on)
     if files is None:
         out.check()
 
@@ -48,6 +64,13 @@ def report_gate(results: Results, fail_on: str, *, with_baseline: bool, timed: b
     return not gate_failed(results, fail_on)
 
 
+def report_gates(results: Results, fail_on: str, *, with_baseline: bool, timed: bool = True) -> bool:
+    """The gate's lines (``report_gate``) and the token gate's (--max-token-increase): run,
+    compare and merge alike; whether both passed."""
+    passed = report_gate(results, fail_on, with_baseline=with_baseline, timed=timed)
+    return report_token_gate(results) and passed
+
+
 def report_token_gate(results: Results) -> bool:
     """Print the token gate's line (--max-token-increase), if any; whether it passed."""
     from ..compare.tokens import token_gate_failed, token_gate_message
@@ -58,8 +81,8 @@ def report_token_gate(results: Results) -> bool:
 
 
 def say_run_lines(results: Results, notes: Iterable[str]) -> None:
-    """``evalcheck run``'s terminal lines after the report files: the failures, the trend of
-    main (the comment's chart as text), ``notes`` (said as given), the retries."""
+    """The terminal lines after the report files (run, compare, merge): the failures, the
+    trend of main (the comment's chart as text), ``notes`` (said as given), the retries."""
     from .trend import trend_lines
 
     for line in failure_lines(results):

@@ -1,4 +1,4 @@
-"""``evalcheck merge``: the results (and recorded runs) of N shards -> one, as if one
+"""Merging shards (``evalcheck merge``, scale/merge_command.py): the results (and recorded runs) of N shards -> one, as if one
 machine had run everything: same eval sets and case order, same summary and verdict.
 
 A set that cannot be merged honestly is bad input naming the file at fault: a shard
@@ -9,13 +9,10 @@ cases or score-changing options), of another shard count or of another evalcheck
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic_core import to_json
-
-from ..inputs.bulk import paused_gc
 from ..compare.results_file import load_results_file
 from ..errors import InputError
 from ..safety.limits import loads_bounded
@@ -47,7 +44,7 @@ class ShardFile:
     at: str = "$.shard"  # where the file records its shard (a recorded-runs file: $.metadata.shard)
 
 
-def _shard_of(path: Path, info: ShardInfo | None, metadata: dict[str, Any] | None,
+def shard_of(path: Path, info: ShardInfo | None, metadata: dict[str, Any] | None,
               at: str = "$.shard") -> ShardFile:
     if info is None:
         raise InputError("not a shard's file (no shard recorded)", file=str(path), path=at,
@@ -155,7 +152,7 @@ def _sum_numbers(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def merge_results(paths: Sequence[Path], loaded: Sequence[Results] | None = None) -> Results:
     """The shards' results as one unsharded results file (no ``shard`` key)."""
     shards = list(loaded) if loaded is not None else [load_results_file(p) for p in paths]
-    files = [_shard_of(p, r.shard, r.metadata) for p, r in zip(paths, shards)]
+    files = [shard_of(p, r.shard, r.metadata) for p, r in zip(paths, shards)]
     check_shards(files, "results file")
     first = shards[0]
     # Eval sets are told apart by id and path (two files may share an id: models/setkey.py).
@@ -228,7 +225,7 @@ def merge_recorded_runs(paths: Sequence[Path], documents: Sequence[Any],
     for path, document in zip(paths, documents):
         raw = (document.get("metadata") or {}).get("shard")
         info = validate(ShardInfo, raw, str(path), ("metadata", "shard")) if raw is not None else None
-        files.append(_shard_of(path, info, document.get("metadata"), "$.metadata.shard"))
+        files.append(shard_of(path, info, document.get("metadata"), "$.metadata.shard"))
     if results is not None:
         for f in files:
             check_same_run(f, results, versionless_ok=True)
@@ -292,102 +289,3 @@ def read_merge_inputs(paths: Sequence[Path]) -> MergeInputs:
         raise InputError("no results file among the files to merge",
                          file=", ".join(map(str, paths)), fix="pass every shard's --results file")
     return inputs
-
-
-@dataclass
-class MergeRequest:
-    files: list[Path]
-    results: Path | None = None
-    markdown: Path | None = None
-    junit: Path | None = None
-    template: Path | None = None
-    inference_out: Path | None = None
-    baselines: list[Path] = field(default_factory=list)  # newest first
-    fail_on: str = "failure"
-    alpha: float = 0.05
-
-
-@paused_gc()  # bulk JSON in, bulk JSON out (bulk.py)
-def merge_files(request: MergeRequest) -> Results:
-    """Read, check and merge (and compare with ``request.baseline``: the comparison and its
-    intervals use the pooled runs of all shards); write the merged files. Raises InputError."""
-    from ..report.finish import write_reports
-    from ..options import RunOptions
-    from ..report.writes import OutputFiles, check_outputs
-
-    check_outputs([("--results", request.results), ("--markdown", request.markdown),
-                   ("--junit", request.junit), ("--inference-out", request.inference_out)],
-                  [*(("one of the files to merge", f) for f in request.files),
-                   ("the template (--template)", request.template)])
-    if request.template is not None:  # a broken template is said before the work
-        from ..report.markdown import check_template
-
-        check_template(request.template)
-    files = OutputFiles()
-
-    inputs = read_merge_inputs(request.files)
-    merged = merge_results([p for p, _ in inputs.results], [r for _, r in inputs.results])
-    if request.inference_out is not None:
-        if not inputs.recorded:
-            raise InputError("--inference-out needs the shards' recorded-runs files",
-                             fix="pass the files the shards wrote with --inference-out too")
-        first_path, first = inputs.results[0]
-        runs = merge_recorded_runs([p for p, _ in inputs.recorded], [d for _, d in inputs.recorded],
-                                   results=_shard_of(first_path, first.shard, first.metadata))
-        # pydantic-core's serializer: json.dumps with an indent is the pure-Python encoder
-        files.write(request.inference_out, to_json(runs, indent=2).decode("utf-8") + "\n",
-                    "recorded runs file")
-    elif inputs.recorded:
-        raise InputError("recorded-runs files given but no --inference-out to merge them into",
-                         file=", ".join(str(p) for p, _ in inputs.recorded))
-    if request.baselines:
-        from ..compare.command import compare_with_files
-
-        merged = compare_with_files(request.baselines, merged, alpha=request.alpha)
-    write_reports(merged, RunOptions(results=request.results, markdown=request.markdown,
-                                     junit=request.junit, template=request.template,
-                                     fail_on=request.fail_on), files)
-    files.check()
-    return merged
-
-
-def check_merge_inputs(modes: Sequence[str], shard: str) -> None:
-    """The Action's ``merge`` input replaces evaluating: no agent, no shard with it."""
-    if modes:
-        raise InputError(f"input 'merge' merges the shards' results: give no {', '.join(modes)} with it",
-                         fix="evaluate in the shard jobs, merge in a final job")
-    if shard:
-        raise InputError("inputs 'merge' and 'shard' go to different jobs",
-                         fix="shard jobs: shard + publish: false; the final job: merge")
-
-
-def find_merge_files(pattern: str, workdir: Path) -> list[Path]:
-    """The files the ``merge`` glob (relative to working-directory, ``**`` allowed) names."""
-    import glob
-
-    found = sorted({Path(p) for p in glob.glob(pattern, root_dir=workdir, recursive=True)
-                    if (workdir / p).is_file()})
-    if not found:
-        raise InputError(f"input 'merge': no file matches {pattern!r} in {workdir}",
-                         fix="download the shards' artifacts first (actions/download-artifact)")
-    return found
-
-
-def merge_in_action(pattern: str, run: Any, fail_on: str) -> Results:
-    """The Action's final job: merge what the glob finds, write the run's files, print the
-    gate's lines. ``run`` is the job's RunOptions (results, junit, inference-out, template,
-    baseline)."""
-    from ..report.finish import report_gate
-    from ..report.terminal import failure_lines
-    from ..report.text import log_safe
-
-    files = find_merge_files(pattern, Path.cwd())
-    print(f"evalcheck: merging {len(files)} file(s): " + ", ".join(log_safe(str(f)) for f in files))
-    merged = merge_files(MergeRequest(files=files, results=run.results, junit=run.junit,
-                                      template=run.template, inference_out=run.inference_out,
-                                      baselines=list(run.baselines), fail_on=fail_on,
-                                      alpha=run.alpha))
-    for line in failure_lines(merged):
-        print(log_safe(line))
-    report_gate(merged, fail_on, with_baseline=bool(run.baselines))
-    return merged

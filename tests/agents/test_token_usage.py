@@ -81,3 +81,27 @@ def test_a_budget_the_suite_fits_in_changes_nothing(tmp_path):
     done = evalcheck(tmp_path, "--num-runs", "2", "--max-agent-tokens", "1000")
     assert done.returncode == 0, done.stderr
     assert "budgets" not in json.loads((tmp_path / "r.json").read_text())
+
+
+def test_budgets_are_per_shard_and_merge_exits_2_naming_the_shard(tmp_path):
+    """Each shard spends its own --max-agent-tokens; merge carries the budget a shard spent,
+    named with its shard, never passes, and exits 2 as that shard did."""
+    suite(tmp_path, cases=4, turns=1)  # 13 tokens a run
+
+    def shard(index: int, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([PY, "-m", "checker.cli", "run", "evals", "--agent-command", ECHO,
+                               "--num-runs", "2", "--concurrency", "1", "--shard", f"{index}/2",
+                               "--results", f"shard{index}.json", *args], cwd=tmp_path,
+                              env=cli_env(), capture_output=True, text=True, timeout=120)
+
+    assert shard(1, "--max-agent-tokens", "20").returncode == 2  # its 2nd run spends it
+    assert shard(2, "--max-agent-tokens", "1000").returncode == 0  # the same budget, its own
+    done = subprocess.run([PY, "-m", "checker.cli", "merge", "shard1.json", "shard2.json",
+                           "--results", "merged.json"], cwd=tmp_path, env=cli_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "the agent token budget (--max-agent-tokens 20) of shard 1/2 was spent (26 tokens " \
+           "used): 2 runs not started, 1 case not evaluated" in done.stderr
+    merged = json.loads((tmp_path / "merged.json").read_text())
+    assert merged["passed"] is False and [b["shard"] for b in merged["budgets"]] == ["1/2"]
+    assert merged["summary"]["notEvaluated"] == 1 and merged["summary"]["passed"] == 3

@@ -69,3 +69,45 @@ def test_merge_job_refuses_an_incomplete_set_of_shards(tmp_path, fake, capfd):
                               files={"shards/results-1.json": (runner.workspace / "evalcheck-report/results-1.json").read_text()})
     assert code == 2 and "shard 2/3, 3/3 missing" in log
     assert fake.writes() == []
+
+
+def with_usage(files: dict[str, str]) -> dict[str, str]:
+    """The suite's recorded runs, each turn reporting 1,000 prompt and 200 output tokens of
+    gemini-2.5-flash (as ADK events' usage_metadata), and a prices file."""
+    runs = json.loads(files["sharded/runs.json"])
+    for run in runs["runs"]:
+        for turn in run["invocations"]:
+            turn["intermediate_data"] = {"invocation_events": [
+                {"author": "agent", "model_version": "gemini-2.5-flash",
+                 "usage_metadata": {"prompt_token_count": 1000, "candidates_token_count": 200}}]}
+    prices = {"date": "2025-09-01", "models": {"gemini-2.5-flash": {"input": 10, "output": 50}}}
+    return {**files, "sharded/runs.json": json.dumps(runs), "prices.json": json.dumps(prices)}
+
+
+# 12 runs of 1,000 + 200 tokens at $10 / $50 per million
+FOOTER = "tokens: agent 12,000 in + 2,400 out · est. cost $0.24 (prices.json of 2025-09-01, then Gemini"
+
+
+def test_the_comment_footer_shows_tokens_and_cost_from_one_job_and_from_the_merge(tmp_path, fake, capfd):
+    files = with_usage(suite_files())
+    code, runner, log = run_action(tmp_path / "one", fake, capfd, files=files, replay="sharded/runs.json",
+                                   paths="sharded", prices="prices.json")
+    assert code == 1, log
+    (comment,) = fake.comments[7]
+    assert FOOTER in comment["body"].replace("\\", "") and FOOTER in runner.summary().replace("\\", "")
+
+    workspaces = []
+    for index in range(1, SHARDS + 1):  # shards priced at the default table: merge prices again
+        code, shard, log = run_action(tmp_path / f"shard{index}", fake, capfd, files=files,
+                                      **shard_inputs(index))
+        assert code == 0, log
+        workspaces.append(shard.workspace)
+    code, runner, log = run_action(tmp_path / "merge", fake, capfd, replay="", paths="",
+                                   merge="shards/*.json", prices="prices.json",
+                                   html="evalcheck-report/report.html",
+                                   files={**downloaded(workspaces), "prices.json": files["prices.json"]})
+    assert code == 1, log
+    (comment,) = fake.comments[7]  # the sticky comment, updated by the merge job
+    assert FOOTER in comment["body"].replace("\\", "") and FOOTER in runner.summary().replace("\\", "")
+    page = (runner.workspace / "evalcheck-report/report.html").read_text()
+    assert FOOTER in page
