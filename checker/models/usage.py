@@ -74,18 +74,13 @@ class Usage(OutputModel):
     # Instances scored by the Vertex AI evaluation service: its answer has no usage field,
     # so these are counted, never priced.
     vertex_instances: int | None = Field(default=None, exclude_if=_unset)
-    # Estimated cost in US dollars (--prices): {agent, judge, total}; a side whose models
+    # Estimated cost in US dollars (--prices): {agent, judge, simulator, total}; a side whose models
     # have no price is absent (summary only; see report/cost.py).
     cost: dict[str, Any] | None = Field(default=None, exclude_if=_unset)
 
     def empty(self) -> bool:
         return self.agent is None and self.judge is None and self.simulator is None \
             and self.vertex_instances is None
-
-    def run_stage(self) -> int:
-        """What running the case cost (the agent budget's charge): the agent's tokens and its
-        simulated user's."""
-        return sum(t.total for t in (self.agent, self.simulator) if t is not None)
 
 
 def sum_usage(items: Iterable[Usage | None]) -> Usage | None:
