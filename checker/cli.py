@@ -107,6 +107,8 @@ def main() -> None:
 @click.option("--max-judge-tokens", type=click.IntRange(min=1), metavar="N", help="Judge token budget: once spent, no further judge call starts; metrics left out are not evaluated, exit 2.")
 @click.option("--max-token-increase", type=click.FloatRange(min=0), metavar="PCT", help="Fail (exit 1) when a case's agent tokens per run grew by more than PCT percent against the baseline.")
 @click.option("--baseline", "baselines", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="Results file of main to compare with; give several (newest first) to pool main's history (docs/comparing.md).")
+@click.option("--changed-since", metavar="REF", help="Run only the eval sets whose eval file, criteria file or agent changed since the merge base of REF (git); carry the others from --baseline, labelled carried. A change outside every agent's files runs everything (docs/changed-files.md).")
+@click.option("--agent-paths", "agent_paths", multiple=True, metavar="EVALS=PATH[,PATH...]", help="With --changed-since: the agent of the eval files at or under EVALS is these files and folders (default: the ADK agent folder the eval file lies in). Repeatable.")
 @click.option("--verdict", default="mean", show_default=True, metavar="RULE", help="How runs make a metric's verdict: mean, all-runs, majority or k-of-n:K.")
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the run (exit 1); regression and drop need --baseline.")
 @click.option("--confirm-runs", type=click.IntRange(min=0), metavar="N", help="Fresh runs for each case that looks worse than the baseline; only they decide (default 20; 0 in replay; at most 100).")
@@ -129,8 +131,11 @@ def run(paths: tuple[str, ...], **options) -> None:
         raise click.UsageError("give exactly one of --agent-command, --agent-url, --replay")
     if options.get("agent_server_command") and not options.get("agent_url"):
         raise click.UsageError("--agent-server-command goes with --agent-url")
+    if options.get("agent_paths") and not options.get("changed_since"):
+        raise click.UsageError("--agent-paths goes with --changed-since")
     try:
-        passed = execute(RunOptions(paths=list(paths), **{**options, "baselines": list(options["baselines"])}))
+        passed = execute(RunOptions(paths=list(paths), **{**options, "baselines": list(options["baselines"]),
+                                                           "agent_paths": list(options["agent_paths"])}))
     except InputError as exc:
         raise _fail_input(exc) from None
     sys.exit(EXIT_PASSED if passed else EXIT_FAILED)

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from .report.cost import PriceTable
     from .models.results import ShardInfo
     from .report.adk_history import HistoryPlan
+    from .scale.changed import Selection
+    from .scale.depends import AgentMapping
     from .simulation.model import SimulatorStats
 
 
@@ -50,6 +52,8 @@ class Inputs:
     notes: list[str]  # e.g. an empty eval set skipped
     problems: list[InputError] = field(default_factory=list)  # eval files that could not be read
     prices: PriceTable | None = None
+    changed: list[str] | None = None  # --changed-since: the files changed (None: run everything)
+    agent_paths: list[AgentMapping] = field(default_factory=list)
 
 
 @dataclass
@@ -68,6 +72,7 @@ class Plan:
     history: HistoryPlan | None = None  # --adk-eval-history: the eval sets, before scoring
     prices: PriceTable | None = None  # the default table, or --prices over it
     budgets: Budgets = field(default_factory=lambda: Budgets())
+    selection: Selection | None = None  # --changed-since: what runs, what is carried
 
 
 @dataclass
@@ -179,19 +184,41 @@ def read_inputs(options: RunOptions) -> Inputs:
     from .report.cost import default_table, read_prices
 
     prices = read_prices(options.prices) if options.prices is not None else default_table()
-    return Inputs(root=root, rule=rule, baselines=baselines, targets=targets, notes=notes,
-                  problems=problems, prices=prices)
+    inputs = Inputs(root=root, rule=rule, baselines=baselines, targets=targets, notes=notes,
+                    problems=problems, prices=prices)
+    if options.changed_since is not None or options.agent_paths:  # git read before PR code runs
+        from .scale.changed import read_changed
+        from .scale.depends import parse_agent_paths
+
+        inputs.agent_paths = parse_agent_paths(options.agent_paths, root,
+                                               "input 'agent-paths'" if options.changed_since_auto else "--agent-paths")
+        inputs.changed, said = read_changed(options, root, bool(baselines))
+        notes.extend(said)
+    return inputs
 
 
 def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
     """This shard's cases, the outputs checked against the inputs, the warnings said, the
     scoring services and adaptive runs set up."""
-    targets, shard = inputs.targets, None
+    targets, shard, selection = inputs.targets, None, None
+    check_run_files(options, targets)  # before anything is written
+    if inputs.changed is not None:  # --changed-since: the eval sets nothing changed are carried
+        from .scale.changed import select
+
+        selection = select(targets, inputs.changed, options.changed_since or "", inputs.root,
+                           inputs.baselines[0] if inputs.baselines else None, str(inputs.rule),
+                           options, inputs.agent_paths)
+        for line in selection.lines():
+            say(clean(line), err=True)
+        targets = selection.runs(targets)
     if options.shard is not None:  # outlined so far: load this shard's cases, only them
         from .scale.shards import load_shard
 
         targets, shard = load_shard(targets, options, inputs.baselines[0] if inputs.baselines else None)
-    check_run_files(options, targets)  # before anything is written
+        if selection is not None:
+            from .scale.changed import shard_positions
+
+            shard = shard_positions(shard, targets, selection)
     warnings = list(dict.fromkeys([*inputs.notes, *(w for t in targets for w in t.config.warnings)]))
     for warning in warnings:
         say(f"evalcheck: warning: {clean(warning)}", err=True)
@@ -217,7 +244,7 @@ def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
     return Plan(targets=targets, rule=inputs.rule, shard=shard, warnings=warnings, context=context,
                 simulated=SimulatorStats(), adaptive=adaptive, replayed=replayed,
                 metric_sources=sources, problems=inputs.problems, history=history,
-                prices=inputs.prices, budgets=budgets)
+                prices=inputs.prices, budgets=budgets, selection=selection)
 
 
 def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: OutputFiles) -> Runs:
@@ -254,6 +281,10 @@ def score(options: RunOptions, plan: Plan, runs: Runs, started: Started) -> Resu
         score_all(plan.targets, runs.by_case, plan.context, plan.rule,
                   known=adaptive.scored if adaptive else None,
                   release_cases=True)))  # targets are not used after scoring
+    if plan.selection is not None:  # the carried eval sets in their places (in shard 1 only)
+        from .scale.changed import splice
+
+        results = splice(results, plan.selection, keep_cases=plan.shard is None or plan.shard.index == 1)
     if options.sandbox is not None:  # custom metrics ran as the agent's user: none lives on
         options.sandbox.settle()
     results.shard = plan.shard
@@ -276,6 +307,8 @@ def score(options: RunOptions, plan: Plan, runs: Runs, started: Started) -> Resu
     describe_run(results, options, runs.by_case, started_at=started.at, started_clock=started.clock,
                  judge=plan.context.services["judge"], simulated=plan.simulated,
                  warnings=plan.warnings, adaptive=adaptive)
+    if plan.selection is not None:
+        results.metadata["changedSince"] = plan.selection.metadata()
     return results
 
 

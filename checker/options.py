@@ -45,6 +45,14 @@ class RunOptions:
     max_agent_tokens: int | None = None
     max_judge_tokens: int | None = None
     max_token_increase: float | None = None
+    # --changed-since REF: only the eval sets whose eval file, criteria or agent changed since
+    # the merge base of REF run; the others are carried from the baseline (scale/changed.py).
+    changed_since: str | None = None
+    # --agent-paths EVALS=PATH[,PATH...]: where the agent of eval files under EVALS lives.
+    agent_paths: list[str] = field(default_factory=list)
+    # The Action's only-changed: auto: what cannot be selected (no baseline, no base commit
+    # in the checkout) runs everything with a note, instead of being bad input.
+    changed_since_auto: bool = False
     # Comparing and gating (CONTRACT section 8).
     # Results of main, newest first: pooled per case (docs/comparing.md).
     baselines: list[Path] = field(default_factory=list)

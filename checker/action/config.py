@@ -28,7 +28,9 @@ INPUTS = (
     "baseline", "baseline-depth", "verdict", "max-runs", "confirm-runs", "alpha",
     "adk-eval-history",
     "html", "prices", "max-agent-tokens", "max-judge-tokens", "max-token-increase",
+    "only-changed", "agent-paths",
 )
+ONLY_CHANGED = ("auto", "off")
 
 
 @dataclass
@@ -45,6 +47,7 @@ class ActionConfig:
     publish_enabled: bool = True  # false: write files, post nothing (a shard's job)
     auto_baseline: bool = True  # `baseline: auto`: the PR's merge base's results artifact
     baseline_depth: int = 5  # results of main pooled by `baseline: auto`
+    only_changed: str = "off"  # `auto`: a pull request runs only the eval sets it can change
 
 
 def _path(inputs: Inputs, name: str, base: Path, *, must_exist: bool = False,
@@ -123,6 +126,8 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
     run.max_agent_tokens = inputs.integer("max-agent-tokens", 0) or None
     run.max_judge_tokens = inputs.integer("max-judge-tokens", 0) or None
     run.max_token_increase = _percent(inputs.text("max-token-increase"))
+    run.agent_paths = [line.strip() for line in inputs.text("agent-paths").splitlines() if line.strip()]
+    only_changed = inputs.choice("only-changed", ONLY_CHANGED, "off")
     run.fail_on = fail_on
     publish = PublishOptions(
         budget=publish_budget(env),
@@ -137,7 +142,8 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
                         setup_command=inputs.text("setup-command"), workdir=workdir,
                         results_path=results_path, markdown_path=markdown_path, merge=merge,
                         publish_enabled=inputs.flag("publish", True),
-                        auto_baseline=baseline.lower() == "auto", baseline_depth=baseline_depth)
+                        auto_baseline=baseline.lower() == "auto", baseline_depth=baseline_depth,
+                        only_changed=only_changed)
 
 
 def _alpha(raw: str) -> float:
@@ -178,3 +184,20 @@ def publish_budget(env: Mapping[str, str]) -> float:
     if not 0 < value < float("inf"):
         raise InputError(f"{BUDGET_VARIABLE} must be a number of seconds above 0, got {raw!r}")
     return value
+
+
+def changed_since(config: ActionConfig, pull_request: Mapping[str, object], event: str,
+                  baseline_commit: str | None) -> str | None:
+    """``only-changed: auto``: the commit a pull request's changes are read from - that of the
+    main results carried (the automatic baseline's), else the base commit of the event - and
+    None, said, when everything runs (a push, ``only-changed: off``, a shard: docs/changed-files.md)."""
+    from ..safety.output import say
+
+    if config.only_changed != "auto":
+        return None
+    base = pull_request.get("base")
+    sha = base.get("sha") if isinstance(base, dict) else None
+    if not isinstance(sha, str) or not sha:
+        say(f"evalcheck: only-changed: auto: not a pull request ({event or 'no event'}): every eval set runs")
+        return None
+    return baseline_commit or sha

@@ -20,7 +20,7 @@ from ..safety.confine import unbend_output
 from ..errors import InputError
 from .github.publish import PublishOptions, PublishOutcome
 from .github.workflow import Commands, Inputs, RunContext, summary_room, write_outputs, write_summary
-from .config import ActionConfig, read_config
+from .config import ActionConfig, changed_since, read_config
 from ..models.results import Results
 from ..safety.output import clean, guarded, say
 from ..safety.redact import secret_values
@@ -211,6 +211,9 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
             sandboxes.append(sandbox)
             config.run.sandbox = sandbox
         search = find_auto_baseline(config, ctx)
+        config.run.changed_since = changed_since(config, ctx.pull_request, ctx.event_name,
+                                                 search.found.commit if search and search.found else None)
+        config.run.changed_since_auto = True
         from ..report.finish import report_gate, results_from_file
         from ..main import evaluate, prepare
 

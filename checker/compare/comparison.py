@@ -47,7 +47,7 @@ def deterministic_change(metric: MetricResult) -> bool:
 _AGAINST_BASELINE = ("baseline_score", "delta", "p_value", "baseline_runs", "confirm_runs", "screened")
 
 
-def _uncompared(metric: MetricResult) -> MetricResult:
+def uncompared(metric: MetricResult) -> MetricResult:
     """The metric without figures of an earlier comparison (HEAD may be a compared file)."""
     if all(getattr(metric, key) is None for key in _AGAINST_BASELINE):
         return metric
@@ -169,6 +169,8 @@ def screened_metrics(pool: BaselinePool, key: CaseKey, head: CaseResult) -> list
 
 def _prepare(key: CaseKey, head: CaseResult, pool: BaselinePool,
              confirmations: Mapping[CaseKey, CaseResult] | None) -> _Case:
+    if head.change == "carried":  # main's own results (--changed-since): nothing to test
+        return _Case(head, None, "carried", [])
     if pool.newest_case(key) is None:
         return _Case(head, None, "new", [])
     pooled = pool.pooled(key, head)
@@ -202,7 +204,7 @@ def _label(prepared: _Case, family: FamilyDecision, better_level: float,
     flaky = case_flaky(head.metrics)  # recomputed: a results file older than the label has none
     if prepared.change is not None:
         return head.model_copy(update={"change": prepared.change, "flaky": flaky, "baseline_pool": None,
-                                       "metrics": [_uncompared(m) for m in head.metrics]})
+                                       "metrics": [uncompared(m) for m in head.metrics]})
     pooled = prepared.pooled
     assert pooled is not None
     by_name = {c.metric.name: c for c in prepared.compared}
@@ -211,7 +213,7 @@ def _label(prepared: _Case, family: FamilyDecision, better_level: float,
     for metric in head.metrics:
         found = by_name.get(metric.name)
         if found is None:
-            metrics.append(_uncompared(metric))
+            metrics.append(uncompared(metric))
             continue
         # The p-value shown is the one decided on: the test's own table when there is one.
         base, mine = ((list(found.test.base), list(found.test.head)) if found.test is not None
@@ -231,7 +233,7 @@ def _label(prepared: _Case, family: FamilyDecision, better_level: float,
             update["screened"] = found.screened
             if found.fresh is not None:
                 update["confirm_runs"] = list(found.fresh.runs)
-        metrics.append(_uncompared(metric).model_copy(update=update))
+        metrics.append(uncompared(metric).model_copy(update=update))
     # An agent that could not run the case at all (after its retries), where main passed it.
     if _every_run_errored(head) and pooled.newest.status == "passed":
         regressed = True
@@ -300,7 +302,7 @@ def _compare(pool: BaselinePool, head: Results, alpha: float, seed: int,
                 pairs.append((item.pooled.newest, labelled))
                 if not (item.pooled.newest.fingerprint and labelled.fingerprint):
                     unknown += 1
-            setattr(summary, labelled.change, getattr(summary, labelled.change) + 1)
+            setattr(summary, labelled.change, (getattr(summary, labelled.change) or 0) + 1)
             cases.append(labelled)
         sets.append(eval_set.model_copy(update={"cases": cases}))
     removed = [_case_ref(k) for k in pool.keys() if k not in keys_seen]

@@ -123,6 +123,8 @@ def gate_headline(results: Results, fail_on: str) -> tuple[bool, str]:
                 "regressions are decided when the shards are merged"
         what = (f"{plural(not_passed, 'case')} of {s.cases} did not pass" if not_passed
                 else f"all {plural(s.cases, 'case')} passed")
+        if s.carried:  # main's verdicts, not this run's (--changed-since)
+            what += f" ({s.carried} carried from main, not re-run)"
         if fail_on in COMPARING:
             what += " (no baseline to compare with: gated on failure)"
         elif fail_on == "never":
@@ -147,7 +149,9 @@ def gate_headline(results: Results, fail_on: str) -> tuple[bool, str]:
         parts.append(f"{plural(len(unconfirmed), 'case')} looked worse and "
                      f"{'was' if len(unconfirmed) == 1 else 'were'} not confirmed in "
                      f"up to {most} more runs")
-    old = [c for c in cases if c.change in ("unchanged", "improved") and c.status != "passed"]
+    old = [c for c in cases if c.change in ("unchanged", "improved", "carried") and c.status != "passed"]
     if old:
         parts.append(f"{plural(len(old), 'case')} {'fails' if len(old) == 1 else 'fail'}, as on main")
+    if s.carried:
+        parts.append(f"{plural(s.carried, 'case')} carried from main, not re-run")
     return not failed, f"{lead}: " + "; ".join(parts)

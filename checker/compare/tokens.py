@@ -47,7 +47,7 @@ def add_token_changes(baselines: list[Results], results: Results) -> Results:
 
 def _change(pool: BaselinePool, key: tuple[str, str], case: CaseResult) -> dict[str, float | None] | None:
     here = _mean(agent_per_run(case.runs))
-    if here is None or case.change in (None, "new", "changed"):
+    if here is None or case.change in (None, "new", "changed", "carried"):
         return None
     pooled = pool.pooled(key, case)
     if pooled is None:

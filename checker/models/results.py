@@ -19,7 +19,8 @@ CaseStatus = Literal["passed", "failed", "error", "not_evaluated"]
 MetricStatus = Literal["passed", "failed", "error", "not_evaluated", "informational"]
 RunStatus = Literal["passed", "failed", "error", "not_evaluated"]
 # A case against the baseline (CONTRACT section 8); "removed" cases are listed apart.
-ChangeLabel = Literal["regressed", "improved", "unchanged", "new", "changed"]
+# "carried": not re-run (--changed-since: nothing it depends on changed), main's results.
+ChangeLabel = Literal["regressed", "improved", "unchanged", "new", "changed", "carried"]
 
 
 def _unset(value: Any) -> bool:
@@ -129,8 +130,11 @@ class Summary(ResultsModel):
     failed: int = 0
     errored: int = 0
     not_evaluated: int = 0
-    # Every case's usage summed, with the estimated cost when prices are known.
+    # Every case's usage summed, with the estimated cost when prices are known (cases
+    # carried from main left out: this run did not spend their tokens).
     usage: Usage | None = optional()
+    # Cases carried from main, not re-run (--changed-since); counted above with main's status.
+    carried: int | None = optional()
 
 
 class ShardInfo(ResultsModel):
@@ -171,6 +175,7 @@ class ChangeSummary(ResultsModel):
     new: int = 0
     changed: int = 0
     removed: int = 0
+    carried: int | None = optional()  # cases carried from main (--changed-since)
 
 
 class CaseRef(ResultsModel):

@@ -78,6 +78,10 @@ class ChangeView:
     removed_hidden: int = 0
     suite: list[SuiteRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Eval sets carried from main (--changed-since), each with main's verdict:
+    # "shop (agents/shop/shop.evalset.json): 1 of 2 cases passed on main".
+    carried: list[str] = field(default_factory=list)
+    changed_since: str = ""  # the ref the pull request's changes were read against
 
 
 def _rate(value: Any) -> str:
@@ -109,23 +113,57 @@ def _suite(rows: list[dict[str, Any]]) -> list[SuiteRow]:
     return out
 
 
+CARRIED = "carried from main (not re-run: nothing it depends on changed)"
+
+
+def carried_sets(results: Results) -> list[str]:
+    """Each eval set carried from main, with main's verdict on its cases."""
+    out = []
+    for eval_set in results.eval_sets:
+        cases = [c for c in eval_set.cases if c.change == "carried"]
+        if not cases:
+            continue
+        passed = sum(c.status == "passed" for c in cases)
+        verdict = (f"all {plural(len(cases), 'case')} passed on main" if passed == len(cases)
+                   else f"{passed} of {plural(len(cases), 'case')} passed on main")
+        out.append(f"{eval_set.eval_set_id} ({eval_set.path}): {verdict}")
+    return out
+
+
+def _selection_notes(meta: dict[str, Any]) -> tuple[str, list[str]]:
+    """(the ref, the notes) of ``metadata.changedSince`` (read defensively: from a file)."""
+    found = meta.get("changedSince")
+    if not isinstance(found, dict):
+        return "", []
+    notes = found.get("notes")
+    ref = found.get("ref")
+    return (ref if isinstance(ref, str) else "",
+            [n for n in notes if isinstance(n, str)] if isinstance(notes, list) else [])
+
+
 def build_changes(results: Results, commit_url: Any = None) -> ChangeView:
     """``commit_url(sha)`` links a baseline commit (None: no link)."""
     flaky = sum(1 for s in results.eval_sets for c in s.cases if c.flaky)
     meta = results.metadata if isinstance(results.metadata, dict) else {}
     search_notes = meta.get("baselineNotes")
     notes = [n for n in search_notes if isinstance(n, str)] if isinstance(search_notes, list) else []
+    since, selection_notes = _selection_notes(meta)
+    notes += selection_notes
+    carried = carried_sets(results)
     comparison = results.comparison
     if comparison is None:
-        view = ChangeView(compared=False, flaky=flaky, notes=notes[:MAX_NOTES])
+        view = ChangeView(compared=False, flaky=flaky, notes=notes[:MAX_NOTES], carried=carried,
+                          changed_since=since)
         if flaky:
             view.counts = [(f"{flaky} flaky", True)]
+        if results.summary.carried:
+            view.counts.append((f"{results.summary.carried} {CARRIED}", False))
         return view
     s = comparison.summary
     counts = [(plural(s.regressed, "regression", "regressions"), s.regressed > 0),
               (plural(s.improved, "improvement", "improvements"), False),
               (f"{flaky} flaky", False), (f"{s.new} new", False), (f"{s.changed} changed", False),
-              (f"{s.removed} removed", False)]
+              (f"{s.removed} removed", False), (f"{s.carried or 0} {CARRIED}", False)]
     shown = [c for c in counts if not c[0].startswith("0 ")]
     drops = suite_drops(comparison)
     if drops:  # no "No regressions" headline over a suite that dropped for sure
@@ -143,4 +181,5 @@ def build_changes(results: Results, commit_url: Any = None) -> ChangeView:
     return ChangeView(compared=True, counts=shown, flaky=flaky, baseline=baseline,
                       removed=removed[:MAX_REMOVED], removed_hidden=max(0, len(removed) - MAX_REMOVED),
                       suite=_suite(comparison.metrics),
-                      notes=(notes + [n for n in comparison.notes if isinstance(n, str)])[:MAX_NOTES])
+                      notes=(notes + [n for n in comparison.notes if isinstance(n, str)])[:MAX_NOTES],
+                      carried=carried, changed_since=since)

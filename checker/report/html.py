@@ -46,7 +46,7 @@ details.case>summary{cursor:pointer;font-weight:600}
 .badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;margin-left:6px;
  background:#eaeef2}.status-passed{background:#dafbe1}.status-failed,.status-error{background:#ffebe9}
 .status-not_evaluated{background:#fff8c5}.change-regressed{background:#ffebe9}
-.change-improved{background:#dafbe1}.flaky{background:#fbefff}
+.change-improved{background:#dafbe1}.change-carried{background:#eaeef2}.flaky{background:#fbefff}
 tr.divergence td{background:#ffebe9;font-weight:600}tr.differs td{background:#fff8f7}
 .sidebyside{display:grid;grid-template-columns:1fr 1fr;gap:8px}
 .filters button{margin-right:6px;padding:3px 10px;border:1px solid #d1d9e0;border-radius:6px;
@@ -142,6 +142,9 @@ def _case(eval_set: EvalSetResult, case: CaseResult, recorded: list[RecordedRun]
     if tokens:
         summary += tag("span", " " + esc(tokens), "note")
     body = [tag("p", f"{esc(eval_set.path)}:{case.line}", "note"), _metrics(case)]
+    if case.change == "carried":  # --changed-since: main's results, not this run's
+        body.insert(1, tag("p", "Carried from main, not re-run: nothing it depends on changed. "
+                                "Status, scores and runs are main's.", "note"))
     change = case.token_change or {}
     if change:
         percent = change.get("percent")
@@ -170,11 +173,13 @@ def _summary(results: Results, fail_on: str) -> str:
     parts = [tag("h1", esc(headline), f"gate {'passed' if passed else 'failed'}"),
              tag("p", f"{s.passed} of {s.cases} eval cases passed in {s.eval_sets} eval sets"
                       f" \u00b7 {s.failed} failed \u00b7 {s.errored} errored \u00b7 "
-                      f"{s.not_evaluated} not evaluated", "summary")]
+                      f"{s.not_evaluated} not evaluated"
+                      + (f" \u00b7 {s.carried} carried from main (not re-run)" if s.carried else ""), "summary")]
     if results.comparison is not None:
         c = results.comparison.summary
         parts.append(tag("p", f"Against the baseline: {c.regressed} regressed, {c.improved} improved, "
-                              f"{c.unchanged} unchanged, {c.new} new, {c.changed} changed, {c.removed} removed"))
+                              f"{c.unchanged} unchanged, {c.new} new, {c.changed} changed, {c.removed} removed"
+                              + (f", {c.carried} carried from main" if c.carried else "")))
         if token_gate_message(results):
             parts.append(tag("p", esc(token_gate_message(results)), "tokens"))
     line = usage_line(results)

@@ -31,6 +31,8 @@ def judge_lines(metric: MetricResult) -> list[str]:
 def case_labels(case: CaseResult) -> list[str]:
     """The labels a reader must see beside a case: regressed/new/changed, flaky k/N."""
     labels = [case.change] if case.change in ("regressed", "improved", "new", "changed") else []
+    if case.change == "carried":  # main's verdict, not this run's (--changed-since)
+        labels.append("carried from main")
     if case.flaky:
         before = baseline_pass_counts(case)
         labels.append(f"flaky {case_pass_counts(case)} runs passed"
@@ -123,7 +125,8 @@ def comparison_lines(results: Results, limit: int = 20) -> list[str]:
     where = (f" {base.path}" if base.path else
              f" {base.ref or 'commit'} at {base.commit[:7]}" if base.commit else "")
     lines.append(f"compared with baseline{where}: {c.regressed} regressed, {c.improved} improved, "
-                 f"{c.unchanged} unchanged, {c.new} new, {c.changed} changed, {c.removed} removed")
+                 f"{c.unchanged} unchanged, {c.new} new, {c.changed} changed, {c.removed} removed"
+                 + (f", {c.carried} carried from main (not re-run)" if c.carried else ""))
     return lines
 
 
@@ -134,6 +137,8 @@ def summary_line(results: Results, *, timed: bool = True) -> str:
     parts = [f"{s.passed} passed", f"{s.failed} failed", f"{s.errored} errored"]
     if s.not_evaluated:
         parts.append(f"{s.not_evaluated} not evaluated")
+    if s.carried:
+        parts.append(f"{s.carried} carried from main (not re-run)")
     verdict = "PASSED" if results.passed else "FAILED"
     duration = results.metadata.get("durationSeconds") \
         if timed and isinstance(results.metadata, dict) else None

@@ -93,6 +93,7 @@ class CaseDetail:
     headline: str
     explanations: list[Explanation]
     turns_hidden: int = 0
+    carried: bool = False  # main's results, not re-run (--changed-since)
 
 
 @dataclass
@@ -289,7 +290,8 @@ def build_view(results: Results, links: Links | None = None, budget: Budget | No
         explanations, turns_hidden = explain(case, rule)
         failing.append(CaseDetail(eval_set.eval_set_id, case.eval_id, eval_set.path, case.line,
                                   links.file(eval_set.path, case.line), case.status,
-                                  case_headline(case, rule), explanations, turns_hidden))
+                                  case_headline(case, rule), explanations, turns_hidden,
+                                  carried=case.change == "carried"))
     counts: dict[str, int] = {}
     for _, case in failing_cases:
         for m in case.metrics:

@@ -78,13 +78,16 @@ def group_replay(targets: list[EvalTarget], records: RecordedRuns, display: str)
 
 
 def summarize(sets: list[EvalSetResult]) -> Summary:
+    """Cases carried from main count with main's status; their tokens were not spent here."""
     cases = [c for s in sets for c in s.cases]
+    carried = sum(c.change == "carried" for c in cases)
     return Summary(eval_sets=len(sets), cases=len(cases),
                    passed=sum(c.status == "passed" for c in cases),
                    failed=sum(c.status == "failed" for c in cases),
                    errored=sum(c.status == "error" for c in cases),
                    not_evaluated=sum(c.status == "not_evaluated" for c in cases),
-                   usage=sum_usage(c.usage for c in cases))
+                   usage=sum_usage(c.usage for c in cases if c.change != "carried"),
+                   carried=carried or None)
 
 
 async def _ready(case: CaseResult) -> CaseResult:

@@ -1,0 +1,182 @@
+"""What an eval set depends on, for --changed-since (docs/changed-files.md): its eval file, its
+criteria file and its agent's files.
+
+An eval set's agent is, in this order:
+1. the paths an ``--agent-paths EVALS=PATH[,PATH...]`` mapping gives eval files under EVALS;
+2. the folder the ADK bridge loads, when the agent command is ``evalcheck-adk [...] DIR``
+   (one agent for every eval set);
+3. the ADK agent folder the eval file lies in: the nearest folder above it, below the
+   repository root, that holds ``agent.py`` or ``root_agent.yaml`` (where ``adk eval`` and
+   ``adk web`` expect an agent's eval sets);
+4. not known: then any change but another eval set's own eval or criteria file re-runs it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import InputError
+
+if TYPE_CHECKING:
+    from ..inputs.discover import EvalTarget
+
+AGENT_MARKERS = ("agent.py", "root_agent.yaml")  # what ADK's AgentLoader loads a folder by
+BRIDGE_COMMANDS = ("evalcheck-adk",)
+BRIDGE_MODULES = ("evalcheck_adk_bridge", "checker.bridges.adk")
+SHELL_WORDS = {";", "&&", "||", "|", "&", "(", ")"}
+
+
+@dataclass(frozen=True)
+class AgentMapping:
+    """One ``--agent-paths`` entry: eval files at or under ``evals`` have their agent in ``paths``
+    (all relative to the repository root, ``/``-separated)."""
+
+    evals: str
+    paths: tuple[str, ...]
+
+
+@dataclass
+class Dependencies:
+    """The files one eval set depends on (relative to the repository root)."""
+
+    own: dict[str, str] = field(default_factory=dict)  # path -> "eval file" / "criteria file"
+    agent: tuple[str, ...] | None = None  # files or folders; None: not known
+    how: str = ""  # how the agent was found, for the report
+
+
+def _relative(path: Path, root: Path) -> str | None:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def under(path: str, prefix: str) -> bool:
+    """``path`` is ``prefix`` or lies in the folder ``prefix`` ("" is the whole repository)."""
+    return prefix in ("", ".") or path == prefix or path.startswith(prefix.rstrip("/") + "/")
+
+
+def parse_agent_paths(values: Sequence[str], root: Path, source: str = "--agent-paths") -> list[AgentMapping]:
+    """``EVALS=PATH[,PATH...]`` entries (relative to the working directory), each path an
+    existing file or folder in the repository; anything else is bad input."""
+    mappings = []
+    fix = "e.g. --agent-paths evals/weather=services/weather,lib/weather_tools.py"
+    for value in values:
+        evals, sep, paths = value.partition("=")
+        named = [p.strip() for p in paths.split(",") if p.strip()]
+        if not sep or not evals.strip() or not named:
+            raise InputError(f"{source} {value!r} is not EVALS=PATH[,PATH...]", fix=fix)
+        found = []
+        for raw in (evals.strip(), *named):
+            path = Path(raw)
+            relative = _relative(path, root)
+            if relative is None:
+                raise InputError(f"{source} {value!r}: {raw} lies outside the repository ({root})",
+                                 fix="name files and folders of the repository")
+            if not path.exists():
+                raise InputError(f"{source} {value!r}: {raw} not found (paths are relative to the "
+                                 "working directory)", fix=fix)
+            found.append("" if relative == "." else relative)
+        mappings.append(AgentMapping(found[0], tuple(found[1:])))
+    return mappings
+
+
+def bridge_folder(command: str | None, root: Path) -> str | None:
+    """The folder an ``evalcheck-adk [--one-session | --concurrent N] DIR`` command (or
+    ``python -m evalcheck_adk_bridge DIR``) loads, relative to the repository root; None for
+    any other command, or one the shell would expand or chain."""
+    if not command:
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if any(w in SHELL_WORDS or any(ch in w for ch in "$`*?") for w in words):
+        return None
+    start = next((i + 1 for i, w in enumerate(words) if Path(w).name in BRIDGE_COMMANDS), None)
+    if start is None:
+        start = next((i + 2 for i, w in enumerate(words[:-1])
+                      if w == "-m" and words[i + 1] in BRIDGE_MODULES), None)
+    if start is None:
+        return None
+    rest = words[start:]
+    positional = []
+    skip = False
+    for word in rest:
+        if skip:
+            skip = False
+        elif word == "--concurrent":
+            skip = True
+        elif not word.startswith("-"):
+            positional.append(word)
+    if len(positional) != 1 or not Path(positional[0]).is_dir():
+        return None
+    found = _relative(Path(positional[0]), root)
+    return None if found is None else ("" if found == "." else found)
+
+
+def agent_folder(eval_file: Path, root: Path) -> str | None:
+    """The nearest folder at or above the eval file's, below the repository root, that ADK
+    would load as an agent (``agent.py``, ``root_agent.yaml``)."""
+    root = root.resolve()
+    folder = eval_file.resolve().parent
+    while folder != root and root in folder.parents:
+        if any((folder / marker).is_file() for marker in AGENT_MARKERS):
+            return _relative(folder, root)
+        folder = folder.parent
+    return None
+
+
+def dependencies(target: EvalTarget, root: Path, mappings: Sequence[AgentMapping],
+                 bridge: str | None) -> Dependencies:
+    deps = Dependencies()
+    eval_file = _relative(target.loaded.path, root)
+    if eval_file is not None:
+        deps.own[eval_file] = "eval file"
+    if target.config.path is not None:
+        criteria = _relative(target.config.path, root)
+        if criteria is not None:
+            deps.own[criteria] = "criteria file"
+    mapped = [p for m in mappings if eval_file is not None and under(eval_file, m.evals) for p in m.paths]
+    if mapped:
+        deps.agent, deps.how = tuple(dict.fromkeys(mapped)), "--agent-paths"
+    elif bridge is not None:
+        deps.agent, deps.how = (bridge,), "the folder evalcheck-adk loads"
+    else:
+        folder = agent_folder(target.loaded.path, root)
+        if folder is not None:
+            deps.agent, deps.how = (folder,), "the ADK agent folder it lies in"
+    return deps
+
+
+def rerun_reasons(keys: Sequence[str], deps: Sequence[Dependencies], changed: Sequence[str]) -> dict[str, str]:
+    """Why each eval set must run again (key -> reason); an eval set not named depends on
+    nothing that changed. A changed file that is an eval set's own eval or criteria file
+    re-runs that eval set; one in agents' folders re-runs their eval sets (and those whose
+    agent is not known); any other file re-runs every eval set."""
+    reasons: dict[str, str] = {}
+
+    def mark(key: str, why: str) -> None:
+        reasons.setdefault(key, why)
+
+    for path in changed:
+        owners = [(k, d.own[path]) for k, d in zip(keys, deps) if path in d.own]
+        if owners:
+            for key, kind in owners:
+                mark(key, f"its {kind} {path} changed")
+            continue
+        agents = [k for k, d in zip(keys, deps) if d.agent is not None and any(under(path, p) for p in d.agent)]
+        if not agents:
+            for key in keys:
+                mark(key, f"{path} changed, outside every agent's files")
+            continue
+        for key in agents:
+            mark(key, f"its agent's file {path} changed")
+        for key, d in zip(keys, deps):
+            if d.agent is None:
+                mark(key, f"{path} changed, and its agent's files are not known")
+    return reasons

@@ -1,0 +1,131 @@
+"""The --changed-since rule in pieces (checker/scale/depends.py, checker/inputs/git_changes.py):
+which folder is an eval set's agent, which changed file re-runs what, git run hardened."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from changed_repo import build_monorepo, commit, git
+from checker.errors import InputError
+from checker.inputs.git_changes import changed_files
+from checker.scale.depends import Dependencies, agent_folder, bridge_folder, rerun_reasons
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch) -> Path:
+    for folder in ("agents/weather", "agents/shop/evals", "lib"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "agents" / "weather" / "agent.py").write_text("")
+    (tmp_path / "agents" / "shop" / "root_agent.yaml").write_text("")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("command, folder", [
+    ("evalcheck-adk agents/weather", "agents/weather"),
+    ("evalcheck-adk --concurrent 4 agents/weather", "agents/weather"),
+    ("/venv/bin/evalcheck-adk --one-session ./agents/shop", "agents/shop"),
+    ("python -m evalcheck_adk_bridge agents/weather", "agents/weather"),
+    ("python3 -m checker.bridges.adk agents/shop", "agents/shop"),
+    ("evalcheck-adk agents/$EVALCHECK_EVAL_SET_ID", None),  # the shell picks: per eval set
+    ("cd agents && evalcheck-adk weather", None),
+    ("evalcheck-adk agents/nowhere", None),
+    ("python agents/weather/agent.py", None),
+    ("evalcheck-adk 'unclosed", None),
+    (None, None),
+])
+def test_the_folder_the_bridge_loads(tree, command, folder):
+    assert bridge_folder(command, tree) == folder
+
+
+def test_the_agent_folder_an_eval_file_lies_in(tree):
+    assert agent_folder(tree / "agents/weather/x.evalset.json", tree) == "agents/weather"
+    assert agent_folder(tree / "agents/shop/evals/y.evalset.json", tree) == "agents/shop"
+    assert agent_folder(tree / "lib/z.evalset.json", tree) is None
+    (tree / "agent.py").write_text("")  # the repository root is never taken for one agent
+    assert agent_folder(tree / "lib/z.evalset.json", tree) is None
+
+
+def deps(own: str, agent: str | None) -> Dependencies:
+    return Dependencies(own={own: "eval file"}, agent=(agent,) if agent is not None else None)
+
+
+KEYS = ["weather", "shop", "loose"]
+DEPS = [deps("agents/weather/w.evalset.json", "agents/weather"),
+        deps("agents/shop/s.evalset.json", "agents/shop"),
+        deps("evals/l.evalset.json", None)]
+
+
+@pytest.mark.parametrize("changed, rerun", [
+    ([], set()),
+    (["agents/weather/w.evalset.json"], {"weather"}),
+    (["evals/l.evalset.json"], {"loose"}),
+    (["agents/weather/tools.py"], {"weather", "loose"}),  # loose's agent could be anywhere
+    (["agents/weatherman/x.py"], set(KEYS)),  # a sibling folder is not the agent's
+    (["lib/common.py"], set(KEYS)),
+    (["agents/weather/w.evalset.json", "agents/shop/prompt.txt"], {"weather", "shop", "loose"}),
+])
+def test_which_changed_file_reruns_what(changed, rerun):
+    assert set(rerun_reasons(KEYS, DEPS, changed)) == rerun
+
+
+def test_git_reads_the_repository_it_is_given_whatever_the_callers_git_variables(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    build_monorepo(repo)
+    git(repo, "checkout", "-q", "-b", "pr")
+    (repo / "lib" / "common.py").write_text("# changed\n")
+    commit(repo, "lib")
+    other = tmp_path / "other"
+    build_monorepo(other)
+    # A caller's GIT_DIR would point git at another repository; a GIT_EXTERNAL_DIFF would run.
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    monkeypatch.setenv("GIT_EXTERNAL_DIFF", str(tmp_path / "planted.sh"))
+    (tmp_path / "planted.sh").write_text(f"#!/bin/sh\ntouch {tmp_path / 'ran'}\n")
+    os.chmod(tmp_path / "planted.sh", 0o755)
+    assert changed_files("main", repo) == ["lib/common.py"]
+    assert not (tmp_path / "ran").exists()
+
+
+def test_a_rename_counts_under_both_names_and_the_merge_base_is_the_start(tmp_path):
+    repo = tmp_path / "repo"
+    build_monorepo(repo)
+    git(repo, "checkout", "-q", "-b", "pr")
+    git(repo, "mv", "lib/common.py", "lib/shared.py")
+    commit(repo, "rename")
+    git(repo, "checkout", "-q", "main")  # main moves on after the branch: not the PR's change
+    (repo / "README.md").write_text("main\n")
+    commit(repo, "main moves on")
+    git(repo, "checkout", "-q", "pr")
+    assert changed_files("main", repo) == ["lib/common.py", "lib/shared.py"]
+
+
+def test_a_hook_or_fsmonitor_of_the_repository_never_runs(tmp_path):
+    repo = tmp_path / "repo"
+    build_monorepo(repo)
+    marker = tmp_path / "ran"
+    script = tmp_path / "hook.sh"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    os.chmod(script, 0o755)
+    git(repo, "config", "core.fsmonitor", str(script))
+    git(repo, "config", "core.hooksPath", str(tmp_path))
+    (tmp_path / "post-checkout").write_text(script.read_text())
+    os.chmod(tmp_path / "post-checkout", 0o755)
+    (repo / "lib" / "common.py").write_text("# dirty\n")  # a work tree git would look at
+    assert changed_files("HEAD", repo) == []
+    assert not marker.exists()
+    # The same settings do run with plain git (the test would see them if they ran).
+    subprocess.run(["git", "-C", str(repo), "status", "--short"], capture_output=True, check=True)
+    assert marker.exists()
+
+
+def test_bad_refs_are_bad_input(tmp_path):
+    repo = tmp_path / "repo"
+    build_monorepo(repo)
+    for ref, message in (("nope", "'nope' names no commit"), ("a b", "is not a git revision"),
+                         ("--output=x", "is not a git revision"), ("", "is not a git revision")):
+        with pytest.raises(InputError, match=message):
+            changed_files(ref, repo)

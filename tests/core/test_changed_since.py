@@ -1,0 +1,226 @@
+"""--changed-since (issue 26, point 3): a pull request re-runs only the eval sets it can change.
+
+A real git repository with two ADK-style agent folders (``agent.py`` beside the eval set,
+as ``adk eval`` expects), a shared module both import, and a workflow file. main is run
+once for the baseline; then pull requests change one agent, the shared module, only an eval
+file, the workflow. Which eval sets ran is read from the agents' own log, not the report.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from changed_repo import AGENT, COMMAND, build_monorepo, commit, git, ran
+from corehelpers import case, evalset, invocation, run_cli, write_json
+
+
+
+@pytest.fixture
+def monorepo(tmp_path: Path, monkeypatch) -> Path:
+    """main (tests/core/changed_repo.py) run once for the baseline, then a branch "pr"."""
+    repo = tmp_path / "repo"
+    build_monorepo(repo)
+    monkeypatch.setenv("AGENT_LOG", str(tmp_path / "agent.log"))
+    done = run_cli(["run", ".", "--agent-command", COMMAND, "--num-runs", "1",
+                    "--results", str(tmp_path / "main.json")], repo)
+    assert done.code == 1, done.output  # shop/bye fails on main
+    assert ran(tmp_path / "agent.log") == {"weather", "shop"}
+    git(repo, "checkout", "-q", "-b", "pr")
+    return repo
+
+
+def pr_run(repo: Path, *extra: str, fail_on: str = "regression"):
+    out = repo.parent
+    done = run_cli(["run", ".", "--agent-command", COMMAND, "--num-runs", "1", "--changed-since", "main",
+                    "--baseline", str(out / "main.json"), "--results", str(out / "pr.json"),
+                    "--markdown", str(out / "pr.md"), "--fail-on", fail_on, *extra], repo)
+    results = json.loads((out / "pr.json").read_text()) if (out / "pr.json").exists() else None
+    return done, results, (out / "pr.md").read_text() if (out / "pr.md").exists() else ""
+
+
+def changes(results: dict) -> dict[str, set[str | None]]:
+    return {s["evalSetId"]: {c.get("change") for c in s["cases"]} for s in results["evalSets"]}
+
+
+def test_a_pr_that_changes_one_agent_reruns_only_its_eval_sets(monorepo):
+    (monorepo / "agents" / "weather" / "agent.py").write_text(AGENT + "# faster\n")
+    commit(monorepo, "weather: faster")
+    done, results, markdown = pr_run(monorepo)
+    assert ran(monorepo.parent / "agent.log") == {"weather"}
+    assert done.code == 0, done.output  # shop/bye fails, as on main: no regression
+    assert changes(results) == {"weather": {"unchanged"}, "shop": {"carried"}}
+    shop = next(s for s in results["evalSets"] if s["evalSetId"] == "shop")
+    assert [(c["evalId"], c["status"]) for c in shop["cases"]] == [("hello", "passed"), ("bye", "failed")]
+    assert results["summary"]["carried"] == 2 and results["comparison"]["summary"]["carried"] == 2
+    assert results["metadata"]["changedSince"]["carried"] == ["shop"]
+    assert results["metadata"]["changedSince"]["rerun"] == [
+        {"evalSet": "weather", "why": "its agent's file agents/weather/agent.py changed"}]
+    # The comment: shop is carried, with main's verdict on each case.
+    assert "2 carried from main (not re-run: nothing it depends on changed)" in markdown
+    assert "| bye | ❌ failed | ⏭️ carried |" in markdown
+    assert "| hello | ✅ passed | ⏭️ carried |" in markdown
+    assert "not re-run: nothing it depends on changed" in done.stderr
+    # Under fail-on: failure the carried failure counts as it did on main.
+    done, _, markdown = pr_run(monorepo, fail_on="failure")
+    assert done.code == 1 and ran(monorepo.parent / "agent.log") == {"weather"}
+    assert "1 case of 3 did not pass (2 carried from main, not re-run)" in markdown
+
+
+def test_a_pr_that_changes_a_shared_module_reruns_every_eval_set(monorepo):
+    (monorepo / "lib" / "common.py").write_text('def greet():\n    return "Hello there!"  # same\n')
+    commit(monorepo, "lib: comment")
+    done, results, markdown = pr_run(monorepo)
+    assert ran(monorepo.parent / "agent.log") == {"weather", "shop"}
+    assert done.code == 0, done.output
+    assert changes(results) == {"weather": {"unchanged"}, "shop": {"unchanged"}}
+    assert "carried" not in results["summary"]
+    assert {r["why"] for r in results["metadata"]["changedSince"]["rerun"]} == {
+        "lib/common.py changed, outside every agent's files"}
+    assert "carried" not in markdown
+
+
+def test_a_pr_that_changes_only_an_eval_file_reruns_its_eval_set(monorepo):
+    path = monorepo / "agents" / "shop" / "shop.evalset.json"
+    write_json(path, evalset("shop", case("hello", invocation("hi", "Hello there!")),
+                             case("bye", invocation("bye", "Hello there!"))))
+    commit(monorepo, "shop: fix the expected answer")
+    done, results, markdown = pr_run(monorepo, fail_on="failure")
+    assert ran(monorepo.parent / "agent.log") == {"shop"}
+    assert done.code == 0, done.output
+    assert changes(results) == {"weather": {"carried"}, "shop": {"unchanged", "changed"}}
+    assert results["metadata"]["changedSince"]["rerun"] == [
+        {"evalSet": "shop", "why": "its eval file agents/shop/shop.evalset.json changed"}]
+    assert "1 carried from main" in markdown
+
+
+def test_a_pr_that_changes_the_workflow_reruns_every_eval_set(monorepo):
+    (monorepo / ".github" / "workflows" / "eval.yml").write_text("on: [pull_request, push]\n")
+    commit(monorepo, "ci")
+    done, results, _ = pr_run(monorepo)
+    assert ran(monorepo.parent / "agent.log") == {"weather", "shop"}
+    assert changes(results) == {"weather": {"unchanged"}, "shop": {"unchanged"}}
+
+
+def test_nothing_changed_carries_everything_and_runs_no_agent(monorepo):
+    done, results, markdown = pr_run(monorepo, fail_on="failure")
+    assert ran(monorepo.parent / "agent.log") == set()
+    assert done.code == 1  # shop/bye failed on main and is carried as failed
+    assert results["summary"] == {**results["summary"], "cases": 3, "passed": 2, "failed": 1, "carried": 3}
+    assert "usage" not in results["summary"]  # no token was spent here
+
+
+def test_shards_hold_the_carried_eval_sets_once_and_merge_keeps_them(monorepo):
+    (monorepo / "agents" / "weather" / "agent.py").write_text(AGENT + "# faster\n")
+    commit(monorepo, "weather: faster")
+    out = monorepo.parent
+    for index in (1, 2):
+        done = run_cli(["run", ".", "--agent-command", COMMAND, "--num-runs", "1", "--changed-since", "main",
+                        "--baseline", str(out / "main.json"), "--shard", f"{index}/2",
+                        "--results", str(out / f"s{index}.json")], monorepo)
+        assert done.code in (0, 1), done.output
+    assert ran(out / "agent.log") == {"weather"}
+    shards = [json.loads((out / f"s{i}.json").read_text()) for i in (1, 2)]
+    # Every shard lists both eval sets; shard 1 holds the carried cases, after the cases run.
+    assert [[s["evalSetId"] for s in r["evalSets"]] for r in shards] == [["shop", "weather"]] * 2
+    assert changes(shards[0])["shop"] == {"carried"} and changes(shards[1])["shop"] == set()
+    assert [r["shard"]["total"] for r in shards] == [3, 3]
+    done = run_cli(["merge", str(out / "s1.json"), str(out / "s2.json"), "--baseline", str(out / "main.json"),
+                    "--results", str(out / "merged.json"), "--markdown", str(out / "merged.md"),
+                    "--fail-on", "regression"], monorepo)
+    assert done.code == 0, done.output
+    merged = json.loads((out / "merged.json").read_text())
+    assert changes(merged) == {"weather": {"unchanged"}, "shop": {"carried"}}
+    assert [c["evalId"] for s in merged["evalSets"] for c in s["cases"]] == ["hello", "bye", "hi"]
+    assert merged["summary"]["carried"] == 2 and merged["comparison"]["summary"]["carried"] == 2
+    assert "| bye | ❌ failed | ⏭️ carried |" in (out / "merged.md").read_text()
+
+
+def test_an_eval_set_main_has_no_results_for_runs_and_the_report_says_why(monorepo):
+    out = monorepo.parent
+    git(monorepo, "checkout", "-q", "main")
+    done = run_cli(["run", "agents/weather", "--agent-command", COMMAND, "--num-runs", "1",
+                    "--results", str(out / "main.json")], monorepo)  # main's results: weather only
+    git(monorepo, "checkout", "-q", "pr")
+    ran(out / "agent.log")
+    done, results, markdown = pr_run(monorepo, fail_on="failure")
+    assert ran(out / "agent.log") == {"shop"}  # nothing changed: weather is carried, shop cannot be
+    assert changes(results) == {"weather": {"carried"}, "shop": {"new"}}
+    why = "shop: nothing it depends on changed, but main's results have no result for it: it runs"
+    assert results["metadata"]["changedSince"]["notes"] == [why]
+    assert why in done.stderr and why.replace("'", "\\'") in markdown.replace("'", "\\'")
+
+
+def test_agent_paths_map_eval_files_to_agents_that_live_elsewhere(tmp_path, monkeypatch):
+    """stdio agents under services/, eval sets under evals/: without a mapping a change of an
+    agent is a change outside every agent folder (everything runs); with it, only its own."""
+    repo = tmp_path / "repo"
+    build_monorepo(repo)
+    git(repo, "mv", "agents", "services")
+    for name in ("weather", "shop"):  # no agent.py: nothing says which folder is an agent
+        git(repo, "mv", f"services/{name}/agent.py", f"services/{name}/main.py")
+        (repo / "evals" / name).mkdir(parents=True)
+        for f in (f"{name}.evalset.json", "test_config.json"):
+            git(repo, "mv", f"services/{name}/{f}", f"evals/{name}/{f}")
+    commit(repo, "services and their evals apart")
+    command = COMMAND.replace("agents/$EVALCHECK_EVAL_SET_ID/agent.py", "services/$EVALCHECK_EVAL_SET_ID/main.py")
+    monkeypatch.setenv("AGENT_LOG", str(tmp_path / "agent.log"))
+    base = run_cli(["run", ".", "--agent-command", command, "--num-runs", "1",
+                    "--results", str(tmp_path / "main.json")], repo)
+    assert base.code == 1, base.output
+    ran(tmp_path / "agent.log")
+    git(repo, "checkout", "-q", "-b", "pr")
+    (repo / "services" / "shop" / "main.py").write_text(AGENT + "# cheaper\n")
+    commit(repo, "shop: cheaper")
+    args = ["run", ".", "--agent-command", command, "--num-runs", "1", "--changed-since", "main",
+            "--baseline", str(tmp_path / "main.json"), "--results", str(tmp_path / "pr.json")]
+    run_cli(args, repo)
+    assert ran(tmp_path / "agent.log") == {"weather", "shop"}
+    mapped = run_cli([*args, "--agent-paths", "evals/weather=services/weather,lib",
+                      "--agent-paths", "evals/shop=services/shop,lib"], repo)
+    assert mapped.code == 1, mapped.output  # shop/bye still fails
+    assert ran(tmp_path / "agent.log") == {"shop"}
+    results = json.loads((tmp_path / "pr.json").read_text())
+    assert changes(results) == {"weather": {"carried"}, "shop": {"unchanged"}}
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--changed-since", "main"], "--changed-since needs --baseline"),
+    (["--changed-since", "no-such-branch", "--baseline", "MAIN"], "'no-such-branch' names no commit of this repository"),
+    (["--changed-since", "-x", "--baseline", "MAIN"], "--changed-since '-x' is not a git revision"),
+    (["--changed-since", "main", "--baseline", "MAIN", "--agent-paths", "evals"], "--agent-paths 'evals' is not EVALS=PATH"),
+    (["--changed-since", "main", "--baseline", "MAIN", "--agent-paths", "agents/shop=nowhere"], "nowhere not found"),
+    (["--changed-since", "main", "--baseline", "MAIN", "--agent-paths", "agents/shop=/etc"], "/etc lies outside the repository"),
+    (["--agent-paths", "agents/shop=agents/shop"], "--agent-paths goes with --changed-since"),
+])
+def test_bad_selection_input_exits_2_before_any_agent_runs(monorepo, extra, message):
+    extra = [str(monorepo.parent / "main.json") if e == "MAIN" else e for e in extra]
+    done = run_cli(["run", ".", "--agent-command", COMMAND, *extra], monorepo)
+    assert done.code == 2 and message in done.output, done.output
+    assert "Traceback" not in done.output
+    assert ran(monorepo.parent / "agent.log") == set()
+
+
+def test_outside_a_git_repository_is_bad_input(tmp_path, monkeypatch):
+    repo = tmp_path / "plain"
+    build_monorepo(repo)
+    monkeypatch.setenv("AGENT_LOG", str(tmp_path / "agent.log"))
+    run_cli(["run", ".", "--agent-command", COMMAND, "--num-runs", "1", "--results", str(tmp_path / "m.json")], repo)
+    ran(tmp_path / "agent.log")
+    import shutil
+
+    shutil.rmtree(repo / ".git")
+    (repo / ".git").mkdir()  # evalcheck's root marker, but no repository git can read
+    done = run_cli(["run", ".", "--agent-command", COMMAND, "--changed-since", "main",
+                    "--baseline", str(tmp_path / "m.json")], repo)
+    assert done.code == 2 and "not a git repository git can read" in done.output, done.output
+    assert ran(tmp_path / "agent.log") == set()
+
+
+def test_a_replay_has_no_agent_to_select_for(monorepo):
+    (monorepo.parent / "runs.json").write_text('{"version": 1, "runs": []}')
+    done = run_cli(["run", ".", "--replay", str(monorepo.parent / "runs.json"), "--changed-since", "main",
+                    "--baseline", str(monorepo.parent / "main.json")], monorepo)
+    assert done.code == 2 and "with a replay no agent runs" in done.output, done.output
