@@ -38,6 +38,8 @@ def case_fingerprint(case: EvalCase, config: EvalConfig) -> str:
         "case": content,
         "criteria": sorted((_criterion(m) for m in config.gating()), key=lambda c: c["name"]),
     }
+    if case.agents_cli_case is not None:  # its context, rubric_groups, ...: a custom_function reads them
+        payload["agentsCliCase"] = case.agents_cli_case
     if case.conversation_scenario is not None and config.user_simulator is not None:
         payload["userSimulator"] = config.user_simulator.model_dump(mode="json")
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -59,7 +59,9 @@ def load_dataset(path: Path, display: str) -> tuple[EvalSet, dict[str, int]]:
                                    final_response=text_content(reference, "model")
                                    if reference and n == len(turns) - 1 else None)
                         for n, turn in enumerate(turns)]
-        cases.append(EvalCase(eval_id=case_id, conversation=conversation))
+        case = EvalCase(eval_id=case_id, conversation=conversation)
+        case._agents_cli_case = raw
+        cases.append(case)
     text = path.read_text(encoding="utf-8-sig")
     from .evalfile import _find_lines
 
@@ -108,9 +110,12 @@ def _text(value: Any, display: str, where: str) -> str:
     return content_text(validate(Content, value, display))
 
 
-def load_agents_cli_config(path: Path, display: str, thresholds: dict[str, float]) -> EvalConfig:
-    """``metrics_to_run`` of an eval_config.yaml, each a Gemini judge of its ``custom_metrics``
-    entry; a metric without ``--threshold`` is informational (a warning says so)."""
+def load_agents_cli_config(path: Path, display: str, thresholds: dict[str, float],
+                           confine: Path | None = None) -> EvalConfig:
+    """``metrics_to_run`` of an eval_config.yaml: its ``custom_metrics`` entries (a Gemini judge
+    of a ``prompt_template``, or a ``custom_function``) and the built-in metrics evalcheck maps
+    (checker/inputs/agents_cli_metrics.py); a metric without ``--threshold`` is informational
+    (a warning says so)."""
     try:
         import yaml
     except ImportError:
@@ -141,42 +146,85 @@ def load_agents_cli_config(path: Path, display: str, thresholds: dict[str, float
                          file=display, path="$.metrics_to_run", fix=CONFIG_FIX)
     metrics, warnings = [], []
     for n, name in enumerate(names):
-        if name not in pool:
-            raise InputError(f"metric '{name}' is not one evalcheck can score: only custom_metrics "
-                             "with a prompt_template are (agents-cli's predefined metrics run on "
-                             "Vertex AI's eval service)", file=display, path=f"$.metrics_to_run[{n}]",
-                             fix="define it under custom_metrics with a prompt_template, or remove it")
-        i, entry = pool[name]
-        where = f"$.custom_metrics[{i}]"
-        template = entry.get("prompt_template")
-        if not isinstance(template, str) or not template.strip():
-            kind = next((k for k in ("custom_function", "custom_function_file", "remote_custom_function",
-                                     "metric_spec_parameters") if k in entry), None)
-            # metric_spec_parameters (rubric_group_key ...) configure a metric managed by Vertex
-            # AI's eval service, whose judge prompt evalcheck does not have: scoring it some
-            # other way would not be agents-cli's result.
-            what = ("is a Vertex AI managed metric (metric_spec_parameters), which evalcheck cannot "
-                    "score as agents-cli does" if kind == "metric_spec_parameters"
-                    else f"uses {kind}, which evalcheck does not run yet" if kind else "has no prompt_template")
-            raise InputError(f"metric '{name}' {what}",
-                             file=display, path=f"{where}.prompt_template" if not kind else f"{where}.{kind}",
-                             fix="give it a prompt_template (an LLM judge), or remove it from metrics_to_run")
-        _check_placeholders(template, display, f"{where}.prompt_template")
-        threshold = thresholds.get(name)
-        options = {"num_samples": 1}
-        if isinstance(entry.get("judge_model"), str):
-            options["judge_model"] = entry["judge_model"]
-        from ..metrics.machinery.agents_cli_judge import AgentsCliJudge, AgentsCliJudgeCriterion
-
-        criterion = AgentsCliJudgeCriterion(threshold=threshold, prompt_template=template,
-                                            judge_model_options=options)
-        if threshold is None:
+        metric = _metric(name, pool, thresholds.get(name), path, display, f"$.metrics_to_run[{n}]", confine)
+        if metric.threshold is None:
             warnings.append(f"{display}: metric '{name}' has no threshold (agents-cli has none): "
                             f"informational, it gates nothing; give --threshold {name}=VALUE to gate on it")
-        metrics.append(ConfiguredMetric(name=name, metric=AgentsCliJudge, criterion=criterion,
-                                        threshold=threshold, informational=threshold is None,
-                                        errors_gate=True))
+        metrics.append(metric)
     return EvalConfig(path=path, display_path=display, metrics=tuple(metrics), warnings=tuple(warnings))
+
+
+def _metric(name: str, pool: dict[Any, tuple[int, Any]], threshold: float | None, path: Path,
+            display: str, where: str, confine: Path | None) -> ConfiguredMetric:
+    from .agents_cli_metrics import (BODY_KEYS, MAPPED, SPEC_NAMES, builtin_metric, function_metric,
+                                     is_builtin)
+
+    if name not in pool:
+        if is_builtin(name):
+            return builtin_metric(name, threshold, display, where)
+        raise InputError(f"metric '{name}' is neither a custom_metrics entry nor one of "
+                         "agents-cli's built-in metrics", file=display, path=where,
+                         fix="define it under custom_metrics with a prompt_template or a "
+                             "custom_function, or remove it")
+    i, entry = pool[name]
+    where = f"$.custom_metrics[{i}]"
+    if "rubric_group_name" in entry:  # agents-cli refuses it too
+        raise InputError(f"metric '{name}': rubric_group_name is not supported (nor by agents-cli)",
+                         file=display, path=f"{where}.rubric_group_name",
+                         fix="drop rubric_group_name to judge with your own prompt_template")
+    has_body = any(k in entry for k in BODY_KEYS)
+    if has_body and name.lower() in SPEC_NAMES:
+        raise InputError(f"metric '{name}': that name is reserved by Vertex AI's eval service, "
+                         "which would ignore this definition in agents-cli", file=display,
+                         path=f"{where}.name", fix=f"rename the metric (e.g. 'my_{name}')")
+    if not has_body:
+        if is_builtin(name) and (set(entry) == {"name"} or name.lower() not in MAPPED):
+            return builtin_metric(name, threshold, display, where)  # refused unless mapped
+        if is_builtin(name):
+            raise InputError(f"metric '{name}': this entry sets parameters of agents-cli's built-in "
+                             f"metric ({', '.join(sorted(k for k in entry if k != 'name'))}), which "
+                             "evalcheck does not apply", file=display, path=where,
+                             fix="remove the entry (the name in metrics_to_run is enough), or give "
+                                 "it a prompt_template")
+        raise InputError(f"metric '{name}' needs a prompt_template or a custom_function",
+                         file=display, path=where,
+                         fix="give it a prompt_template (an LLM judge) or a custom_function, or "
+                             "remove it from metrics_to_run")
+    if "prompt_template" not in entry:
+        return function_metric(name, entry, threshold, path, display, where, confine)
+    template = entry.get("prompt_template")
+    if not isinstance(template, str) or not template.strip():
+        raise InputError(f"metric '{name}': prompt_template must be a non-empty string",
+                         file=display, path=f"{where}.prompt_template")
+    _check_placeholders(template, display, f"{where}.prompt_template")
+    options = {"num_samples": 1}
+    if isinstance(entry.get("judge_model"), str):
+        options["judge_model"] = entry["judge_model"]
+    from ..metrics.machinery.agents_cli_judge import AgentsCliJudge, AgentsCliJudgeCriterion
+
+    criterion = AgentsCliJudgeCriterion(threshold=threshold, prompt_template=template,
+                                        judge_model_options=options)
+    return ConfiguredMetric(name=name, metric=AgentsCliJudge, criterion=criterion,
+                            threshold=threshold, informational=threshold is None, errors_gate=True)
+
+
+def check_references(eval_set: EvalSet, config: EvalConfig, display: str,
+                     lines: dict[str, int]) -> None:
+    """A metric comparing with the reference on a case without one is bad input (agents-cli
+    errors on each such case)."""
+    from .agents_cli_metrics import needs_reference
+
+    needing = [m.name for m in config.metrics if needs_reference(m)]
+    if not needing:
+        return
+    for i, case in enumerate(eval_set.eval_cases):
+        last = (case.conversation or [None])[-1]
+        if last is None or last.final_response is None:
+            raise InputError(f"case '{case.eval_id}' has no reference, which metric "
+                             f"'{needing[0]}' compares the agent's final response with",
+                             file=display, path=f"$.eval_cases[{i}]", line=lines.get(case.eval_id),
+                             fix='add "reference": {"response": {"role": "model", "parts": '
+                                 '[{"text": ...}]}}, or remove the metric from metrics_to_run')
 
 
 def _check_placeholders(template: str, display: str, where: str) -> None:

@@ -95,6 +95,9 @@ class ConfiguredMetric:
     custom_function_path: str | None = None
     # An informational metric whose error is its case's error (agents-cli's judges).
     errors_gate: bool = False
+    # An agents-cli custom_function's source, read before any agent runs; only ever executed
+    # in the custom metric worker (checker/scoring/agents_cli_function.py).
+    custom_function_source: str | None = None
 
 
 @dataclass(frozen=True)

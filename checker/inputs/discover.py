@@ -230,7 +230,7 @@ def _target(path: Path, ids: list[str] | None, root: Path, shared_config: EvalCo
 def _agents_cli_target(path: Path, config_path: Path, ids: list[str] | None, root: Path,
                        configs: dict[Path, EvalConfig], confine: Path | None,
                        thresholds: dict[str, float]) -> EvalTarget:
-    from .agents_cli import load_agents_cli_config, load_dataset
+    from .agents_cli import check_references, load_agents_cli_config, load_dataset
 
     display = display_path(path, root)
     eval_set, lines = load_dataset(path, display)
@@ -242,7 +242,8 @@ def _agents_cli_target(path: Path, config_path: Path, ids: list[str] | None, roo
     if config_path not in configs:
         confined(config_path, confine, f"this {config_path.name}")
         configs[config_path] = load_agents_cli_config(config_path, display_path(config_path, root),
-                                                      thresholds)
+                                                      thresholds, confine)
+    check_references(eval_set, configs[config_path], display, lines)
     chosen = [i for i in loaded.case_ids if ids is None or i in ids]
     return EvalTarget(loaded, configs[config_path], chosen)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from .base import LenientModel, StrictModel
 
@@ -242,6 +242,13 @@ class EvalCase(LenientModel):
     creation_timestamp: float = 0.0
     rubrics: list[Rubric] | None = None
     final_session_state: dict[str, Any] | None = None
+    # An agents-cli case as written (prompt, reference, context, ...): what its custom_function
+    # metrics read. Private: never read from an eval file, never written out.
+    _agents_cli_case: dict[str, Any] | None = PrivateAttr(default=None)
+
+    @property
+    def agents_cli_case(self) -> dict[str, Any] | None:
+        return self._agents_cli_case
 
     @model_validator(mode="after")
     def _one_of_conversation_or_scenario(self) -> EvalCase:

@@ -171,6 +171,14 @@ async def score_custom(configured: Any, run: RunInput, context: ScoringContext) 
         from .custom_metric_worker import metric_worker
 
         worker = context.services["custom_metric_worker"] = metric_worker(find_repo_root(Path.cwd()))
+    if configured.custom_function_source is not None:  # agents-cli's evaluate(instance)
+        from .agents_cli_function import function_instance
+
+        instance = function_instance(run)
+        if instance is None:
+            return RunScore(error=f"no final response of the agent for custom_function "
+                                  f"'{configured.name}' to score")
+        return await worker.score_function(configured.custom_function_source, configured.name, instance)
     return await worker.score(path, configured.name, configured.criterion, run)
 
 

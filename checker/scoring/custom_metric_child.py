@@ -17,6 +17,7 @@ from ..metrics.base import RunInput
 def _serve(root: Path, sources: Path | None) -> int:
     from ..inputs.criteria import _CustomCriterion
     from ..models.evalset import ConversationScenario, Invocation
+    from .agents_cli_function import score_function_in_process
     from .custom_metric import score_in_process
 
     # The protocol gets its own copy of stdout; the metric's prints (fd 1) go to stderr.
@@ -25,14 +26,18 @@ def _serve(root: Path, sources: Path | None) -> int:
     for line in sys.stdin:
         try:
             request = json.loads(line)
-            run = RunInput(case=None, actual=[Invocation.model_validate(i) for i in request["actual"]],  # type: ignore[arg-type]
-                           expected=None if request["expected"] is None else
-                           [Invocation.model_validate(i) for i in request["expected"]],
-                           scenario=None if request["scenario"] is None else
-                           ConversationScenario.model_validate(request["scenario"]))
-            criterion = _CustomCriterion.model_validate(request["criterion"])
-            score = asyncio.run(score_in_process(request["path"], request["name"], criterion, run,
-                                                 root, sources=sources))
+            if request.get("kind") == "agents_cli_function":  # agents-cli's evaluate(instance)
+                score = asyncio.run(score_function_in_process(request["source"], request["name"],
+                                                              request["instance"]))
+            else:
+                run = RunInput(case=None, actual=[Invocation.model_validate(i) for i in request["actual"]],  # type: ignore[arg-type]
+                               expected=None if request["expected"] is None else
+                               [Invocation.model_validate(i) for i in request["expected"]],
+                               scenario=None if request["scenario"] is None else
+                               ConversationScenario.model_validate(request["scenario"]))
+                criterion = _CustomCriterion.model_validate(request["criterion"])
+                score = asyncio.run(score_in_process(request["path"], request["name"], criterion, run,
+                                                     root, sources=sources))
             reply: dict[str, Any] = {"score": score.model_dump(mode="json")}
         except Exception as exc:  # a malformed request is the checker's bug: say it, go on
             reply = {"error": f"custom metric worker: {type(exc).__name__}: {exc}"}

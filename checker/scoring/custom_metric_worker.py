@@ -63,6 +63,14 @@ class CustomMetricWorker:
                    [i.model_dump(mode="json", by_alias=True) for i in run.expected],
                    "scenario": None if run.scenario is None else
                    run.scenario.model_dump(mode="json", by_alias=True)}
+        return await self._ask(request, f"custom metric '{path}'")
+
+    async def score_function(self, source: str, name: str, instance: dict[str, Any]) -> RunScore:
+        """An agents-cli custom_function: ``evaluate(instance)`` (scoring/agents_cli_function.py)."""
+        request = {"kind": "agents_cli_function", "name": name, "source": source, "instance": instance}
+        return await self._ask(request, f"custom_function '{name}'")
+
+    async def _ask(self, request: dict[str, Any], label: str) -> RunScore:
         async with self._lock:
             proc = await self._start()
             try:
@@ -73,15 +81,15 @@ class CustomMetricWorker:
             except (asyncio.CancelledError, Exception) as exc:
                 await self._stop()  # stuck or broken: the next metric gets a fresh worker
                 if isinstance(exc, (asyncio.LimitOverrunError, ValueError)):
-                    return RunScore(error=f"custom metric '{path}' answered more than "
+                    return RunScore(error=f"{label} answered more than "
                                           f"{MAX_REPLY} bytes")
                 if isinstance(exc, (ConnectionError, OSError)):
-                    return RunScore(error=f"custom metric '{path}': its worker process failed "
+                    return RunScore(error=f"{label}: its worker process failed "
                                           f"({type(exc).__name__})")
                 raise
         if not line:
             await self._stop()
-            return RunScore(error=f"custom metric '{path}': its worker process exited "
+            return RunScore(error=f"{label}: its worker process exited "
                                   "(did the metric call sys.exit or crash the interpreter?)")
         try:
             reply = json.loads(line)
@@ -94,7 +102,7 @@ class CustomMetricWorker:
             return score
         except (ValueError, KeyError, TypeError, ValidationError):
             await self._stop()
-            return RunScore(error=f"custom metric '{path}': its worker answered something "
+            return RunScore(error=f"{label}: its worker answered something "
                                   "that is not a score")
 
     async def _stop(self) -> None:

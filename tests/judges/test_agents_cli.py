@@ -123,11 +123,11 @@ def test_an_informational_metric_that_errors_is_an_error(project, fake):
 
 @pytest.mark.parametrize("edit, message", [
     (lambda c: c.replace("  - couplet_artistic_quality\n", "  - couplet_artistic_quality\n  - final_response_quality\n"),
-     "tests/eval/eval_config.yaml at $.metrics_to_run[2]: metric 'final_response_quality' is not one evalcheck can score"),
+     "tests/eval/eval_config.yaml at $.metrics_to_run[2]: agents-cli's built-in metric 'final_response_quality' (quality of the agent's final response"),
     (lambda c: c.replace("出題題目：{prompt}\n      機器人生成內容：{response}\n\n", "出題題目：{prompt} {history}\n\n"),
      "tests/eval/eval_config.yaml at $.custom_metrics[1].prompt_template: the prompt_template uses {history}, which evalcheck cannot fill"),
-    (lambda c: c.replace("  - name: couplet_artistic_quality\n    prompt_template: |", "  - name: couplet_artistic_quality\n    custom_function: |\n      def evaluate(i): return 1\n    unused: |"),
-     "tests/eval/eval_config.yaml at $.custom_metrics[1].custom_function: metric 'couplet_artistic_quality' uses custom_function, which evalcheck does not run yet"),
+    (lambda c: c.replace("  - name: couplet_artistic_quality\n    prompt_template: |", "  - name: couplet_artistic_quality\n    execution: remote\n    custom_function: |\n      def evaluate(i): return 1\n    unused: |"),
+     "tests/eval/eval_config.yaml at $.custom_metrics[1].execution: metric 'couplet_artistic_quality' runs in Vertex AI's code execution sandbox"),
 ])
 def test_bad_config_is_exit_2_naming_file_path_and_fix(project, fake, edit, message):
     config = project / "tests/eval/eval_config.yaml"

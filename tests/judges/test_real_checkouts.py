@@ -47,7 +47,8 @@ EVALUATED = {
 # checkout -> refused file -> what the error says (each would change the result if run)
 REFUSED = {
     "adk-samples-checkout": {  # agents-cli's config, not an ADK file: a Vertex AI managed metric
-        f"{LH}/eval_config.yaml": "metric 'final_response_quality' is a Vertex AI managed metric"},
+        f"{LH}/eval_config.yaml": "at $.custom_metrics[0]: agents-cli's built-in metric "
+                                  "'final_response_quality' (quality of the agent's final response"},
     "adk-samples-python-agents": {  # named *.evalset.json, but no eval cases: ADK refuses it too
         "python/agents/nexshift-agent/eval/coordinator/coordinator.evalset.json":
             "missing required key 'eval_cases'"},

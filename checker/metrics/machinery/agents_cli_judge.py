@@ -49,6 +49,11 @@ def fill(template: str, values: dict[str, str]) -> str:
 
 def agent_data(invocations: list[Invocation]) -> str:
     """The run as agents-cli's ``agent_data`` (turns of events), JSON."""
+    return json.dumps(agent_data_dict(invocations), ensure_ascii=False)
+
+
+def agent_data_dict(invocations: list[Invocation]) -> dict[str, Any]:
+    """The run as agents-cli's ``agent_data``: ``{"turns": [{"turn_index", "events"}]}``."""
     turns = []
     for n, inv in enumerate(invocations):
         events: list[dict[str, Any]] = [{"author": "user", "content": _content(inv.user_content)}]
@@ -63,7 +68,7 @@ def agent_data(invocations: list[Invocation]) -> str:
         if inv.final_response is not None:
             events.append({"author": "agent", "content": _content(inv.final_response)})
         turns.append({"turn_index": n, "events": events})
-    return json.dumps({"turns": turns}, ensure_ascii=False)
+    return {"turns": turns}
 
 
 def _content(content: Any) -> dict[str, Any]:
