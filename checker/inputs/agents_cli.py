@@ -4,9 +4,11 @@
 Discovery rule: a ``*.json`` file in a folder named ``datasets`` whose parent folder holds
 ``eval_config.yaml`` (or ``.yml``) - agents-cli's ``tests/eval/datasets/*.json`` beside
 ``tests/eval/eval_config.yaml``. Each case's ``prompt`` (or the user turns of its
-``agent_data``) are the turns the agent is run on; ``metrics_to_run`` names the metrics, each
-a ``custom_metrics`` entry with a ``prompt_template`` (a Gemini judge). agents-cli has no
-thresholds: ``--threshold NAME=VALUE`` gives one; without it the metric is informational.
+``agent_data``) are the turns the agent is run on; ``metrics_to_run`` names the metrics: a
+``custom_metrics`` entry with a ``prompt_template`` (a Gemini judge) or a ``custom_function``
+(the custom metric worker), or a built-in name mapped onto an evalcheck metric
+(agents_cli_metrics.py). agents-cli has no thresholds: ``--threshold NAME=VALUE`` gives one;
+without it the metric is informational.
 docs/agents-cli.md.
 """
 

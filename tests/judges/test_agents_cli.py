@@ -41,9 +41,9 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def evalcheck(project: Path, fake, *args: str) -> subprocess.CompletedProcess:
+def evalcheck(project: Path, fake, *args: str, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "GEMINI_", "EVALCHECK_"))}
-    env.update({"GOOGLE_API_KEY": "test-key", "EVALCHECK_GEMINI_BASE_URL": fake.url})
+    env.update({"GOOGLE_API_KEY": "test-key", "EVALCHECK_GEMINI_BASE_URL": fake.url, **(extra_env or {})})
     return subprocess.run([sys.executable, "-m", "checker.cli", "run", ".", "--agent-command",
                            f"{sys.executable} agent.py", "--num-runs", "1", "--results", "r.json",
                            *args], cwd=project, env=env, capture_output=True, text=True, timeout=120)
