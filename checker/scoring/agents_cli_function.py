@@ -16,7 +16,19 @@ import asyncio
 import math
 from typing import Any
 
-from ..metrics.base import RunInput, RunScore
+from ..metrics.base import RunInput, RunScore, ScoringContext
+
+
+async def score_function(configured: Any, run: RunInput, context: ScoringContext) -> RunScore:
+    """One run scored by ``configured``'s custom_function, in the custom metric worker."""
+    from .custom_metric import worker_for
+
+    instance = function_instance(run)
+    if instance is None:
+        return RunScore(error=f"no final response of the agent for custom_function "
+                              f"'{configured.name}' to score")
+    return await worker_for(context).score_function(configured.custom_function_source,
+                                                    configured.name, instance)
 
 
 def function_instance(run: RunInput) -> dict[str, Any] | None:

@@ -36,10 +36,14 @@ async def metered_run(configured: ConfiguredMetric, run: RunInput,
 async def score_run(configured: ConfiguredMetric, run: RunInput, context: ScoringContext) -> RunScore:
     """One metric on one run. Never raises: a failure becomes ``RunScore.error``."""
     try:
-        if configured.metric is None:
+        if configured.custom_function_source is not None:  # agents-cli's evaluate(instance)
+            from .agents_cli_function import score_function
+
+            result: Any = score_function(configured, run, context)
+        elif configured.metric is None:
             from .custom_metric import score_custom
 
-            result: Any = score_custom(configured, run, context)
+            result = score_custom(configured, run, context)
         else:
             result = configured.metric().score(configured.criterion, run, context)
         if inspect.isawaitable(result):

@@ -165,21 +165,18 @@ async def score_custom(configured: Any, run: RunInput, context: ScoringContext) 
     the worker process (checker/scoring/custom_metric_worker.py): the context's, or one made
     here for the repository root (closed with the context's other services)."""
     path = configured.custom_function_path or ""
+    return await worker_for(context).score(path, configured.name, configured.criterion, run)
+
+
+def worker_for(context: ScoringContext) -> Any:
+    """The context's custom metric worker, or one made here for the repository root."""
     worker = context.services.get("custom_metric_worker")
     if worker is None:
         from ..inputs.discover import find_repo_root
         from .custom_metric_worker import metric_worker
 
         worker = context.services["custom_metric_worker"] = metric_worker(find_repo_root(Path.cwd()))
-    if configured.custom_function_source is not None:  # agents-cli's evaluate(instance)
-        from .agents_cli_function import function_instance
-
-        instance = function_instance(run)
-        if instance is None:
-            return RunScore(error=f"no final response of the agent for custom_function "
-                                  f"'{configured.name}' to score")
-        return await worker.score_function(configured.custom_function_source, configured.name, instance)
-    return await worker.score(path, configured.name, configured.criterion, run)
+    return worker
 
 
 def as_adk_types(run: RunInput) -> tuple[list[Any], list[Any] | None, Any]:
