@@ -36,7 +36,7 @@ async def metered_run(configured: ConfiguredMetric, run: RunInput,
 async def score_run(configured: ConfiguredMetric, run: RunInput, context: ScoringContext) -> RunScore:
     """One metric on one run. Never raises: a failure becomes ``RunScore.error``."""
     try:
-        if configured.custom_function_source is not None:  # agents-cli's evaluate(instance)
+        if getattr(configured, "custom_function_source", None) is not None:  # agents-cli's evaluate(instance)
             from .agents_cli_function import score_function
 
             result: Any = score_function(configured, run, context)
