@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from collections.abc import Sequence
 from typing import Any, TypeVar
@@ -11,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
 from ..errors import InputError, did_you_mean, json_path
-from ..safety.limits import MAX_JSON_DEPTH, JsonTooDeep, loads_bounded, too_deep
+from ..safety.limits import MAX_JSON_DEPTH, JsonTooDeep, count_keys
 from .ignored import drop_ignored
 from ..safety.surrogates import repair
 
@@ -89,35 +90,57 @@ def _invalid_json(exc: json.JSONDecodeError, display: str) -> InputError:
 def parse_json_text(text: str, display: str) -> Any:
     if not text.strip():
         raise InputError("file is empty", file=display, fix="write a JSON document into it")
-    check = _DuplicateCheck()
-    try:
-        data = loads_bounded(text, object_pairs_hook=check)
-    except json.JSONDecodeError as exc:
-        raise _invalid_json(exc, display) from None
-    except JsonTooDeep as exc:
-        raise _too_deep(exc, display) from None
-    check.raise_found(data, display)
-    return data
+    return _decode(text, None, display, ())[0]
 
 
 def decode_at(text: str, start: int, display: str, prefix: tuple[Any, ...] = ()) -> tuple[Any, int]:
     """The JSON value starting at ``text[start]`` and where it ends, with parse_json_text's
     checks (JSON paths under ``prefix``): for reading a large file one piece at a time."""
-    check = _DuplicateCheck()
+    return _decode(text, start, display, prefix)
+
+
+_PLAIN = json.JSONDecoder()
+# A key ends with its closing quote, JSON whitespace (rarely any) and the colon. A string
+# can hold the same characters (an escaped quote, as in embedded JSON), so there are never
+# fewer of these than keys written.
+_SPACED_KEY_END = re.compile(r'"[ \t\n\r]+:')
+
+
+def _key_ends(text: str, start: int, end: int) -> int:
+    return text.count('":', start, end) + len(_SPACED_KEY_END.findall(text, start, end))
+
+
+def _decode(text: str, start: int | None, display: str, prefix: tuple[Any, ...]) -> tuple[Any, int]:
+    """The whole of ``text`` (``start`` None) or the value at ``start``, and its end; bad JSON,
+    nesting deeper than MAX_JSON_DEPTH or a duplicate key is an InputError. Decoded without a
+    hook (C speed); decoded again with the duplicate check only when the text has more key
+    ends than the value has keys: a key written twice, or a string that looks like one."""
+    check = None
     try:
         try:
-            data, end = json.JSONDecoder(object_pairs_hook=check).raw_decode(text, start)
+            if start is None:
+                data, end = json.loads(text), len(text)
+            else:
+                data, end = _PLAIN.raw_decode(text, start)
+            try:
+                keys = count_keys(data, MAX_JSON_DEPTH - len(prefix))
+            except JsonTooDeep as exc:
+                raise JsonTooDeep((*prefix, *exc.loc)) from None
+            if _key_ends(text, start or 0, end) != keys:
+                check = _DuplicateCheck()
+                if start is None:
+                    data = json.loads(text, object_pairs_hook=check)
+                else:
+                    data, end = json.JSONDecoder(object_pairs_hook=check).raw_decode(text, start)
         except RecursionError:
             raise JsonTooDeep() from None
-        loc = too_deep(data, MAX_JSON_DEPTH - len(prefix))
-        if loc is not None:
-            raise JsonTooDeep((*prefix, *loc))
-        data = repair(data, text, start, end)
+        data = repair(data, text, start or 0, end)
     except json.JSONDecodeError as exc:
         raise _invalid_json(exc, display) from None
     except JsonTooDeep as exc:
         raise _too_deep(exc, display) from None
-    check.raise_found(data, display, prefix)
+    if check is not None:
+        check.raise_found(data, display, prefix)
     return data, end
 
 

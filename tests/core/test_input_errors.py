@@ -162,6 +162,28 @@ def test_duplicate_json_key_nested(repo):
                        "duplicate key 'text'")
 
 
+
+def test_duplicate_json_key_with_space_before_the_colon(repo):
+    """The duplicate check runs only when the text has more key ends (quote, colon) than
+    the value has keys: a key end with whitespace before its colon counts too."""
+    setup(repo, text='{"eval_set_id"\n : "s", "eval_set_id": "t", "eval_cases": []}')
+    assert_input_error(run(repo), f"{EVAL} at $:", "duplicate key 'eval_set_id'")
+
+
+def test_duplicate_json_key_in_a_file_whose_strings_look_like_keys(repo):
+    """Text that looks like a key end inside a string (embedded JSON) sends the file to the
+    full check: a duplicate is found there, and a file without one reads as before."""
+    said = '{\\"city\\": \\"Paris\\"}'  # the agent's answer: JSON, as a string
+    inv = ('{"user_content": {"parts": [{"text": "' + said + '"}]}, '
+           '"final_response": {"parts": [{"text": "' + said + '"}]}}')
+    text = '{"eval_set_id": "s", "eval_cases": [{"eval_id": "c1", "conversation": [' + inv + ']}]}'
+    setup(repo, text=text.replace('"eval_id": "c1"', '"eval_id": "c1", "eval_id": "c2"'))
+    assert_input_error(run(repo), f"{EVAL} at $.eval_cases[0]:", "duplicate key 'eval_id'")
+    (repo / EVAL).write_text(text)
+    outcome = run(repo)
+    assert outcome.code in (0, 1) and "error" not in outcome.stderr, outcome.output
+
+
 # (where, the misspelt key, JSON path of the object holding it, the key it meant): where ADK
 # refuses the key too (Invocation, Part, IntermediateData forbid unknown keys).
 MISSPELT = [
