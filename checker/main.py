@@ -17,6 +17,7 @@ from . import aio
 from .compare.results_file import read_baselines
 from .compare.verdict import VerdictRule
 from .errors import InputError
+from .inputs.bulk import fewer_collections
 from .inputs.discover import EvalTarget, discover, find_repo_root
 from .metrics.base import ScoringContext
 from .models.records import RecordedRun
@@ -134,6 +135,7 @@ class Prepared:
     plan: Plan
 
 
+@fewer_collections()  # bulk data: eval files, recorded runs (inputs/bulk.py)
 def prepare(options: RunOptions) -> Prepared:
     """The reading stages: ``read_inputs`` and ``plan_runs``. The Action calls it before
     setup-command; ``evaluate`` when not given it."""
@@ -142,6 +144,7 @@ def prepare(options: RunOptions) -> Prepared:
     return Prepared(started, inputs, plan_runs(options, inputs))
 
 
+@fewer_collections()  # bulk data: runs, results (inputs/bulk.py)
 def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles,
              prepared: Prepared | None = None) -> Results:
     """Read, plan, run, score, compare, write the files (failures reported by ``files``) and

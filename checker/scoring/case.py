@@ -194,16 +194,23 @@ def _bounded(run: RecordedRun) -> RecordedRun:
 async def score_case(case: EvalCase, config: EvalConfig, runs: list[RecordedRun], line: int,
                      context: ScoringContext, rule: VerdictRule = MEAN) -> CaseResult:
     runs = [_bounded(r) for r in sorted(runs, key=lambda r: r.run)]
-    jobs = []
+    jobs: list[tuple[ConfiguredMetric, RunInput] | None] = []
     for run in runs:
         run_input = RunInput(case=case, actual=run.invocations, expected=case.conversation,
                              scenario=case.conversation_scenario, run=run.run)
         for configured in config.metrics:
-            jobs.append(None if run.error is not None else metered_run(configured, run_input, context))
-    # Every (run, metric) pair is independent: judge-backed metrics then overlap their calls.
-    pending = [j for j in jobs if j is not None]
-    done = iter(await asyncio.gather(*pending))
-    metered = [None if j is None else next(done) for j in jobs]
+            jobs.append(None if run.error is not None else (configured, run_input))
+    # Every (run, metric) pair is independent: those that await (judges, custom metrics) run
+    # as tasks at once, so that their calls overlap; a metric that computes its score is
+    # awaited in place (a task each made 120,000 tasks for 10,000 replayed cases).
+    metered: list[tuple[RunScore, JudgeMeter] | None] = [None] * len(jobs)
+    for i, job in enumerate(jobs):
+        if job is not None and not _awaits(job[0]):
+            metered[i] = await metered_run(*job, context)
+    waiting = [i for i, job in enumerate(jobs) if job is not None and _awaits(job[0])]
+    for i, result in zip(waiting, await asyncio.gather(*(metered_run(*jobs[i], context)  # type: ignore[misc]
+                                                          for i in waiting))):
+        metered[i] = result
     scores = [m[0] if m is not None else None for m in metered]
     per_run: dict[int, list[tuple[ConfiguredMetric, RunScore | None]]] = {}
     meters: dict[int, list[JudgeMeter]] = {}
@@ -233,6 +240,11 @@ async def score_case(case: EvalCase, config: EvalConfig, runs: list[RecordedRun]
     result._run_verdicts = [RunVerdicts(run=r.run, metrics=[_verdict(c, s) for c, s in per_run[r.run]])
                             for r in runs if r.error is None]
     return result
+
+
+def _awaits(configured: ConfiguredMetric) -> bool:
+    """Whether the metric's score is awaited: a custom metric's (its worker) or a coroutine."""
+    return configured.metric is None or inspect.iscoroutinefunction(configured.metric.score)
 
 
 def _usage(run: RecordedRun, meters: list[JudgeMeter]) -> Usage | None:

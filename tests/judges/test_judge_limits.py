@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .fake_gemini import Reply, error_reply
+from .fake_gemini import Reply, error_reply, json_reply
 
 HANGS = Reply(status=200, body=b"{}", delay=30)  # a judge that answers after the test is over
 KEY = "AIza-planted-judge-key-0123456789"
@@ -51,6 +51,22 @@ def judged_metric(repo: Path) -> tuple[dict, dict]:
     (metric,) = [m for m in results["evalSets"][0]["cases"][0]["metrics"]
                  if m["name"] == "final_response_match_v2"]
     return metric, results["metadata"]["judge"]
+
+
+def test_the_runs_of_a_case_are_judged_at_once(tmp_path, fake):
+    """A metric that awaits a judge runs as a task of its own (checker/scoring/case.py):
+    the judge calls of a case's runs overlap, while deterministic metrics need no task."""
+    answer = {"reasoning": "same", "verdict": "valid"}
+    fake.on(lambda p: True, json_reply(answer, delay=0.5))
+    repo = repo_with_judged_case(tmp_path, runs=3)
+    recorded = json.loads((repo / "runs.json").read_text())
+    for run in recorded["runs"]:  # each run its own answer: three requests, none reused
+        run["invocations"][0]["final_response"]["parts"][0]["text"] = f"Sunny ({run['run']})."
+    (repo / "runs.json").write_text(json.dumps(recorded))
+    done = evalcheck(repo, fake)
+    assert done.returncode == 0, done.stderr
+    assert len(fake.requests) == 3 and fake.max_in_flight == 3
+    assert judged_metric(repo)[0]["status"] == "passed"
 
 
 FAST_RETRIES = {"timeout": 300, "retry_options": {"attempts": 6, "initial_delay": 0.01, "jitter": 0}}
