@@ -79,12 +79,13 @@ def record_baseline(results: Results, search: BaselineSearch, config: ActionConf
     file and so into every report; its temporary copy is removed."""
     import shutil
 
+    from ..report.results_json import results_json
     from .github.baseline import record_search
 
     # Only the results of main that were pooled (another suite's is left out, and said).
     search.history = [found for found in search.history if found.path in config.run.baselines]
     results = record_search(results, search)
-    files.write(config.results_path, results.model_dump_json(indent=2) + "\n", "results file")
+    files.write(config.results_path, results_json(results), "results file")
     if search.private is not None:
         shutil.rmtree(search.private, ignore_errors=True)
     return results

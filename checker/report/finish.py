@@ -29,7 +29,9 @@ def write_reports(results: Results, options: RunOptions, files: OutputFiles | No
     ``redactor``; by the environment's secrets without one)."""
     out = files if files is not None else OutputFiles()
     if options.results:
-        out.write(options.results, results.model_dump_json(indent=2) + "\n", "results file")
+        from .results_json import results_json
+
+        out.write(options.results, results_json(results), "results file")
     if options.markdown:
         from .markdown import render_markdown
 

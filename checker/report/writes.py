@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import IO, Any
 
 from ..errors import InputError
 from ..safety.output import clean, say
@@ -39,10 +40,11 @@ class OutputFiles:
                 self.report(message)
             return False
 
-    def write(self, path: Path, text: str, what: str) -> bool:
-        """``text`` into ``path``, atomically: a new file, renamed into place. No one reads
-        half a file (a full disk leaves the old one or none), and a descriptor of the old
-        file that a process still holds (a survivor of the agent's) reaches nothing."""
+    def write(self, path: Path, text: str | Iterable[bytes], what: str) -> bool:
+        """``text`` (or UTF-8 pieces, written as they come) into ``path``, atomically:
+        a new file, renamed into place. No one reads half a file (a full disk leaves the old
+        one or none), and a descriptor of the old file that a process still holds (a
+        survivor of the agent's) reaches nothing."""
         return self.attempt(what, path, lambda: write_fresh(path, text))
 
     def check(self) -> None:
@@ -51,8 +53,9 @@ class OutputFiles:
                              fix="free disk space or choose another path; the other outputs were written")
 
 
-def write_fresh(path: Path, text: str) -> None:
-    """Write ``text`` to a new file beside ``path`` and rename it over ``path`` (a new inode).
+def write_fresh(path: Path, text: str | Iterable[bytes]) -> None:
+    """Write ``text`` (or UTF-8 pieces: a large file is not copied to be joined or encoded)
+    to a new file beside ``path`` and rename it over ``path`` (a new inode).
     Only a regular file (or none) is replaced so: a device (``/dev/stdout``), a FIFO or a
     symlink the caller named is written through, as before (the Action clears its outputs'
     paths of those first: checker/safety/confine.py)."""
@@ -67,8 +70,8 @@ def write_fresh(path: Path, text: str) -> None:
         mode = None
     if mode is not None and not stat.S_ISREG(mode):
         try:
-            with path.open("w", encoding="utf-8") as fh:
-                fh.write(text)
+            with path.open(*_mode(text)) as fh:
+                _put(fh, text)
         except OSError:
             if path.is_file():
                 path.unlink(missing_ok=True)
@@ -76,14 +79,23 @@ def write_fresh(path: Path, text: str) -> None:
         return
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, *_mode(text)) as fh:
+            _put(fh, text)
         os.chmod(temp, 0o644)
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+def _mode(text: str | Iterable[bytes]) -> tuple[Any, ...]:
+    return ("w", -1, "utf-8") if isinstance(text, str) else ("wb",)
+
+
+def _put(fh: IO[Any], text: str | Iterable[bytes]) -> None:
+    for piece in [text] if isinstance(text, str) else text:
+        fh.write(piece)
 
 
 Named = tuple[str, "Path | None"]  # (what the user calls it: "--results", "the replay file (--replay)", path)
