@@ -95,6 +95,18 @@ def _scorer() -> Any:
 
 def rouge1(candidate: str, reference: str) -> Any:
     """ROUGE-1 precision/recall/fmeasure of ``candidate`` against ``reference``."""
+    if len(candidate) + len(reference) <= REMEMBERED_CHARS:
+        return _remembered(candidate, reference)
+    return _scorer().score(reference, candidate)["rouge1"]
+
+
+# The runs of a case often give the same answer (a deterministic agent, a step the agent
+# does not vary): such a pair is scored once. Only short texts, so that the cache is small.
+REMEMBERED_CHARS = 4096
+
+
+@lru_cache(maxsize=256)
+def _remembered(candidate: str, reference: str) -> Any:
     return _scorer().score(reference, candidate)["rouge1"]
 
 

@@ -391,6 +391,15 @@ def test_rouge_unicode_examples(actual, expected, score):
         assert ours.score == score
 
 
+def test_rouge_of_pairs_scored_again_equals_adk():
+    """A pair of short texts scored again comes from a small cache, keyed by both texts;
+    long ones are scored each time."""
+    for actual, expected in [("Sunny in Paris", "sunny in Paris"), ("Sunny in Paris", "rain in Oslo"),
+                             ("rain in Oslo", "Sunny in Paris"), ("Sunny in Paris", "rain in Oslo"),
+                             ("word " * 600, "word " * 500 + "other"), ("word " * 600, "word")]:
+        check_rouge(*_responses(actual, expected))
+
+
 @SETTINGS
 @given(text=st.text(max_size=60) | texts)
 def test_tokenizer_equals_adk_on_any_unicode(text):
