@@ -243,8 +243,10 @@ async def score_case(case: EvalCase, config: EvalConfig, runs: list[RecordedRun]
 
 
 def _awaits(configured: ConfiguredMetric) -> bool:
-    """Whether the metric's score is awaited: a custom metric's (its worker) or a coroutine."""
-    return configured.metric is None or inspect.iscoroutinefunction(configured.metric.score)
+    """Whether the metric's score is awaited: a custom metric's or function's (its worker),
+    or a coroutine (a judge)."""
+    return (configured.metric is None or getattr(configured, "custom_function_source", None) is not None
+            or inspect.iscoroutinefunction(configured.metric.score))
 
 
 def _usage(run: RecordedRun, meters: list[JudgeMeter]) -> Usage | None:
