@@ -49,7 +49,7 @@ def _git(root: Path, *args: str, missing: str | None = None) -> str:
         said = " ".join(done.stderr.decode("utf-8", "replace").split())[:300]
         raise InputError(f"git {args[0]} failed: {said or f'exit status {done.returncode}'}",
                          file=str(root), fix=FIX)
-    return done.stdout.decode("utf-8", "surrogateescape")
+    return done.stdout.decode("utf-8", "replace")  # a name that is not UTF-8 matches no agent: all run
 
 
 def changed_files(ref: str, root: Path) -> list[str]:

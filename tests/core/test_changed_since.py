@@ -36,7 +36,8 @@ def pr_run(repo: Path, *extra: str, fail_on: str = "regression"):
     out = repo.parent
     done = run_cli(["run", ".", "--agent-command", COMMAND, "--num-runs", "1", "--changed-since", "main",
                     "--baseline", str(out / "main.json"), "--results", str(out / "pr.json"),
-                    "--markdown", str(out / "pr.md"), "--fail-on", fail_on, *extra], repo)
+                    "--markdown", str(out / "pr.md"), "--html", str(out / "pr.html"),
+                    "--fail-on", fail_on, *extra], repo)
     results = json.loads((out / "pr.json").read_text()) if (out / "pr.json").exists() else None
     return done, results, (out / "pr.md").read_text() if (out / "pr.md").exists() else ""
 
@@ -63,6 +64,9 @@ def test_a_pr_that_changes_one_agent_reruns_only_its_eval_sets(monorepo):
     assert "| bye | ❌ failed | ⏭️ carried |" in markdown
     assert "| hello | ✅ passed | ⏭️ carried |" in markdown
     assert "not re-run: nothing it depends on changed" in done.stderr
+    html = (monorepo.parent / "pr.html").read_text()
+    assert html.count('<span class="badge change-carried">carried</span>') == 2
+    assert html.count("Carried from main, not re-run: nothing it depends on changed.") == 2
     # Under fail-on: failure the carried failure counts as it did on main.
     done, _, markdown = pr_run(monorepo, fail_on="failure")
     assert done.code == 1 and ran(monorepo.parent / "agent.log") == {"weather"}
@@ -224,3 +228,27 @@ def test_a_replay_has_no_agent_to_select_for(monorepo):
     done = run_cli(["run", ".", "--replay", str(monorepo.parent / "runs.json"), "--changed-since", "main",
                     "--baseline", str(monorepo.parent / "main.json")], monorepo)
     assert done.code == 2 and "with a replay no agent runs" in done.output, done.output
+
+
+@pytest.mark.parametrize("edit, extra, why", [
+    (lambda case: case.update(fingerprint="sha256:other"), [],
+     "shop: nothing it depends on changed, but its case 'hello' is not what main evaluated "
+     "(its data, criteria or judge differ): it runs"),
+    (lambda case: case.update(status="not_evaluated"), [],
+     "shop: nothing it depends on changed, but main did not evaluate its case 'hello': it runs"),
+    (lambda case: None, ["--verdict", "majority"],
+     "main's results were decided with the verdict rule 'mean', this run's is 'majority': every eval set runs"),
+])
+def test_main_results_that_cannot_stand_for_an_eval_set_make_it_run(monorepo, edit, extra, why):
+    out = monorepo.parent
+    main = json.loads((out / "main.json").read_text())
+    shop = next(s for s in main["evalSets"] if s["evalSetId"] == "shop")
+    edit(shop["cases"][0])
+    (out / "main.json").write_text(json.dumps(main))
+    (monorepo / "agents" / "weather" / "agent.py").write_text(AGENT + "# faster\n")
+    commit(monorepo, "weather: faster")
+    done, results, markdown = pr_run(monorepo, *extra)
+    assert ran(out / "agent.log") == {"weather", "shop"}
+    assert why in results["metadata"]["changedSince"]["notes"]
+    assert f"evalcheck: note: {why}" in done.stderr
+    assert "carried" not in json.dumps(results["evalSets"])
