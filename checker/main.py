@@ -209,8 +209,7 @@ def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
         from .scale.changed import select
 
         selection = select(targets, inputs.changed, options.changed_since or "", inputs.root,
-                           inputs.baselines[0] if inputs.baselines else None, str(inputs.rule),
-                           options, inputs.agent_paths)
+                           inputs.baselines[0], str(inputs.rule), options, inputs.agent_paths)
         for line in selection.lines():
             say(clean(line), err=True)
         targets = selection.runs(targets)
@@ -222,7 +221,7 @@ def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
             from .scale.changed import shard_positions
 
             shard = shard_positions(shard, targets, selection)
-    warnings = list(dict.fromkeys([*inputs.notes, *(w for t in targets for w in t.config.warnings)]))
+    warnings = list(dict.fromkeys([*inputs.notes, *(w for t in inputs.targets for w in t.config.warnings)]))
     for warning in warnings:
         say(f"evalcheck: warning: {clean(warning)}", err=True)
     from .simulation.model import SimulatorStats

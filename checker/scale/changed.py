@@ -96,27 +96,24 @@ def _why_not_carried(target: EvalTarget, base: EvalSetResult | None) -> str | Ev
 
 
 def select(targets: Sequence[EvalTarget], changed: list[str], ref: str, root: Path,
-           baseline: Results | None, rule: str, options: RunOptions,
+           baseline: Results, rule: str, options: RunOptions,
            mappings: Sequence[AgentMapping]) -> Selection:
-    """Which of ``targets`` run, and main's results for the others (``baseline``: main's newest)."""
+    """Which of ``targets`` run, and main's results for the others (``baseline``: main's
+    newest; without one nothing is selected: read_changed)."""
     selection = Selection(ref=ref, changed=changed, total=len(targets))
     bridge = bridge_folder(options.agent_command, root)
     deps = [dependencies(t, root, mappings, bridge) for t in targets]
     keys = [t.key for t in targets]
     reasons = rerun_reasons(keys, deps, changed)
-    if baseline is None:
-        selection.notes.append("no results of main to carry eval sets from: every eval set runs")
-        reasons = {k: reasons.get(k, "no results of main to carry it from") for k in keys}
-    elif baseline.verdict_rule != rule:
+    if baseline.verdict_rule != rule:
         selection.notes.append(f"main's results were decided with the verdict rule "
                                f"'{baseline.verdict_rule}', this run's is '{rule}': every eval set runs")
         reasons = {k: reasons.get(k, "main decided with another verdict rule") for k in keys}
-    base_sets: dict[str, EvalSetResult] = {}
-    own_keys = keys
-    if baseline is not None:
-        ambiguous = ambiguous_ids((t.eval_set_id, t.loaded.display_path) for t in targets) | baseline.ambiguous_ids()
-        base_sets = dict(zip(baseline.set_keys(ambiguous), baseline.eval_sets))
-        own_keys = [set_key(t.eval_set_id, t.loaded.display_path, ambiguous) for t in targets]
+    # Matched as the comparison matches them: by id, and by path where either side has an
+    # id twice (models/setkey.py).
+    ambiguous = ambiguous_ids((t.eval_set_id, t.loaded.display_path) for t in targets) | baseline.ambiguous_ids()
+    base_sets = dict(zip(baseline.set_keys(ambiguous), baseline.eval_sets))
+    own_keys = [set_key(t.eval_set_id, t.loaded.display_path, ambiguous) for t in targets]
     for i, target in enumerate(targets):
         why = reasons.get(target.key)
         if why is None:

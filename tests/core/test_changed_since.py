@@ -140,6 +140,11 @@ def test_shards_hold_the_carried_eval_sets_once_and_merge_keeps_them(monorepo):
     assert [c["evalId"] for s in merged["evalSets"] for c in s["cases"]] == ["hello", "bye", "hi"]
     assert merged["summary"]["carried"] == 2 and merged["comparison"]["summary"]["carried"] == 2
     assert "| bye | ❌ failed | ⏭️ carried |" in (out / "merged.md").read_text()
+    # A shard that ran everything evaluated another selection: not merged with these.
+    run_cli(["run", ".", "--agent-command", COMMAND, "--num-runs", "1", "--shard", "2/2",
+             "--results", str(out / "all2.json")], monorepo)
+    done = run_cli(["merge", str(out / "s1.json"), str(out / "all2.json"), "--results", str(out / "x.json")], monorepo)
+    assert done.code == 2 and "evaluated another selection" in done.output, done.output
 
 
 def test_an_eval_set_main_has_no_results_for_runs_and_the_report_says_why(monorepo):
