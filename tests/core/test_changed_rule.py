@@ -129,3 +129,22 @@ def test_bad_refs_are_bad_input(tmp_path):
                          ("--output=x", "is not a git revision"), ("", "is not a git revision")):
         with pytest.raises(InputError, match=message):
             changed_files(ref, repo)
+
+
+def test_an_eval_sets_agent_is_the_mapping_then_the_bridges_folder_then_its_own_folder(tree):
+    from types import SimpleNamespace
+
+    from checker.scale.depends import AgentMapping, dependencies
+
+    (tree / "tests" / "eval").mkdir(parents=True)
+    target = SimpleNamespace(loaded=SimpleNamespace(path=tree / "agents/weather/w.evalset.json"),
+                             config=SimpleNamespace(path=tree / "tests/eval/eval_config.json"))
+    found = dependencies(target, tree, [], None)
+    assert (found.own, found.agent) == ({"agents/weather/w.evalset.json": "eval file",
+                                         "tests/eval/eval_config.json": "criteria file"}, ("agents/weather",))
+    assert dependencies(target, tree, [], "agents/shop").agent == ("agents/shop",)
+    mappings = [AgentMapping("agents", ("lib",)), AgentMapping("agents/weather", ("agents/weather", "lib")),
+                AgentMapping("tests", ("tests",))]
+    assert dependencies(target, tree, mappings, "agents/shop").agent == ("lib", "agents/weather")
+    target.loaded.path = tree / "tests/eval/t.evalset.json"
+    assert dependencies(target, tree, [], None).agent is None
