@@ -14,17 +14,30 @@ ARG EXTRAS=judges,vertex
 # Debian's python3 with venv (and ensurepip's pip for the venvs), and git: setup-commands
 # and agents often need it; the workspace belongs to another uid, so mark every directory
 # safe (actions/runner-images#6775). Without manuals, documentation and translations (dpkg
-# skips them; licences kept).
+# skips them; licences kept). Without perl's 47 MB: git's own commands are C and shell, and
+# its only perl ones here are the legacy `add -i` (2.39 runs the builtin one) and instaweb;
+# a stand-in package provides perl and liberror-perl to git (perl-base's interpreter stays).
 FROM ${BASE_IMAGE} AS python
 # hadolint ignore=DL3008
 RUN printf '%s\n' 'path-exclude=/usr/share/doc/*' 'path-include=/usr/share/doc/*/copyright' \
       'path-exclude=/usr/share/man/*' 'path-exclude=/usr/share/locale/*' \
       > /etc/dpkg/dpkg.cfg.d/01-evalcheck-nodoc \
+ && mkdir -p /tmp/no-perl/DEBIAN \
+ && printf '%s\n' 'Package: evalcheck-no-perl' 'Version: 1.0' 'Architecture: all' \
+      'Maintainer: evalcheck' 'Provides: perl, liberror-perl' \
+      'Description: perl and liberror-perl for git, left out of the evalcheck image' \
+      ' Only perl-base, which is essential, remains.' > /tmp/no-perl/DEBIAN/control \
+ && dpkg-deb --build /tmp/no-perl /tmp/no-perl.deb >/dev/null \
+ && dpkg -i /tmp/no-perl.deb \
+ && rm -rf /tmp/no-perl /tmp/no-perl.deb \
  && apt-get update \
  && apt-get install -y --no-install-recommends python3 python3-venv ca-certificates git \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/* \
- && git config --system --add safe.directory '*'
+ && git config --system --add safe.directory '*' \
+ && for hook in /etc/python3*/sitecustomize.py; do \
+      echo '# (emptied: apport is not installed; its failed import searched sys.path at every start)' > "$hook"; \
+    done
 
 FROM python AS build
 ARG EXTRAS
@@ -33,22 +46,20 @@ RUN python3 -m venv /opt/evalcheck
 COPY pyproject.toml README.md /src/
 COPY checker /src/checker
 COPY evalcheck_adk_bridge /src/evalcheck_adk_bridge
-# Non-editable, runtime dependencies only (EXTRAS= installs none); then drop what a runtime
-# never reads (pip, setuptools, test suites, type stubs) and compile bytecode once, so that
-# every job starts fast. Third-party code keeps only its bytecode (sourceless .pyc beside
-# where the .py was: -130 MB); evalcheck keeps its source for readable tracebacks, and
-# anyio too, which reads its own source at import (anyio/_lazyimport.py).
+COPY scripts/image_slim.py /src/
+# Non-editable, runtime dependencies only (EXTRAS= installs none); then scripts/image_slim.py
+# drops what a run never reads (pip, setuptools, namespace hooks, test suites, type stubs,
+# .proto sources), compiles bytecode once so that every job starts fast (third-party code
+# keeps only its bytecode; evalcheck and anyio keep their source), packs the big
+# pure-bytecode packages (google-cloud-aiplatform's generated clients: ~70 MB) into one zip
+# on sys.path, and fails the build if a package or a criterion's module no longer imports.
 WORKDIR /opt/evalcheck
 # site-packages is python3.X/ (the base image's version): a shell glob, not a WORKDIR.
 # hadolint ignore=DL3003
 RUN bin/pip install --no-compile "/src${EXTRAS:+[${EXTRAS}]}" \
  && bin/pip uninstall -y -q pip setuptools \
  && cd lib/python3*/site-packages \
- && find . -type d -name tests -path './*/tests' -prune -exec rm -rf {} + \
- && find . -name '*.pyi' -delete \
- && /opt/evalcheck/bin/python -m compileall -q -j 0 checker anyio \
- && /opt/evalcheck/bin/python -m compileall -q -b -j 0 -x '^\./(checker|anyio)/' . \
- && find . -name '*.py' -not -path './checker/*' -not -path './anyio/*' -delete
+ && /opt/evalcheck/bin/python /src/image_slim.py
 
 FROM python
 ENV PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1

