@@ -11,8 +11,9 @@ wrong). Then, each in a fresh process, timed with its peak RSS (wait4):
   the runs parsed into ADK's pydantic models, then per case and run a TrajectoryEvaluator
   and a RougeEvaluator (a new evaluator per metric and case), every result kept.
 
-Targets (issue 14): time linear in N; peak memory at 10,000 cases at most ADK's. The
-machine may be shared: figures are noisy; run it alone for clean ones.
+Targets (issue 14): time linear in N; peak memory at 10,000 cases at most ADK's; (issue 25)
+time at 10,000 cases at most half of ADK's. The machine may be shared: figures are noisy
+(the CPU seconds less so); run it alone for clean ones.
 
 Also shard 1 of --shards (8) of the same suite: a shard checks every case one at a time
 and holds only its own cases, runs and results; the eval and replay files are read once as
