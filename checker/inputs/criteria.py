@@ -98,6 +98,9 @@ class ConfiguredMetric:
     # An agents-cli custom_function's source, read before any agent runs; only ever executed
     # in the custom metric worker (checker/scoring/agents_cli_function.py).
     custom_function_source: str | None = None
+    # The folder a custom metric's top-level package is imported from, for the eval file it
+    # scores (inputs/metric_origin.py); None: the repository root.
+    custom_function_origin: Path | None = None
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from ..errors import InputError
 from ..models.setkey import ambiguous_ids, set_key
 from .agents_cli import dataset_config
 from .evalfile import LoadedEvalSet, load_eval_file
+from .metric_origin import bind_origins
 
 EVAL_SUFFIXES = (".evalset.json", "_evalset.json", ".test.json")
 CONFIG_NAMES = ("test_config.json", "eval_config.json")
@@ -224,7 +225,7 @@ def _target(path: Path, ids: list[str] | None, root: Path, shared_config: EvalCo
                 confined(config_path, confine, f"this {config_path.name}")
                 configs[config_path] = load_config(config_path, display_path(config_path, root))
             config = configs[config_path]
-    return EvalTarget(loaded, config, chosen)
+    return EvalTarget(loaded, bind_origins(config, _folders_up(path, root), root), chosen)
 
 
 def _agents_cli_target(path: Path, config_path: Path, ids: list[str] | None, root: Path,

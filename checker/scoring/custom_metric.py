@@ -1,8 +1,10 @@
 """Custom metrics: a Python function named in test_config.json's ``custom_metrics``.
 
 ``{"custom_metrics": {"my_metric": {"code_config": {"name": "evals.metrics.my_metric"}}}}``
-names ``my_metric`` in module ``evals.metrics``, imported with the repository root on
-``sys.path`` (ADK only searches the existing path). The function is called the way ADK calls
+names ``my_metric`` in module ``evals.metrics``, imported from the private copy of the
+nearest folder holding ``evals/`` or ``evals.py``, from the eval file's folder up to the
+repository root (inputs/metric_origin.py; ADK only searches the existing path, and its users
+run ``adk eval`` from the agent's folder). The function is called the way ADK calls
 it: ``fn(eval_metric, actual_invocations, expected_invocations, conversation_scenario)``,
 the invocations and scenario as ADK's own models when google-adk is installed, where
 ``eval_metric`` has ``metric_name``, ``threshold`` (None, as in ADK) and ``criterion``
@@ -48,24 +50,28 @@ COPY_HINT = ("the copy of its package and of the repository modules it imports, 
              "docs/metrics.md#custom-metrics")
 
 
-def import_function(path: str, root: Path, sources: Path | None = None) -> Callable[..., Any]:
-    """``pkg.module.function`` imported with ``sources`` (the private copy of the metrics'
-    packages and the repository modules they import: metric_sources.py) first on sys.path,
-    or ``root`` when there is no copy (restored after). Never the working directory beside a
-    copy: the agent can write there. Only ever called in the worker process
+def import_function(path: str, root: Path, sources: Path | None = None,
+                    search: Path | None = None) -> Callable[..., Any]:
+    """``pkg.module.function`` imported with ``search`` first on sys.path (removed after):
+    the folder of the private copy (metric_sources.py: the metric's package and the modules
+    it imports) for the metric's origin folder, or that origin folder itself when there is no
+    copy; by default ``sources``, else ``root``. Never the working directory beside a copy:
+    the agent can write there. Only ever called in the worker process
     (custom_metric_worker.py), never as root in evalcheck's image."""
     module_name, _, attr = path.rpartition(".")
     if not module_name or not attr:
         raise CustomMetricProblem(f"custom metric function '{path}' is not a dotted path "
                                   "like package.module.function")
     refuse_root()
-    entries = [str(sources if sources is not None else root)]
+    folder = search or sources or root
+    switch_folder(folder)
+    entries = [str(folder)]
     added = [e for e in entries if e not in sys.path]
     sys.path[0:0] = added
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:
-        where = f"the repository root {root}" if sources is None else COPY_HINT
+        where = f"the folder {folder}" if sources is None else COPY_HINT
         raise CustomMetricProblem(f"could not import module '{module_name}' for custom metric "
                                   f"function '{path}' (searched {where}): "
                                   f"{type(exc).__name__}: {exc}") from None
@@ -82,6 +88,35 @@ def import_function(path: str, root: Path, sources: Path | None = None) -> Calla
     if not callable(function):
         raise CustomMetricProblem(f"custom metric '{path}' is not callable")
     return function
+
+
+_IMPORTED_FROM: list[Path] = []  # the folder the worker last imported a metric from
+
+
+def switch_folder(folder: Path) -> None:
+    """Two agents of a monorepo may each have an ``eval`` package with the same module names:
+    before importing from another folder, the modules imported from the previous one are
+    forgotten (Python would otherwise hand back the other agent's cached module)."""
+    previous = _IMPORTED_FROM[0] if _IMPORTED_FROM else None
+    _IMPORTED_FROM[:] = [folder]
+    if previous is None or previous == folder:
+        return
+    try:
+        tops = {e.name.removesuffix(".py") for e in previous.iterdir()
+                if e.is_dir() or e.name.endswith(".py")}
+    except OSError:
+        return
+    for name, module in list(sys.modules.items()):
+        if name.split(".", 1)[0] in tops and _loaded_from(module, previous):
+            del sys.modules[name]
+
+
+def _loaded_from(module: Any, folder: Path) -> bool:
+    try:
+        places = [getattr(module, "__file__", None), *(getattr(module, "__path__", None) or [])]
+        return any(isinstance(p, str) and Path(p).is_relative_to(folder) for p in places)
+    except Exception:  # an odd module object: not one of the metric's
+        return False
 
 
 def _get(value: Any, *names: str) -> Any:
@@ -165,7 +200,8 @@ async def score_custom(configured: Any, run: RunInput, context: ScoringContext) 
     the worker process (checker/scoring/custom_metric_worker.py): the context's, or one made
     here for the repository root (closed with the context's other services)."""
     path = configured.custom_function_path or ""
-    return await worker_for(context).score(path, configured.name, configured.criterion, run)
+    return await worker_for(context).score(path, configured.name, configured.criterion, run,
+                                           getattr(configured, "custom_function_origin", None))
 
 
 def worker_for(context: ScoringContext) -> Any:
@@ -200,11 +236,11 @@ def as_adk_types(run: RunInput) -> tuple[list[Any], list[Any] | None, Any]:
 
 
 async def score_in_process(path: str, name: str, criterion: Any, run: RunInput, root: Path, *,
-                           sources: Path | None = None) -> RunScore:
-    """In the worker process: import the function at ``path`` (from ``sources``, else
-    ``root``) and score ``run``."""
+                           sources: Path | None = None, search: Path | None = None) -> RunScore:
+    """In the worker process: import the function at ``path`` (from ``search``, else
+    ``sources``, else ``root``) and score ``run``."""
     try:
-        function = import_function(path, root, sources)
+        function = import_function(path, root, sources, search)
         metric = CustomEvalMetric(
             metric_name=name, criterion=criterion, threshold=None, custom_function_path=path,
             judge_model_options=getattr(criterion, "judge_model_options", None))

@@ -36,8 +36,9 @@ def _serve(root: Path, sources: Path | None) -> int:
                                scenario=None if request["scenario"] is None else
                                ConversationScenario.model_validate(request["scenario"]))
                 criterion = _CustomCriterion.model_validate(request["criterion"])
+                search = Path(request["from"]) if request.get("from") else None
                 score = asyncio.run(score_in_process(request["path"], request["name"], criterion, run,
-                                                     root, sources=sources))
+                                                     root, sources=sources, search=search))
             reply: dict[str, Any] = {"score": score.model_dump(mode="json")}
         except Exception as exc:  # a malformed request is the checker's bug: say it, go on
             reply = {"error": f"custom metric worker: {type(exc).__name__}: {exc}"}

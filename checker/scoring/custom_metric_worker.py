@@ -8,8 +8,10 @@ running as root in evalcheck's image runs them as that user even without agents
 checker.scoring.custom_metric_child ROOT [SOURCES]`` (evalcheck's own Python, so the
 imports are the ones the metric would get in process; without the current directory or the
 user's site-packages on its path) and sends it one run at a time, a JSON line each way.
-SOURCES is the private copy of the metrics' packages (checker/scoring/metric_sources.py),
-imported before ROOT. The worker's answer is untrusted: it is read with a size limit and
+SOURCES is the private copy of the metrics' packages (checker/scoring/metric_sources.py);
+each request names the folder of that copy its metric is imported from (one per origin
+folder: two agents of a monorepo may both have an ``eval`` package), and ROOT is never on
+the path when there is a copy. The worker's answer is untrusted: it is read with a size limit and
 validated, and a worker that dies, hangs past the metric's deadline or answers garbage fails
 that one metric and is started again for the next.
 """
@@ -55,8 +57,15 @@ class CustomMetricWorker:
                 limit=MAX_REPLY, start_new_session=True, **self.popen)
         return self._proc
 
-    async def score(self, path: str, name: str, criterion: Any, run: RunInput) -> RunScore:
-        request = {"path": path, "name": name,
+    async def score(self, path: str, name: str, criterion: Any, run: RunInput,
+                    origin: Path | None = None) -> RunScore:
+        """``origin``: the folder the metric's package is found in (inputs/metric_origin.py);
+        it is imported from that folder's copy (or, without a copy, from the folder)."""
+        from .metric_sources import copy_folder
+
+        search = (copy_folder(self.sources, self.root, origin) if self.sources is not None
+                  else origin or self.root)
+        request = {"path": path, "name": name, "from": str(search),
                    "criterion": criterion.model_dump(mode="json"),
                    "actual": [i.model_dump(mode="json", by_alias=True) for i in run.actual],
                    "expected": None if run.expected is None else

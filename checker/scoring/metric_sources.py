@@ -2,11 +2,14 @@
 runs (docs/github-action.md#trust-model).
 
 A custom metric named ``evals.metrics.fn`` is imported from its top-level package or module
-(``evals/`` or ``evals.py`` under the repository root). That package is copied, as it is
+(``evals/`` or ``evals.py`` in its origin folder: the nearest one holding it from the eval
+file's folder up to the repository root, inputs/metric_origin.py). That package is copied, as it is
 before setup-command and the agents run, into a fresh folder that only the checker can
 write (readable by the metric worker's user), and so is every other top-level package or
-module of the repository that the copied code imports (``import helpers``, ``from
-shared.text import x``: read from the copied sources, transitively). The worker imports
+module of the origin folder that the copied code imports (``import helpers``, ``from
+shared.text import x``: read from the copied sources, transitively). Each origin folder has
+a copy of its own (``copy_folder``), so that two agents' ``eval`` packages never meet; the
+worker is told which copy each metric is imported from. The worker imports
 from the copy only - the repository root is not on its path - so that what the agent or
 setup-command writes into the working directory cannot change the metric that scores it;
 a repository module the metric imports some other way (``importlib.import_module`` with a
@@ -18,6 +21,7 @@ than the bounds below are bad input.
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 import shutil
 import stat
@@ -42,37 +46,65 @@ def metric_paths(targets: Iterable[EvalTarget]) -> list[str]:
                    if m.custom_function_path})
 
 
+def copy_folder(sources: Path, root: Path, origin: Path | None) -> Path:
+    """Where the copy of ``origin``'s packages is: ``sources`` itself for the repository
+    root, else a subfolder of its own (a name no import can reach, so that two agents'
+    ``eval`` packages never meet), the same for the checker and the worker."""
+    if origin is None or origin == root:
+        return sources
+    return sources / ".origins" / hashlib.sha256(os.fsencode(origin)).hexdigest()[:16]
+
+
 def copy_metric_sources(targets: Iterable[EvalTarget], root: Path) -> Path | None:
     """A private copy of the top-level packages of every custom metric of ``targets`` and
-    of the repository's packages they import; None when there is none. The caller removes
-    the folder when scoring is over."""
-    wanted = sorted({p.split(".", 1)[0] for p in metric_paths(targets) if "." in p})
-    if not wanted:
+    of the repository's packages they import, one copy per origin folder
+    (inputs/metric_origin.py: the repository root, or an agent's folder in a monorepo), each
+    read from that folder only; None when there is none. The caller removes the folder when
+    scoring is over."""
+    by_origin: dict[Path, set[str]] = {}
+    for t in targets:
+        for m in t.config.metrics:
+            path = m.custom_function_path
+            if path and "." in path:
+                origin = getattr(m, "custom_function_origin", None) or root
+                by_origin.setdefault(origin, set()).add(path.split(".", 1)[0])
+    if not by_origin:
         return None
     into = Path(tempfile.mkdtemp(prefix="evalcheck-metrics-"))
     try:
         os.chmod(into, 0o755)  # the worker's user reads it; only the checker writes it
         budget = [MAX_FILES, MAX_BYTES]
-        seen: set[str] = set()
-        while wanted:
-            top = wanted.pop()
-            if top in seen or not top.isidentifier():
-                continue  # not an identifier: an import of it fails anyway, with its own message
-            seen.add(top)
-            package, module = root / top, root / f"{top}.py"
-            if _is(package, stat.S_ISDIR):
-                _copy_tree(package, into / top, budget, top)
-                copied = into / top
-            elif _is(module, stat.S_ISREG):
-                _copy_file(module, into / f"{top}.py", budget, top)
-                copied = into / f"{top}.py"
-            else:
-                continue  # installed (site-packages) or missing: not the repository's
-            wanted += sorted(imported_tops(copied) - seen)
+        for origin, tops in sorted(by_origin.items()):
+            dest = copy_folder(into, root, origin)
+            if dest != into:
+                for folder in (dest.parent, dest):
+                    folder.mkdir(exist_ok=True)
+                    os.chmod(folder, 0o755)  # mkdir's mode is masked by the umask
+            _copy_origin(origin, dest, sorted(tops), budget)
     except BaseException:
         shutil.rmtree(into, ignore_errors=True)
         raise
     return into
+
+
+def _copy_origin(origin: Path, into: Path, wanted: list[str], budget: list[int]) -> None:
+    """``wanted`` from ``origin`` into ``into``, with the packages of ``origin`` they import."""
+    seen: set[str] = set()
+    while wanted:
+        top = wanted.pop()
+        if top in seen or not top.isidentifier():
+            continue  # not an identifier: an import of it fails anyway, with its own message
+        seen.add(top)
+        package, module = origin / top, origin / f"{top}.py"
+        if _is(package, stat.S_ISDIR):
+            _copy_tree(package, into / top, budget, top)
+            copied = into / top
+        elif _is(module, stat.S_ISREG):
+            _copy_file(module, into / f"{top}.py", budget, top)
+            copied = into / f"{top}.py"
+        else:
+            continue  # installed (site-packages) or missing: not the repository's
+        wanted += sorted(imported_tops(copied) - seen)
 
 
 def imported_tops(copied: Path) -> set[str]:

@@ -54,14 +54,27 @@ REFUSED = {
             "missing required key 'eval_cases'"},
     "agent-starter-pack": {},
 }
-AGENT = """import json, sys
+# on-brand-genmedia's expected tools, called in reverse order with no arguments (its custom
+# metric matches names in any order: 1.0, where ADK's built-in trajectory match gives 0.0),
+# or only some of them (0.0).
+GENMEDIA_TOOLS = ["search_asset_bank", "get_policy", "generate_images", "get_image", "get_policy",
+                  "set_score", "check_condition_and_escalate_tool"]
+AGENT = f"""import json, sys
 for line in sys.stdin:
     m = json.loads(line)
     if m["type"] == "user":
         text = m["content"]["parts"][0]["text"]
-        print(json.dumps({"type": "response", "invocationId": m["invocationId"],
-                          "finalResponse": "You asked: " + text}), flush=True)
+        tools = {GENMEDIA_TOOLS[::-1]!r} if "shepherd" in text else {GENMEDIA_TOOLS[:2]!r} if "NeuroVibe" in text else []
+        print(json.dumps({{"type": "response", "invocationId": m["invocationId"],
+                          "finalResponse": "You asked: " + text,
+                          "toolUses": [{{"name": t, "args": {{}}}} for t in tools]}}), flush=True)
 """
+# eval file -> case -> (status, score) of a custom metric found in the agent's folder, not at
+# the root (adk eval runs from the agent's folder: eval.custom_metrics is
+# python/agents/on-brand-genmedia/eval/custom_metrics.py, a stand-in: SOURCE.md)
+CUSTOM = {"python/agents/on-brand-genmedia/eval/data/on_brand_genmedia.test.json": {
+    "shepherd_test": ("passed", 1.0), "neurovibe_engineer": ("failed", 0.0),
+    "neurovibe_reception": ("failed", 0.0)}}
 
 
 def checkout(tmp_path: Path, name: str) -> Path:
@@ -104,6 +117,9 @@ def test_a_whole_checkout_evaluates_every_eval_set_with_the_criteria_adk_would_u
         assert len(eval_set["cases"]) == cases, path
         for case in eval_set["cases"]:
             assert sorted(m["name"] for m in case["metrics"] if m["status"] != "informational") == metrics
+        if path in CUSTOM:  # scored by the agent's own metric, none errored
+            assert {c["evalId"]: (c["metrics"][0]["status"], c["metrics"][0]["score"])
+                    for c in eval_set["cases"]} == CUSTOM[path], eval_set["cases"]
     assert {e["path"]: e for e in results.get("fileErrors", [])}.keys() == REFUSED[name].keys()
     errors = [ln for ln in out.stderr.splitlines() if ln.startswith("evalcheck: error: ")]
     for path, said in REFUSED[name].items():
