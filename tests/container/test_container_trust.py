@@ -224,12 +224,19 @@ def test_setup_command_rewrites_none_of_what_the_verdict_reads(image, tmp_path):
         assert check["conclusion"] == "failure"
 
 
-def test_setup_command_rewrites_no_custom_metric(image, tmp_path):  # noqa: F811
-    """The custom metric scores from its sources as they were before setup-command ran."""
+@pytest.mark.parametrize("folder", ["", "agent_evals/"])
+def test_setup_command_rewrites_no_custom_metric(image, tmp_path, folder):  # noqa: F811
+    """The custom metric scores from its sources as they were before setup-command ran, as
+    the agent's user; also when its package is in the eval set's own folder (a monorepo's
+    agent folder: the nearest holding it, copied apart from the root's)."""
     with FakeGitHub() as fake:
         runner = Runner.create(tmp_path / "r", event())
         _lay_out(runner)
-        (runner.workspace / "rewrite.py").write_text(SETUP_REWRITES)
+        ws = runner.workspace
+        if folder:
+            shutil.move(ws / "evalmetrics", ws / folder / "evalmetrics")
+        (ws / "rewrite.py").write_text(
+            SETUP_REWRITES.replace('"evalmetrics/probe.py"', f'"{folder}evalmetrics/probe.py"'))
         _hand_to_runner_user(runner)
         env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
                **input_env(fake.token, paths="agent_evals", agent_command="python agent.py",
