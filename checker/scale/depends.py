@@ -157,8 +157,13 @@ def rerun_reasons(keys: Sequence[str], deps: Sequence[Dependencies], changed: Se
     """Why each eval set must run again (key -> reason); an eval set not named depends on
     nothing that changed. A changed file that is an eval set's own eval or criteria file
     re-runs that eval set; one in agents' folders re-runs their eval sets (and those whose
-    agent is not known); any other file re-runs every eval set."""
+    agent is not known); any other file re-runs every eval set. An agent whose folder lies
+    inside another agent's folder reads that folder too (ADK puts the parent on sys.path;
+    a package runs its parents' __init__.py): a file changed there re-runs both."""
     reasons: dict[str, str] = {}
+    folders = {p for d in deps if d.agent is not None for p in d.agent}
+    reach = [None if d.agent is None else
+             {p for p in folders if any(under(a, p) for a in d.agent)} for d in deps]
 
     def mark(key: str, why: str) -> None:
         reasons.setdefault(key, why)
@@ -169,7 +174,7 @@ def rerun_reasons(keys: Sequence[str], deps: Sequence[Dependencies], changed: Se
             for key, kind in owners:
                 mark(key, f"its {kind} {path} changed")
             continue
-        agents = [k for k, d in zip(keys, deps) if d.agent is not None and any(under(path, p) for p in d.agent)]
+        agents = [k for k, r in zip(keys, reach) if r is not None and any(under(path, p) for p in r)]
         if not agents:
             for key in keys:
                 mark(key, f"{path} changed, outside every agent's files")

@@ -73,6 +73,19 @@ def test_which_changed_file_reruns_what(changed, rerun):
     assert set(rerun_reasons(KEYS, DEPS, changed)) == rerun
 
 
+@pytest.mark.parametrize("changed, rerun", [
+    (["agents/a/tools.py"], {"outer", "inner"}),  # the inner agent imports its parent's tools
+    (["agents/a/sub/agent.py"], {"outer", "inner"}),  # it lies in the outer folder too
+    (["agents/a/sub/x.evalset.json"], {"inner"}),
+    (["agents/b/tools.py"], {"other"}),
+])
+def test_an_agent_inside_another_agents_folder_reads_that_folder_too(changed, rerun):
+    keys = ["outer", "inner", "other"]
+    nested = [deps("agents/a/o.evalset.json", "agents/a"), deps("agents/a/sub/x.evalset.json", "agents/a/sub"),
+              deps("agents/b/b.evalset.json", "agents/b")]
+    assert set(rerun_reasons(keys, nested, changed)) == rerun
+
+
 def test_git_reads_the_repository_it_is_given_whatever_the_callers_git_variables(tmp_path, monkeypatch):
     repo = tmp_path / "repo"
     build_monorepo(repo)
