@@ -140,7 +140,21 @@ def load_agents_cli_config(path: Path, display: str, thresholds: dict[str, float
     if not isinstance(customs, list):
         raise InputError("custom_metrics must be a list of metric objects", file=display,
                          path="$.custom_metrics")
-    pool = {c.get("name"): (i, c) for i, c in enumerate(customs) if isinstance(c, dict)}
+    pool: dict[Any, tuple[int, Any]] = {}
+    for i, entry in enumerate(customs):
+        if not isinstance(entry, dict):
+            raise InputError("a custom_metrics entry is a mapping with a name and a prompt_template "
+                             "or custom_function", file=display, path=f"$.custom_metrics[{i}]",
+                             fix=CONFIG_FIX)
+        name = entry.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise InputError("a custom_metrics entry needs a name (a non-empty string)", file=display,
+                             path=f"$.custom_metrics[{i}].name", fix="name the metric, e.g. name: my_metric")
+        if name in pool:
+            raise InputError(f"two custom_metrics entries are named '{name}' (entries "
+                             f"{pool[name][0]} and {i})", file=display, path=f"$.custom_metrics[{i}].name",
+                             fix="give each metric its own name, or remove one")
+        pool[name] = (i, entry)
     if not names:
         names = list(pool)
     if not names:

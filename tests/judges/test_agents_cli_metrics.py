@@ -199,6 +199,12 @@ FN = "  - name: m\n    custom_function: |\n      def evaluate(instance):\n      
      "at $.custom_metrics[0].custom_function: metric 'm': the custom_function is not valid Python (line 1:"),
     (BASE + "  - m\ncustom_metrics:\n  - name: m\n    custom_function: 'def score(i): return 1'\n", [],
      "at $.custom_metrics[0].custom_function: metric 'm': the custom_function defines no evaluate(instance)"),
+    (BASE + "  - m\ncustom_metrics:\n  - name: m\n    prompt_template: x\n  - name: m\n    prompt_template: y\n",
+     [], "at $.custom_metrics[1].name: two custom_metrics entries are named 'm' (entries 0 and 1)"),
+    (BASE + "  - m\ncustom_metrics:\n  - strict_metric\n", [],
+     "at $.custom_metrics[0]: a custom_metrics entry is a mapping with a name"),
+    (BASE + "  - m\ncustom_metrics:\n  - prompt_template: x\n", [],
+     "at $.custom_metrics[0].name: a custom_metrics entry needs a name"),
     (BASE + "  - final_response_match\n", [], "tests/eval/datasets/basic-dataset.json:4 at $.eval_cases[0]: "
      "case 'spring_festival_7_char' has no reference, which metric 'final_response_match' compares"),
 ])
