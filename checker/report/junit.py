@@ -62,21 +62,34 @@ def _properties(testcase: ET.Element, case: CaseResult) -> None:
         ET.SubElement(properties, "property", name=name, value=value)
 
 
+CARRIED = "carried from main: "
+CARRIED_PASSED = CARRIED + "passed on main, not re-run (nothing it depends on changed)"
+
+
+def _skipped(case: CaseResult) -> bool:
+    """Not evaluated, or carried from main as passed (--changed-since): a JUnit reader must
+    not count a case this pull request did not run as passed in it."""
+    return case.status == "not_evaluated" or (case.change == "carried" and case.status == "passed")
+
+
 def render_junit(results: Results) -> str:
     rule = rule_of(results.verdict_rule)
     root = ET.Element("testsuites", name="evalcheck", tests=str(results.summary.cases),
-                      failures=str(results.summary.failed), errors=str(results.summary.errored))
+                      failures=str(results.summary.failed), errors=str(results.summary.errored),
+                      skipped=str(sum(_skipped(c) for s in results.eval_sets for c in s.cases)))
     for eval_set in results.eval_sets:
         suite = ET.SubElement(root, "testsuite", name=eval_set.eval_set_id, file=eval_set.path,
                               tests=str(len(eval_set.cases)),
                               failures=str(sum(c.status == "failed" for c in eval_set.cases)),
                               errors=str(sum(c.status == "error" for c in eval_set.cases)),
-                              skipped=str(sum(c.status == "not_evaluated" for c in eval_set.cases)))
+                              skipped=str(sum(_skipped(c) for c in eval_set.cases)))
         for case in eval_set.cases:
+            carried = case.change == "carried"
+            # A carried case did not run here: main's run time would be counted in this PR's.
             durations = [r.duration_seconds for r in case.runs if r.duration_seconds is not None]
             tc = ET.SubElement(suite, "testcase", classname=eval_set.eval_set_id, name=case.eval_id,
                                file=eval_set.path, line=str(case.line),
-                               time=f"{sum(durations):.3f}")
+                               time="0" if carried else f"{sum(durations):.3f}")
             labels = case_labels(case)
             _properties(tc, case)
             lines = [f"labels: {', '.join(labels)}"] if labels else []
@@ -100,15 +113,20 @@ def render_junit(results: Results) -> str:
                         lines.append(f"stderr tail:\n{run.stderr_tail}")
             body = "\n".join(lines)
             failed = [f"{m.name} {shortfall(m, rule)}" for m in case.metrics if m.status == "failed"]
-            tag = f"[{', '.join(labels)}] " if labels else ""
-            if case.status == "failed":
+            # A carried failure stays a failure (the gate counts it), said first to be main's.
+            shown = [l for l in labels if l != "carried from main"]
+            tag = (CARRIED if carried else "") + (f"[{', '.join(shown)}] " if shown else "")
+            if carried and case.status == "passed":
+                ET.SubElement(tc, "skipped", message=CARRIED_PASSED).text = body
+            elif case.status == "failed":
                 ET.SubElement(tc, "failure", message=tag + "failed: " + ", ".join(failed),
                               type="threshold").text = body
             elif case.status == "error":
                 ET.SubElement(tc, "error", message=tag + _error_message(case),
                               type="error").text = body
             elif case.status == "not_evaluated":
-                ET.SubElement(tc, "skipped", message="no gating metric could be scored").text = body
+                ET.SubElement(tc, "skipped", message=(CARRIED if carried else "")
+                              + "no gating metric could be scored").text = body
             else:
                 ET.SubElement(tc, "system-out").text = body
     _clean_tree(root)

@@ -9,6 +9,7 @@ file, the workflow. Which eval sets ran is read from the agents' own log, not th
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,7 @@ def changes(results: dict) -> dict[str, set[str | None]]:
 def test_a_pr_that_changes_one_agent_reruns_only_its_eval_sets(monorepo):
     (monorepo / "agents" / "weather" / "agent.py").write_text(AGENT + "# faster\n")
     commit(monorepo, "weather: faster")
-    done, results, markdown = pr_run(monorepo)
+    done, results, markdown = pr_run(monorepo, "--junit", str(monorepo.parent / "pr.xml"))
     assert ran(monorepo.parent / "agent.log") == {"weather"}
     assert done.code == 0, done.output  # shop/bye fails, as on main: no regression
     assert changes(results) == {"weather": {"unchanged"}, "shop": {"carried"}}
@@ -67,6 +68,20 @@ def test_a_pr_that_changes_one_agent_reruns_only_its_eval_sets(monorepo):
     html = (monorepo.parent / "pr.html").read_text()
     assert html.count('<span class="badge change-carried">carried</span>') == 2
     assert html.count("Carried from main, not re-run: nothing it depends on changed.") == 2
+    # JUnit: a case passed on main is skipped here, not passed; one failed on main still fails.
+    junit = ET.parse(monorepo.parent / "pr.xml").getroot()
+    assert junit.get("skipped") == "1" and junit.get("failures") == "1"
+    suite = next(s for s in junit.iter("testsuite") if s.get("name") == "shop")
+    assert (suite.get("tests"), suite.get("skipped"), suite.get("failures")) == ("2", "1", "1")
+    hello, bye = suite.iter("testcase")
+    assert hello.get("time") == "0" and bye.get("time") == "0"  # main's run time is not this PR's
+    assert [(e.tag, e.get("message")) for e in hello if e.tag != "properties"] == [
+        ("skipped", "carried from main: passed on main, not re-run (nothing it depends on changed)")]
+    (failure,) = bye.iter("failure")
+    assert failure.get("message").startswith("carried from main: failed: ")
+    assert bye.find("skipped") is None
+    weather = next(s for s in junit.iter("testsuite") if s.get("name") == "weather")
+    assert weather.get("skipped") == "0" and weather.find("testcase/skipped") is None
     # Under fail-on: failure the carried failure counts as it did on main.
     done, _, markdown = pr_run(monorepo, fail_on="failure")
     assert done.code == 1 and ran(monorepo.parent / "agent.log") == {"weather"}
