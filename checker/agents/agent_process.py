@@ -19,7 +19,7 @@ from typing import Any
 
 from ..safety.limits import JsonTooDeep, loads_bounded
 from .base import AgentFailure, RunJob, session_spec
-from .events import ConversionError, events_to_invocation, fields_to_invocation
+from .events import ConversionError
 from .process import (
     OutputTail,
     describe_status,
@@ -31,38 +31,21 @@ from .process import (
     READ_CHUNK,
 )
 from .protocol import (
+    EOF_MARK,
+    BadLine,
     ErrorMessage,
     ProtocolError,
     ResponseMessage,
     dumps,
+    concurrent_sessions,
     end_message,
+    is_ready,
     parse_message,
     start_message,
+    to_invocation,
     user_message,
 )
 from .turns import UserTurns
-
-_EOF = object()
-
-
-class _Bad:
-    """A stdout line that is meant as a message but cannot be one."""
-
-    def __init__(self, reason: str):
-        self.reason = reason
-
-
-def _is_ready(item: Any) -> bool:
-    return isinstance(item, dict) and item.get("type") == "ready"
-
-
-def concurrent_sessions(item: Any) -> int | None:
-    """N of a ``{"type": "ready", "sessions": "many", "concurrent": N}`` (N >= 1), else None."""
-    if not _is_ready(item) or item.get("sessions") != "many":
-        return None
-    n = item.get("concurrent")
-    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else None
-
 
 class BecameShared(Exception):
     """The first run's agent announced concurrent sessions while its turn 1 was on its way:
@@ -117,7 +100,7 @@ class AgentProcess:
 
     async def _read_stdout(self, stream: asyncio.StreamReader) -> None:
         await read_lines(stream, self.max_line_bytes, self._on_line, self._on_overlong)
-        await self._put(_EOF)
+        await self._put(EOF_MARK)
 
     async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
         # Into the current run's tail: a warm worker's log of earlier runs is not this run's,
@@ -167,10 +150,10 @@ class AgentProcess:
             try:
                 obj = loads_bounded(text)
             except JsonTooDeep as exc:
-                obj = _Bad(f"a reply {exc}")  # one bad reply fails its run, never the reader
+                obj = BadLine(f"a reply {exc}")  # one bad reply fails its run, never the reader
             except ValueError:
                 obj = None
-            if isinstance(obj, _Bad):
+            if isinstance(obj, BadLine):
                 await self._put(obj)
                 return
             if isinstance(obj, dict):
@@ -184,7 +167,7 @@ class AgentProcess:
 
     async def _on_overlong(self, head: bytes) -> None:
         if head.lstrip().startswith(b"{"):
-            await self._put(_Bad(f"a stdout line longer than {self.max_line_bytes >> 20} MiB"))
+            await self._put(BadLine(f"a stdout line longer than {self.max_line_bytes >> 20} MiB"))
         else:
             self.tail.add_line("[stdout] " + head.decode("utf-8", "replace") + "\u2026 (cut)")
 
@@ -239,7 +222,7 @@ class AgentProcess:
                 done, _ = await asyncio.wait({getter}, timeout=0.5)
             if getter in done:
                 item = getter.result()
-                if item is _EOF:
+                if item is EOF_MARK:
                     await asyncio.wait({self.exited}, timeout=0.5)
                     raise AgentFailure(f"the agent {self.status() or 'closed its stdout'} "
                                        f"without answering {what}")
@@ -297,7 +280,7 @@ class AgentProcess:
             # A warm worker sets up the run's session before its first turn is sent (and
             # timed); anything else first is a leftover of another run: fail, never mix.
             item = await self._receive(loop.time() + timeout, "the start message", timeout)
-            if not _is_ready(item):
+            if not is_ready(item):
                 raise AgentFailure("the agent answered the start message of a run in a warm "
                                    "worker with something else than {\"type\": \"ready\"}")
             self._note_ready(item)
@@ -317,7 +300,7 @@ class AgentProcess:
             if self.on_first is not None:
                 on_first, self.on_first = self.on_first, None
                 on_first(item)
-            while _is_ready(item) and turn == 1 and self.runs == 1:
+            while is_ready(item) and turn == 1 and self.runs == 1:
                 # Optional in a new process: the agent is set up. Its start-up is not part
                 # of turn 1's time.
                 self._note_ready(item)
@@ -327,7 +310,7 @@ class AgentProcess:
                                        began, deadline)
                 item = await self._receive(deadline, f"turn {turn}", timeout)
             duration = round(time.perf_counter() - began, 3)
-            if isinstance(item, _Bad):
+            if isinstance(item, BadLine):
                 raise AgentFailure(f"turn {turn}: {item.reason}")
             try:
                 message = parse_message(item)
@@ -406,15 +389,3 @@ class AgentProcess:
             task.cancel()
         await asyncio.gather(*self.readers, self.exited, return_exceptions=True)
 
-
-def to_invocation(message: ResponseMessage, invocation_id: str, user_content: Any,
-                  duration: float, created: float) -> Any:
-    if message.events is not None:
-        return events_to_invocation(message.events, invocation_id=invocation_id,
-                                    user_content=user_content, duration=duration,
-                                    creation_timestamp=created)
-    return fields_to_invocation(invocation_id=invocation_id, user_content=user_content,
-                                final_response=message.final_response,
-                                tool_uses=message.tool_uses, tool_responses=message.tool_responses,
-                                intermediate_responses=message.intermediate_responses,
-                                usage=message.usage, duration=duration, creation_timestamp=created)

@@ -1,4 +1,5 @@
-"""The agent stdio protocol, version 1 (CONTRACT section 5): messages both ways."""
+"""The agent stdio protocol, version 1 (CONTRACT section 5): messages both ways, what a
+reader queues for a line that cannot be a message, and a response as an Invocation."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pydantic import Field, ValidationError
 from ..errors import json_path
 from ..models.base import StrictModel
 from ..models.evalset import Content, FunctionCall, FunctionResponse, Part
+from .events import events_to_invocation, fields_to_invocation
 
 PROTOCOL_VERSION = 1
 
@@ -87,3 +89,38 @@ def user_message(invocation_id: str, content: Content,
     if session_id is not None:
         message["session"] = session_id
     return message
+
+
+EOF_MARK = object()  # what a reader queues when the agent's stdout ends
+
+
+class BadLine:
+    """A stdout line that is meant as a message but cannot be one."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+def is_ready(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("type") == "ready"
+
+
+def concurrent_sessions(item: Any) -> int | None:
+    """N of a ``{"type": "ready", "sessions": "many", "concurrent": N}`` (N >= 1), else None."""
+    if not is_ready(item) or item.get("sessions") != "many":
+        return None
+    n = item.get("concurrent")
+    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else None
+
+
+def to_invocation(message: ResponseMessage, invocation_id: str, user_content: Any,
+                  duration: float, created: float) -> Any:
+    if message.events is not None:
+        return events_to_invocation(message.events, invocation_id=invocation_id,
+                                    user_content=user_content, duration=duration,
+                                    creation_timestamp=created)
+    return fields_to_invocation(invocation_id=invocation_id, user_content=user_content,
+                                final_response=message.final_response,
+                                tool_uses=message.tool_uses, tool_responses=message.tool_responses,
+                                intermediate_responses=message.intermediate_responses,
+                                usage=message.usage, duration=duration, creation_timestamp=created)

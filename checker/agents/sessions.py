@@ -20,16 +20,20 @@ import asyncio
 import time
 from typing import Any
 
-from .agent_process import _EOF, AgentProcess, _Bad, _is_ready, to_invocation
+from .agent_process import AgentProcess
 from .base import AgentFailure, RunJob, session_spec
 from .events import ConversionError
 from .protocol import (
+    EOF_MARK,
+    BadLine,
     ErrorMessage,
     ProtocolError,
     ResponseMessage,
     end_message,
+    is_ready,
     parse_message,
     start_message,
+    to_invocation,
     user_message,
 )
 from .turns import UserTurns
@@ -102,10 +106,10 @@ class SharedWorker:
                 self.give_up(f"the agent {agent.status() or 'exited'}")
                 return
             item = getter.result()
-            if item is _EOF:
+            if item is EOF_MARK:
                 await asyncio.wait({agent.exited}, timeout=0.5)
                 self.give_up(f"the agent {agent.status() or 'closed its stdout'}")
-            elif isinstance(item, _Bad):
+            elif isinstance(item, BadLine):
                 self.give_up(f"the agent wrote {item.reason}")
             else:
                 session = item.get("session")
@@ -170,7 +174,7 @@ class SharedWorker:
                                            session_id=session_id),
                              deadline, "the start message")
             item = await self._receive(session_id, deadline, "the start message", timeout)
-            if not _is_ready(item):
+            if not is_ready(item):
                 raise _RunFailure("the agent answered the start message with something else "
                                   "than {\"type\": \"ready\"}")
         invocations: list = []

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..models.records import RecordedRun
-from .agent_process import AgentProcess, BecameShared, concurrent_sessions, to_invocation
+from .agent_process import AgentProcess, BecameShared
 from .base import AgentFailure, RunJob, mark_cannot_start
 from .process import become_subreaper, spawn
+from .protocol import concurrent_sessions, to_invocation
 from .sessions import SharedWorker
 from .turns import UserTurns, user_turns
 
