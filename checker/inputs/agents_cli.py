@@ -173,7 +173,7 @@ def load_agents_cli_config(path: Path, display: str, thresholds: dict[str, float
 def _metric(name: str, pool: dict[Any, tuple[int, Any]], threshold: float | None, path: Path,
             display: str, where: str, confine: Path | None) -> ConfiguredMetric:
     from .agents_cli_metrics import (BODY_KEYS, MAPPED, SPEC_NAMES, builtin_metric, function_metric,
-                                     is_builtin)
+                                     is_builtin, newest_version)
 
     if name not in pool:
         if is_builtin(name):
@@ -194,6 +194,12 @@ def _metric(name: str, pool: dict[Any, tuple[int, Any]], threshold: float | None
                          "which would ignore this definition in agents-cli", file=display,
                          path=f"{where}.name", fix=f"rename the metric (e.g. 'my_{name}')")
     if not has_body:
+        if is_builtin(name) and set(entry) == {"name"} and newest_version(name) not in MAPPED:
+            raise InputError(f"metric '{name}': agents-cli resolves a custom_metrics entry that only "
+                             f"names a built-in metric to its newest version, {newest_version(name)}, "
+                             "which evalcheck has no metric for", file=display, path=where,
+                             fix=f"remove the entry: '{name}' in metrics_to_run alone is the version "
+                                 "evalcheck maps (docs/agents-cli.md#predefined-metrics)")
         if is_builtin(name) and (set(entry) == {"name"} or name.lower() not in MAPPED):
             return builtin_metric(name, threshold, display, where)  # refused unless mapped
         if is_builtin(name):

@@ -83,6 +83,16 @@ def is_builtin(name: str) -> bool:
             or lowered.startswith("rouge"))
 
 
+def newest_version(name: str) -> str:
+    """What agents-cli makes of a ``custom_metrics`` entry that only names a built-in
+    (``_resolve_predefined_metric_name``): a bare name becomes its newest version
+    (``safety`` -> ``safety_v3``), unlike the same name in ``metrics_to_run``, which the SDK
+    resolves to the version it pins."""
+    lowered = name.lower()
+    versions = _VERSIONS.get(lowered)
+    return f"{lowered}_v{max(versions)}" if versions else lowered
+
+
 def builtin_metric(name: str, threshold: float | None, display: str, where: str) -> ConfiguredMetric:
     """The evalcheck metric of agents-cli's built-in ``name``, or exit 2 saying why not."""
     lowered = name.lower()

@@ -176,6 +176,9 @@ FN = "  - name: m\n    custom_function: |\n      def evaluate(instance):\n      
      "custom_metrics entry nor one of agents-cli's built-in metrics"),
     (BASE + "  - safety\n", ["--threshold", "safety=4"], "at $.metrics_to_run[1]: --threshold safety=4 "
      "is outside the range of its scores (0 to 1: evalcheck's safety_v1)"),
+    (BASE + "  - safety\ncustom_metrics:\n  - name: safety\n", [],
+     "at $.custom_metrics[0]: metric 'safety': agents-cli resolves a custom_metrics entry that only "
+     "names a built-in metric to its newest version, safety_v3, which evalcheck has no metric for"),
     (BASE + "  - safety\ncustom_metrics:\n  - name: safety\n    judge_model: gemini-2.5-pro\n", [],
      "at $.custom_metrics[0]: metric 'safety': this entry sets parameters of agents-cli's built-in "
      "metric (judge_model), which evalcheck does not apply"),
