@@ -36,8 +36,8 @@ from .protocol import (
     ErrorMessage,
     ProtocolError,
     ResponseMessage,
-    dumps,
     concurrent_sessions,
+    dumps,
     end_message,
     is_ready,
     parse_message,
@@ -46,6 +46,7 @@ from .protocol import (
     user_message,
 )
 from .turns import UserTurns
+
 
 class BecameShared(Exception):
     """The first run's agent announced concurrent sessions while its turn 1 was on its way:

@@ -41,11 +41,6 @@ _LEFT_OUT = {"__pycache__", ".git", "node_modules", ".venv", "venv", ".tox", ".m
              ".pytest_cache"}
 
 
-def metric_paths(targets: Iterable[EvalTarget]) -> list[str]:
-    return sorted({m.custom_function_path for t in targets for m in t.config.metrics
-                   if m.custom_function_path})
-
-
 def copy_folder(sources: Path, root: Path, origin: Path | None) -> Path:
     """Where the copy of ``origin``'s packages is: ``sources`` itself for the repository
     root, else a subfolder of its own (a name no import can reach, so that two agents'
@@ -66,7 +61,7 @@ def copy_metric_sources(targets: Iterable[EvalTarget], root: Path) -> Path | Non
         for m in t.config.metrics:
             path = m.custom_function_path
             if path and "." in path:
-                origin = getattr(m, "custom_function_origin", None) or root
+                origin = m.custom_function_origin or root
                 by_origin.setdefault(origin, set()).add(path.split(".", 1)[0])
     if not by_origin:
         return None

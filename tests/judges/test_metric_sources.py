@@ -50,7 +50,7 @@ REPO = {
 
 
 def _targets(*paths: str):
-    metrics = [SimpleNamespace(custom_function_path=p) for p in paths]
+    metrics = [SimpleNamespace(custom_function_path=p, custom_function_origin=None) for p in paths]
     return [SimpleNamespace(config=SimpleNamespace(metrics=metrics))]
 
 
