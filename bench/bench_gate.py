@@ -172,7 +172,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, nargs="+", default=[2, 3, 5])
     parser.add_argument("--prs", type=int, default=400, help="simulated PRs per suite and design")
     parser.add_argument("--history", type=int, default=5, help="main results pooled (new design)")
-    parser.add_argument("--confirm-runs", type=int, default=20)
+    parser.add_argument("--confirm-runs", type=int, default=60)
     parser.add_argument("--continuous", action="store_true", help="also a continuous metric per case")
     parser.add_argument("--both", action="store_true", help="with and without the continuous metric")
     parser.add_argument("--seed", type=int, default=1)

@@ -111,7 +111,7 @@ def main() -> None:
 @click.option("--agent-paths", "agent_paths", multiple=True, metavar="EVALS=PATH[,PATH...]", help="With --changed-since: the agent of the eval files at or under EVALS is these files and folders (default: the ADK agent folder the eval file lies in). Repeatable.")
 @click.option("--verdict", default="mean", show_default=True, metavar="RULE", help="How runs make a metric's verdict: mean, all-runs, majority or k-of-n:K.")
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the run (exit 1); regression and drop need --baseline.")
-@click.option("--confirm-runs", type=click.IntRange(min=0), metavar="N", help="Fresh runs for each case that looks worse than the baseline; only they decide (default 20; 0 in replay; at most 100).")
+@click.option("--confirm-runs", type=click.IntRange(min=0), metavar="N", help="Most fresh runs for a case that looks worse than the baseline (two thirds of it when it looked only a little worse); only they decide (default 60; 0 in replay; at most 100).")
 @click.option("--alpha", type=click.FloatRange(min=0, max=0.5, min_open=True), default=0.05, show_default=True, help="Family-wise significance level of the whole suite's regression decisions.")
 @click.option("--retries", type=click.IntRange(min=0, max=5), default=1, show_default=True, help="Re-runs of a run whose agent errored, before it counts as failing.")
 @click.option("--max-runs", type=click.IntRange(min=1), metavar="M", help="Adaptive: give cases whose verdict is uncertain more runs, one round at a time, up to M runs in all (at most 100).")

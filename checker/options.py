@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from .agents.sandbox import AgentSandbox
 
 
-DEFAULT_CONFIRM_RUNS = 20
+DEFAULT_CONFIRM_RUNS = 60
 
 
 @dataclass
@@ -57,7 +57,7 @@ class RunOptions:
     # Results of main, newest first: pooled per case (docs/comparing.md).
     baselines: list[Path] = field(default_factory=list)
     alpha: float = 0.05  # family-wise level of the suite's regression decisions
-    confirm_runs: int | None = None  # fresh runs of screened cases; None: 20 live, 0 in replay
+    confirm_runs: int | None = None  # fresh runs of screened cases; None: 60 live, 0 in replay
     retries: int = 1  # re-runs of a run whose agent errored
     # The Action's automatic history: an older result of another suite is left out (said),
     # not bad input as a --baseline given by hand is.

@@ -27,7 +27,7 @@ from ..safety.output import say
 from ..models.results import CaseResult
 from ..scoring.case import score_case
 from .comparison import screened_metrics
-from .confirm import Confirmation
+from .confirm import Confirmation, budget
 from .pooling import BaselinePool
 
 if TYPE_CHECKING:
@@ -133,7 +133,8 @@ class AdaptiveRuns:
             c = self.confirmation
             out.append(f"confirmation: {c.extra_runs()} fresh run(s) in {c.rounds} round(s) for "
                        f"{len(c.cases)} case(s) that looked worse than the baseline (up to "
-                       f"{c.confirm_runs} a case)" if c.cases else
+                       f"{c.confirm_runs} a case, {budget(c.confirm_runs, 1.0)} where it looked "
+                       "only a little worse)" if c.cases else
                        "confirmation: no case looked worse than the baseline, no fresh run")
         return out
 

@@ -1,13 +1,22 @@
 """Confirmation runs: fresh runs of the PR for each (case, metric) that screening flagged.
 
-Screening reads the PR's first runs against the pooled baseline (decision.screens). A
-flagged case gets fresh runs in rounds of ``ROUND`` up to ``--confirm-runs`` in all; after
-each round, a metric whose fresh runs so far clearly do not look worse (one-sided
-p(worse) > decision.SCREEN_P: their pass rate is at least the baseline's) is settled as not
-confirmed, and the case stops once all its flagged metrics are settled or it has had every
-confirmation run. Only the fresh runs decide (comparison.py): the screening runs were
-selected for looking worse, and reusing them would bias the decision. Stopping can only end
-a test early as *not* regressed, which never raises the false-alarm rate.
+Screening reads the PR's first runs against the newest main result (decision.screens). A
+flagged metric may get fresh runs up to its **budget**: all of ``--confirm-runs`` when it
+looked clearly worse (screening p <= ``STRONG_SCREEN_P``), two thirds of it when it only
+looked a little worse - runs go where a regression is likely, and the screening data that
+sets the budget is not data the decision reads, so the budget cannot bias it. Runs come in
+rounds of ``ROUND``; after each round a metric stops when it is **settled** (its fresh runs
+so far do not look worse: one-sided p(worse) > decision.SCREEN_P; or, from
+``FUTILITY_RUNS`` fresh runs on, p(worse) > ``FUTILITY_P``: too far from any level the
+suite could decide at) or when it has had its budget. A case runs while any of its flagged
+metrics does.
+
+Each metric's decision reads the fresh runs up to where *it* stopped, never runs that a
+sibling metric of the same case went on to ask for: those would let one metric's data
+choose how long another is observed. Only the fresh runs decide (comparison.py): the
+screening runs were selected for looking worse, and reusing them would bias the decision.
+Stopping can only end a test early as *not* regressed, which never raises the false-alarm
+rate.
 
 Pure bookkeeping: the runs themselves come from the agents stage (compare/adaptive.py
 drives both).
@@ -23,6 +32,23 @@ from .decision import SCREEN_P, p_worse
 from .pooling import BaselinePool, CaseKey, run_passes
 
 ROUND = 5
+# Screening p at or below this: the metric looked clearly worse (with 3 runs a side, 3/3 ->
+# 1/3 or worse) and gets every confirmation run; above it, two thirds of them.
+STRONG_SCREEN_P = 0.2
+# From this many fresh runs on, a metric whose p(worse) is above FUTILITY_P is settled.
+FUTILITY_RUNS = 10
+FUTILITY_P = 0.2
+
+
+def budget(confirm_runs: int, screen_p: float) -> int:
+    """The fresh runs a flagged metric may get, from its screening p-value."""
+    return confirm_runs if screen_p <= STRONG_SCREEN_P else -(-2 * confirm_runs // 3)
+
+
+def settled(fresh_runs: int, p: float) -> bool:
+    """Whether fresh runs with this p(worse) against the baseline end the metric's test as
+    not confirmed."""
+    return p > SCREEN_P or (fresh_runs >= FUTILITY_RUNS and p > FUTILITY_P)
 
 
 def joined(earlier: CaseResult | None, later: CaseResult) -> CaseResult:
@@ -40,10 +66,12 @@ class Confirming:
     """One case under confirmation."""
 
     pooled: dict[str, list[bool]]  # per flagged metric, the pooled baseline's passes
-    open: set[str]  # flagged metrics not settled yet
+    budgets: dict[str, int]  # per flagged metric, the most fresh runs it may get
+    open: set[str]  # flagged metrics not stopped yet
     fresh: CaseResult | None = None  # every fresh run so far, scored
     runs: int = 0  # fresh runs asked for so far
     looked_worse: dict[str, int] = field(default_factory=dict)  # screening runs per metric
+    stopped: dict[str, int] = field(default_factory=dict)  # per metric: fresh runs its test reads
 
 
 class Confirmation:
@@ -63,21 +91,30 @@ class Confirmation:
                 continue
             pooled = self.pool.pooled(key, case)
             assert pooled is not None
+            metrics = {m.name: m for m in case.metrics if m.name in flagged}
+            budgets = {name: budget(self.confirm_runs,
+                                    p_worse(pooled.screening(name), run_passes(case, metrics[name])))
+                       for name in flagged}
             self.cases[key] = Confirming(
-                pooled={name: pooled.confirming(name) for name in flagged}, open=set(flagged),
-                looked_worse={m.name: len(m.runs) for m in case.metrics if m.name in flagged})
+                pooled={name: pooled.confirming(name) for name in flagged}, budgets=budgets,
+                open=set(flagged), looked_worse={name: len(m.runs) for name, m in metrics.items()})
         return self._round()
 
     def add(self, key: CaseKey, scored_round: CaseResult) -> None:
         """The scored fresh runs of one round of ``key``."""
         state = self.cases[key]
         state.fresh = joined(state.fresh, scored_round)
+        done = len(state.fresh.runs)
         by_name = {m.name: m for m in state.fresh.metrics}
         for name in list(state.open):
             metric = by_name.get(name)
             fresh = run_passes(state.fresh, metric) if metric is not None else []
-            if fresh and p_worse(state.pooled[name], fresh) > SCREEN_P:
-                state.open.discard(name)  # clearly not worse: settled, not confirmed
+            if (fresh and settled(done, p_worse(state.pooled[name], fresh))) \
+                    or done >= state.budgets[name]:
+                state.open.discard(name)
+                # A round can overshoot a metric's budget while a sibling goes on: its test
+                # reads its own budget's worth, the first runs (chosen before any was seen).
+                state.stopped[name] = min(done, state.budgets[name])
 
     def next_round(self) -> list[CaseKey]:
         return self._round()
@@ -85,9 +122,10 @@ class Confirmation:
     def _round(self) -> list[CaseKey]:
         wanted = []
         for key, state in self.cases.items():
-            if not state.open or state.runs >= self.confirm_runs:
+            most = max((state.budgets[name] for name in state.open), default=0)
+            if state.runs >= most:
                 continue
-            more = min(ROUND, self.confirm_runs - state.runs)
+            more = min(ROUND, most - state.runs)
             state.runs += more
             wanted += [key] * more
         if wanted:
@@ -95,8 +133,16 @@ class Confirmation:
         return wanted
 
     def confirmations(self) -> dict[CaseKey, CaseResult]:
-        """Each confirmed case's scored fresh runs (what comparison.compare decides on)."""
-        return {key: state.fresh for key, state in self.cases.items() if state.fresh is not None}
+        """Each confirmed case's scored fresh runs (what comparison.compare decides on), each
+        flagged metric's cut where its own test stopped."""
+        out = {}
+        for key, state in self.cases.items():
+            if state.fresh is None:
+                continue
+            metrics = [m.model_copy(update={"runs": m.runs[:state.stopped[m.name]]})
+                       if m.name in state.stopped else m for m in state.fresh.metrics]
+            out[key] = state.fresh.model_copy(update={"metrics": metrics})
+        return out
 
     def extra_runs(self) -> int:
         return sum(state.runs for state in self.cases.values())
