@@ -28,6 +28,7 @@ from ..models.results import CaseResult
 from ..scoring.case import score_case
 from .comparison import screened_metrics
 from .confirm import Confirmation, budget
+from .decision import DEFAULT_ALPHA
 from .pooling import BaselinePool
 
 if TYPE_CHECKING:
@@ -52,11 +53,12 @@ class AdaptiveRuns:
 
     def __init__(self, targets: list[EvalTarget], max_runs: int, rule: VerdictRule,
                  context: ScoringContext, pool: BaselinePool | None = None, confirm_runs: int = 0,
-                 adaptive: bool = True):
+                 adaptive: bool = True, alpha: float = DEFAULT_ALPHA):
         self.max_runs = max_runs
         self.adaptive = adaptive  # False: only confirmation runs (no --max-runs above --num-runs)
         self.pool = pool
-        self.confirmation = Confirmation(pool, confirm_runs) if pool is not None and confirm_runs else None
+        self.confirmation = (Confirmation(pool, confirm_runs, alpha)
+                             if pool is not None and confirm_runs else None)
         self.confirming = False
         self.rule = rule
         self.context = context
@@ -172,5 +174,6 @@ def extra_runs(options: RunOptions, targets: list[EvalTarget], rule: VerdictRule
     extra = AdaptiveRuns(targets, options.max_runs if adaptive else options.num_runs, rule, context,
                          pool=BaselinePool(baselines, ambiguous={t.eval_set_id for t in targets
                                                                  if t.key != t.eval_set_id})
-                         if baselines else None, confirm_runs=confirm, adaptive=adaptive)
+                         if baselines else None, confirm_runs=confirm, adaptive=adaptive,
+                         alpha=options.alpha)
     return extra

@@ -8,8 +8,11 @@ sets the budget is not data the decision reads, so the budget cannot bias it. Ru
 rounds of ``ROUND``; after each round a metric stops when it is **settled** (its fresh runs
 so far do not look worse: one-sided p(worse) > decision.SCREEN_P; or, from
 ``FUTILITY_RUNS`` fresh runs on, p(worse) > ``FUTILITY_P``: too far from any level the
-suite could decide at) or when it has had its budget. A case runs while any of its flagged
-metrics does.
+suite could decide at) or when it has had its budget, or when its drop is already **certain**:
+even if every run left in its budget passed, its p-value would be at or below the least
+level the suite's decision can give it (``certain_level``) - the test is regressed whatever
+those runs do, so they are not asked for. A case runs while any of its flagged metrics
+does.
 
 Each metric's decision reads the fresh runs up to where *it* stopped, never runs that a
 sibling metric of the same case went on to ask for: those would let one metric's data
@@ -28,7 +31,7 @@ from dataclasses import dataclass, field
 
 from ..models.results import CaseResult
 from .comparison import screened_metrics
-from .decision import SCREEN_P, p_worse
+from .decision import DEFAULT_ALPHA, SCREEN_P, p_worse, screening_weight
 from .pooling import BaselinePool, CaseKey, run_passes
 
 ROUND = 5
@@ -51,6 +54,14 @@ def settled(fresh_runs: int, p: float) -> bool:
     return p > SCREEN_P or (fresh_runs >= FUTILITY_RUNS and p > FUTILITY_P)
 
 
+def certain_level(alpha: float, screen_p: float, total_weight: float, flagged: int) -> float:
+    """The least level the family decision (decision.decide) can give a confirmed test: its
+    weighted level alpha * w / K = alpha * raw / (sum of raw over the testable tests) is at
+    least alpha * raw / (sum over every flagged test), and it is testable once its p is at
+    most alpha / K, where K <= the number of tests <= ``flagged``."""
+    return min(alpha * screening_weight(screen_p) / total_weight, alpha / flagged)
+
+
 def joined(earlier: CaseResult | None, later: CaseResult) -> CaseResult:
     """One CaseResult over the runs of both (the metrics' run scores concatenated)."""
     if earlier is None:
@@ -67,6 +78,7 @@ class Confirming:
 
     pooled: dict[str, list[bool]]  # per flagged metric, the pooled baseline's passes
     budgets: dict[str, int]  # per flagged metric, the most fresh runs it may get
+    screen_p: dict[str, float]  # per flagged metric, its screening p-value
     open: set[str]  # flagged metrics not stopped yet
     fresh: CaseResult | None = None  # every fresh run so far, scored
     runs: int = 0  # fresh runs asked for so far
@@ -77,11 +89,13 @@ class Confirming:
 class Confirmation:
     """Which cases get fresh runs, round by round, and their scored fresh runs."""
 
-    def __init__(self, pool: BaselinePool, confirm_runs: int):
+    def __init__(self, pool: BaselinePool, confirm_runs: int, alpha: float = DEFAULT_ALPHA):
         self.pool = pool
         self.confirm_runs = confirm_runs
+        self.alpha = alpha
         self.cases: dict[CaseKey, Confirming] = {}
         self.rounds = 0
+        self.curtailed = 0  # metrics whose regression was certain before their budget ran out
 
     def start(self, scored: dict[CaseKey, CaseResult]) -> list[CaseKey]:
         """Screen every scored case; the first round's requests (a key once per run)."""
@@ -92,13 +106,27 @@ class Confirmation:
             pooled = self.pool.pooled(key, case)
             assert pooled is not None
             metrics = {m.name: m for m in case.metrics if m.name in flagged}
-            budgets = {name: budget(self.confirm_runs,
-                                    p_worse(pooled.screening(name), run_passes(case, metrics[name])))
-                       for name in flagged}
+            screen_p = {name: p_worse(pooled.screening(name), run_passes(case, metrics[name]))
+                        for name in flagged}
             self.cases[key] = Confirming(
-                pooled={name: pooled.confirming(name) for name in flagged}, budgets=budgets,
-                open=set(flagged), looked_worse={name: len(m.runs) for name, m in metrics.items()})
+                pooled={name: pooled.confirming(name) for name in flagged},
+                budgets={name: budget(self.confirm_runs, p) for name, p in screen_p.items()},
+                screen_p=screen_p, open=set(flagged),
+                looked_worse={name: len(m.runs) for name, m in metrics.items()})
+        # Every test the family can hold is flagged now: the least level each can get is known.
+        flagged_p = [p for state in self.cases.values() for p in state.screen_p.values()]
+        self._total_weight = sum(map(screening_weight, flagged_p))
+        self._flagged = len(flagged_p)
         return self._round()
+
+    def _certain(self, state: Confirming, name: str, fresh: list[bool], done: int) -> bool:
+        """Whether the metric's test is regressed whatever its remaining runs do: its p-value
+        with every one of them passing - the largest it can end with, and at least its p-value
+        now (a passing run never lowers p(worse); fewer passes or runs only lower it) - is at
+        most its least possible level."""
+        level = certain_level(self.alpha, state.screen_p[name], self._total_weight, self._flagged)
+        left = max(0, state.budgets[name] - done)
+        return p_worse(state.pooled[name], fresh + [True] * left) <= level
 
     def add(self, key: CaseKey, scored_round: CaseResult) -> None:
         """The scored fresh runs of one round of ``key``."""
@@ -109,8 +137,11 @@ class Confirmation:
         for name in list(state.open):
             metric = by_name.get(name)
             fresh = run_passes(state.fresh, metric) if metric is not None else []
+            certain = bool(fresh) and self._certain(state, name, fresh, done)
             if (fresh and settled(done, p_worse(state.pooled[name], fresh))) \
-                    or done >= state.budgets[name]:
+                    or done >= state.budgets[name] or certain:
+                if certain and done < state.budgets[name]:
+                    self.curtailed += 1
                 state.open.discard(name)
                 # A round can overshoot a metric's budget while a sibling goes on: its test
                 # reads its own budget's worth, the first runs (chosen before any was seen).
@@ -149,4 +180,5 @@ class Confirmation:
 
     def metadata(self) -> dict:
         return {"confirmRuns": self.confirm_runs, "confirmRounds": self.rounds,
-                "confirmExtraRuns": self.extra_runs(), "confirmCases": len(self.cases)}
+                "confirmExtraRuns": self.extra_runs(), "confirmCases": len(self.cases),
+                "confirmCertainEarly": self.curtailed}

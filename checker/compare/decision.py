@@ -28,6 +28,11 @@ METHOD_WEIGHTED = "tarone-bonferroni, weighted by screening"
 MIN_SCREEN_P = 1e-6
 
 
+def screening_weight(screen_p: float) -> float:
+    """A confirmed test's share of the level before scaling: 1 / its screening p-value."""
+    return 1 / max(screen_p, MIN_SCREEN_P)
+
+
 def check_alpha(alpha: float) -> None:
     if not 0 < alpha <= 0.5:
         raise ValueError(f"alpha must be in (0, 0.5], got {alpha}")
@@ -109,7 +114,7 @@ def decide(tests: list[MetricTest], alpha: float) -> FamilyDecision:
     decision = FamilyDecision(alpha=alpha, level=level, k=k, tests=len(tests), testable=testable)
     reachable = [t for t in tests if t.floor <= level]
     if reachable and all(t.screen_p is not None for t in tests):
-        raw = {id(t): 1 / max(t.screen_p, MIN_SCREEN_P) for t in reachable}  # type: ignore[arg-type]
+        raw = {id(t): screening_weight(t.screen_p) for t in reachable}  # type: ignore[arg-type]
         total = sum(raw.values())
         decision.weights = {key: value * k / total for key, value in raw.items()}
     return decision

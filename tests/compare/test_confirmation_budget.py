@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from checker.compare.comparison import compare
-from checker.compare.confirm import Confirmation, budget, settled
+from checker.compare.confirm import Confirmation, budget, certain_level, settled
 from checker.compare.pooling import BaselinePool
 from checker.compare.stats import fisher_worse
 from comparehelpers import case_result, metric, results
@@ -39,26 +39,29 @@ def test_screening_p_values_behind_the_two_budgets():
     assert budget(20, 0.5) == 14 and budget(1, 0.5) == 1  # ceil(40/3), ceil(2/3): never 0
 
 
+MIXED = [1.0, 1.0, 1.0, 0.0, 0.0]  # 3 of 5 pass: worse than main, never settled nor certain
+
+
 def test_a_clearly_worse_metric_gets_every_run_a_slightly_worse_one_two_thirds():
-    fail5 = [0.0] * 5
-    # Fresh 0/5 against the older 6/6: p = 1/C(11,5) = 1/462, far from settled: on to the budget.
-    assert fisher_worse(6, 6, 0, 5) == pytest.approx(1 / 462)
+    # Fresh 3/5 against the older 6/6: 11 runs, 9 passing; X >= 3, so P(X <= 3) = C(9,3)/C(11,5)
+    # = 84/462 = 0.18: not settled. At 6/10 (below): 0.1154, not settled from 10 runs on either.
+    assert fisher_worse(6, 6, 3, 5) == pytest.approx(84 / 462)
     strong = Confirmation(BaselinePool(_main("tool_trajectory_avg_score")), 12)
     assert strong.start({KEY: _pr(tool_trajectory_avg_score=[0.0, 0.0, 1.0])}) == [KEY] * 5
-    strong.add(KEY, _pr(tool_trajectory_avg_score=fail5))
+    strong.add(KEY, _pr(tool_trajectory_avg_score=MIXED))
     assert strong.next_round() == [KEY] * 5
-    strong.add(KEY, _pr(tool_trajectory_avg_score=fail5))
+    strong.add(KEY, _pr(tool_trajectory_avg_score=MIXED))
     assert strong.next_round() == [KEY] * 2  # 12 in all
-    strong.add(KEY, _pr(tool_trajectory_avg_score=[0.0] * 2))
-    assert strong.next_round() == [] and strong.extra_runs() == 12
+    strong.add(KEY, _pr(tool_trajectory_avg_score=[1.0, 0.0]))
+    assert strong.next_round() == [] and strong.extra_runs() == 12 and strong.curtailed == 0
 
     weak = Confirmation(BaselinePool(_main("tool_trajectory_avg_score")), 12)
     assert weak.start({KEY: _pr(tool_trajectory_avg_score=[1.0, 1.0, 0.0])}) == [KEY] * 5
-    weak.add(KEY, _pr(tool_trajectory_avg_score=fail5))
+    weak.add(KEY, _pr(tool_trajectory_avg_score=MIXED))
     assert weak.next_round() == [KEY] * 3  # 8 in all
-    weak.add(KEY, _pr(tool_trajectory_avg_score=[0.0] * 3))
+    weak.add(KEY, _pr(tool_trajectory_avg_score=[1.0, 0.0, 0.0]))
     assert weak.next_round() == [] and weak.extra_runs() == 8
-    assert weak.confirmations()[KEY].metrics[0].runs == [0.0] * 8
+    assert weak.confirmations()[KEY].metrics[0].runs == MIXED + [1.0, 0.0, 0.0]
 
 
 def test_from_ten_fresh_runs_a_metric_too_far_from_any_level_stops():
@@ -118,17 +121,59 @@ def test_each_metric_is_decided_on_the_fresh_runs_up_to_where_it_stopped():
 
 def test_a_metric_at_its_budget_is_cut_there_while_a_sibling_goes_on():
     names = ("tool_trajectory_avg_score", RESPONSE)
-    # Trajectory 1/3 (budget 12), response 2/3 (budget 8); every fresh run fails both.
+    # Trajectory 1/3 (budget 12), response 2/3 (budget 8); fresh runs pass 3 of 5 on both.
     confirmation = Confirmation(BaselinePool(_main(*names)), 12)
     head = _pr(tool_trajectory_avg_score=[0.0, 0.0, 1.0], response_match_score=[1.0, 1.0, 0.0])
     wanted = confirmation.start({KEY: head})
     sizes = []
     while wanted:
         sizes.append(len(wanted))
-        confirmation.add(KEY, _pr(tool_trajectory_avg_score=[0.0] * len(wanted),
-                                  response_match_score=[0.0] * len(wanted)))
+        runs = (MIXED * 3)[sum(sizes) - len(wanted):sum(sizes)]
+        confirmation.add(KEY, _pr(tool_trajectory_avg_score=runs, response_match_score=runs))
         wanted = confirmation.next_round()
     assert sizes == [5, 5, 2]
     by_name = {m.name: m.runs for m in confirmation.confirmations()[KEY].metrics}
     # The response's budget (8) ended inside the second round: it reads its first 8 fresh runs.
-    assert by_name == {"tool_trajectory_avg_score": [0.0] * 12, RESPONSE: [0.0] * 8}
+    assert by_name == {"tool_trajectory_avg_score": (MIXED * 3)[:12], RESPONSE: (MIXED * 2)[:8]}
+
+
+def test_a_passing_run_never_lowers_p_worse():
+    """What makes a drop certain early: the p-value with every remaining run passing is the
+    largest the test can end with. Checked on every table up to 12 baseline and 40 PR runs."""
+    for n_base in (3, 6, 12):
+        for k_base in range(n_base + 1):
+            for n in range(1, 40):
+                for k in range(n + 1):
+                    assert fisher_worse(k_base, n_base, k + 1, n + 1) >= fisher_worse(k_base, n_base, k, n) - 1e-12
+
+
+def test_the_least_level_a_confirmed_test_can_get():
+    # Two flagged tests, screening p 0.2 (raw weight 5) and 0.05 (20): the first can get no
+    # less than alpha * 5 / 25 = 0.01 (it shares with every flagged test), and never more
+    # than alpha / 2 is needed to be testable (K <= 2).
+    assert certain_level(0.05, 0.2, 25.0, 2) == pytest.approx(0.01)
+    assert certain_level(0.05, 0.05, 25.0, 2) == pytest.approx(0.025)  # min(0.04, 0.025)
+    assert certain_level(0.05, 0.2, 5.0, 1) == pytest.approx(0.05)
+
+
+def test_a_drop_that_is_certain_stops_before_its_budget_and_regresses():
+    """One flagged test: its least level is alpha = 0.05."""
+    files = _main("tool_trajectory_avg_score")
+    head = results(_pr(tool_trajectory_avg_score=[0.0, 0.0, 1.0]))  # screening p 0.2: budget 12
+    confirmation = Confirmation(BaselinePool(files), 12)
+    confirmation.start({KEY: head.eval_sets[0].cases[0]})
+    # 0/5: p now 1/462, but with the 7 runs left all passing, 7/12 against 6/6: 18 runs, 13
+    # passing, X >= 7: P(X = 7) = C(13,7) C(5,5) / C(18,12) = 1716/18564 = 0.092 > 0.05: go on.
+    assert fisher_worse(6, 6, 7, 12) == pytest.approx(1716 / 18564)
+    confirmation.add(KEY, _pr(tool_trajectory_avg_score=[0.0] * 5))
+    assert confirmation.next_round() == [KEY] * 5
+    # 0/10: the 2 runs left passing give 2/12: 8 passing, X >= 2: C(8,2) / C(18,12) =
+    # 28/18564 = 0.0015 <= 0.05: regressed whatever they do - stop at 10.
+    assert fisher_worse(6, 6, 2, 12) == pytest.approx(28 / 18564)
+    confirmation.add(KEY, _pr(tool_trajectory_avg_score=[0.0] * 5))
+    assert confirmation.next_round() == [] and confirmation.extra_runs() == 10
+    assert confirmation.curtailed == 1 and confirmation.metadata()["confirmCertainEarly"] == 1
+    compared = compare(files, head, confirmations=confirmation.confirmations())
+    case = compared.eval_sets[0].cases[0]
+    assert case.change == "regressed" and case.metrics[0].confirm_runs == [0.0] * 10
+    assert case.metrics[0].p_value == pytest.approx(1 / 8008)  # 6/6 vs 0/10: 1/C(16,10)
