@@ -18,8 +18,8 @@ Each metric's decision reads the fresh runs up to where *it* stopped, never runs
 sibling metric of the same case went on to ask for: those would let one metric's data
 choose how long another is observed. Only the fresh runs decide (comparison.py): the
 screening runs were selected for looking worse, and reusing them would bias the decision.
-Stopping can only end a test early as *not* regressed, which never raises the false-alarm
-rate.
+Stopping ends a test early only as *not* regressed, which never adds a false alarm, or as
+regressed whatever its remaining runs would have done: the full budget's verdict.
 
 Pure bookkeeping: the runs themselves come from the agents stage (compare/adaptive.py
 drives both).
