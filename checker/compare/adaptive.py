@@ -96,7 +96,7 @@ class AdaptiveRuns:
             wanted = self.confirmation.start(self.scored)
             if wanted:
                 say(f"evalcheck: confirmation: {len(set(wanted))} case(s) look worse than the "
-                    f"baseline; {len(wanted)} fresh run(s) to confirm", err=True)
+                    f"baseline; a first round of {len(wanted)} fresh run(s) to confirm", err=True)
             return wanted
         if wanted:
             self.rounds += 1

@@ -48,10 +48,11 @@ def budget(confirm_runs: int, screen_p: float) -> int:
     return confirm_runs if screen_p <= STRONG_SCREEN_P else -(-2 * confirm_runs // 3)
 
 
-def settled(fresh_runs: int, p: float) -> bool:
+def settled(fresh_runs: int, p: float, alpha: float = DEFAULT_ALPHA) -> bool:
     """Whether fresh runs with this p(worse) against the baseline end the metric's test as
-    not confirmed."""
-    return p > SCREEN_P or (fresh_runs >= FUTILITY_RUNS and p > FUTILITY_P)
+    not confirmed. Futility never stops a p the family could still reject (alpha may be up
+    to 0.5, and no test's level exceeds alpha)."""
+    return p > SCREEN_P or (fresh_runs >= FUTILITY_RUNS and p > max(FUTILITY_P, alpha))
 
 
 def certain_level(alpha: float, screen_p: float, total_weight: float, flagged: int) -> float:
@@ -82,7 +83,6 @@ class Confirming:
     open: set[str]  # flagged metrics not stopped yet
     fresh: CaseResult | None = None  # every fresh run so far, scored
     runs: int = 0  # fresh runs asked for so far
-    looked_worse: dict[str, int] = field(default_factory=dict)  # screening runs per metric
     stopped: dict[str, int] = field(default_factory=dict)  # per metric: fresh runs its test reads
 
 
@@ -111,8 +111,7 @@ class Confirmation:
             self.cases[key] = Confirming(
                 pooled={name: pooled.confirming(name) for name in flagged},
                 budgets={name: budget(self.confirm_runs, p) for name, p in screen_p.items()},
-                screen_p=screen_p, open=set(flagged),
-                looked_worse={name: len(m.runs) for name, m in metrics.items()})
+                screen_p=screen_p, open=set(flagged))
         # Every test the family can hold is flagged now: the least level each can get is known.
         flagged_p = [p for state in self.cases.values() for p in state.screen_p.values()]
         self._total_weight = sum(map(screening_weight, flagged_p))
@@ -138,7 +137,7 @@ class Confirmation:
             metric = by_name.get(name)
             fresh = run_passes(state.fresh, metric) if metric is not None else []
             certain = bool(fresh) and self._certain(state, name, fresh, done)
-            if (fresh and settled(done, p_worse(state.pooled[name], fresh))) \
+            if (fresh and settled(done, p_worse(state.pooled[name], fresh), self.alpha)) \
                     or done >= state.budgets[name] or certain:
                 if certain and done < state.budgets[name]:
                     self.curtailed += 1

@@ -177,3 +177,16 @@ def test_a_drop_that_is_certain_stops_before_its_budget_and_regresses():
     case = compared.eval_sets[0].cases[0]
     assert case.change == "regressed" and case.metrics[0].confirm_runs == [0.0] * 10
     assert case.metrics[0].p_value == pytest.approx(1 / 8008)  # 6/6 vs 0/10: 1/C(16,10)
+
+
+def test_futility_never_stops_a_p_the_family_could_still_reject():
+    # 7/10 against 6/6 is p = 1716/8008 = 0.214: settled at alpha 0.05, but at alpha 0.3 a
+    # lone test is decided at 0.3 and 0.214 would be regressed: it goes on.
+    assert settled(10, 1716 / 8008) and settled(10, 1716 / 8008, 0.05)
+    assert not settled(10, 1716 / 8008, 0.3) and settled(10, 0.31, 0.3)
+    confirmation = Confirmation(BaselinePool(_main("tool_trajectory_avg_score")), 60, alpha=0.3)
+    confirmation.start({KEY: _pr(tool_trajectory_avg_score=[0.0, 0.0, 1.0])})
+    confirmation.add(KEY, _pr(tool_trajectory_avg_score=[1.0, 1.0, 1.0, 1.0, 0.0]))
+    confirmation.next_round()
+    confirmation.add(KEY, _pr(tool_trajectory_avg_score=[1.0, 1.0, 1.0, 0.0, 0.0]))
+    assert confirmation.next_round() == [KEY] * 5
