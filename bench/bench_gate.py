@@ -13,7 +13,7 @@ Side by side, in one run, for each suite:
   deterministic-drop rule from 2 runs a side (the design before main's history; its rule is
   reproduced here with the same Fisher test, since the code no longer has it);
 - new: --history main results pooled, screening, up to --confirm-runs fresh runs in rounds of
-  5, Tarone's family-wise control at alpha 0.05.
+  5, Tarone's family-wise control at --alpha (default 0.05).
 
 Figures per design: the share of *unchanged* PRs that fail ``--fail-on regression`` (false
 alarm), the share of PRs caught when one case drops 0.95 -> 0.3 and when one drops 1.0 ->
@@ -107,9 +107,9 @@ def old_gate_fails(base: Results, head: Results) -> bool:
 
 
 def new_gate(history: list[Results], head: Results, suite: Suite, confirm_runs: int,
-             rng: random.Random, runs: int) -> tuple[Results, int]:
+             rng: random.Random, runs: int, alpha: float = 0.05) -> tuple[Results, int]:
     """Screen, confirm on fresh simulated runs, compare: the compared results, extra runs."""
-    confirmation = Confirmation(BaselinePool(history), confirm_runs)
+    confirmation = Confirmation(BaselinePool(history), confirm_runs, alpha)
     scored = {("suite", c.eval_id): c for c in head.eval_sets[0].cases}
     wanted = confirmation.start(scored)
     next_run = {key: runs + 1 for key in scored}
@@ -122,12 +122,12 @@ def new_gate(history: list[Results], head: Results, suite: Suite, confirm_runs: 
             confirmation.add(key, case_result(index, suite.probabilities[index], n, rng, next_run[key]))
             next_run[key] += n
         wanted = confirmation.next_round()
-    compared = compare(history, head, confirmations=confirmation.confirmations())
+    compared = compare(history, head, alpha=alpha, confirmations=confirmation.confirmations())
     return compared, confirmation.extra_runs()
 
 
 def simulate(cases: int, runs: int, prs: int, continuous: bool, history: int, confirm_runs: int,
-             seed: int) -> dict[str, float]:
+             seed: int, alpha: float = 0.05) -> dict[str, float]:
     rng = random.Random(seed)
     figures = {"old_false": 0, "new_false": 0, "old_power_03": 0, "new_power_03": 0,
                "old_power_0": 0, "new_power_0": 0, "suite_dropped": 0, "extra": 0}
@@ -137,7 +137,7 @@ def simulate(cases: int, runs: int, prs: int, continuous: bool, history: int, co
         # Unchanged PR.
         head = results(suite, runs, rng)
         figures["old_false"] += old_gate_fails(mains[0], head)
-        compared, extra = new_gate(mains, head, suite, confirm_runs, rng, runs)
+        compared, extra = new_gate(mains, head, suite, confirm_runs, rng, runs, alpha)
         figures["new_false"] += gate_failed(compared, "regression")
         figures["suite_dropped"] += bool(suite_drops(compared.comparison))
         figures["extra"] += extra
@@ -149,7 +149,7 @@ def simulate(cases: int, runs: int, prs: int, continuous: bool, history: int, co
             mains = [results(before, runs, rng) for _ in range(history)]
             head = results(after, runs, rng)
             figures[f"old_{name}"] += _caught(old_gate_fails(mains[0], head), mains[0], head)
-            compared, _ = new_gate(mains, head, after, confirm_runs, rng, runs)
+            compared, _ = new_gate(mains, head, after, confirm_runs, rng, runs, alpha)
             figures[f"new_{name}"] += compared.eval_sets[0].cases[0].change == "regressed" \
                 and gate_failed(compared, "regression")
     out = {key: value / prs for key, value in figures.items()}
@@ -176,9 +176,10 @@ def main() -> None:
     parser.add_argument("--continuous", action="store_true", help="also a continuous metric per case")
     parser.add_argument("--both", action="store_true", help="with and without the continuous metric")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--alpha", type=float, default=0.05, help="family-wise level (new design)")
     args = parser.parse_args()
     print(f"{args.prs} simulated PRs per row; new design: {args.history} main results pooled, up to "
-          f"{args.confirm_runs} confirmation runs, family-wise alpha 0.05")
+          f"{args.confirm_runs} confirmation runs, family-wise alpha {args.alpha}")
     print("| cases | N | metrics | unchanged PR fails (old / new) | 0.95 -> 0.3 caught (old / new) "
           "| 1.0 -> 0.0 caught (old / new) | suite dropped | extra runs | seconds |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -187,7 +188,7 @@ def main() -> None:
             for runs in args.runs:
                 started = time.perf_counter()
                 f = simulate(cases, runs, args.prs, continuous, args.history, args.confirm_runs,
-                             args.seed)
+                             args.seed, args.alpha)
                 print(f"| {cases} | {runs} | {'both' if continuous else 'binary'} "
                       f"| {f['old_false']:.3f} / {f['new_false']:.3f} "
                       f"| {f['old_power_03']:.2f} / {f['new_power_03']:.2f} "
