@@ -157,14 +157,15 @@ def metric_pairs(pooled: PooledCase, head: CaseResult):
             yield metric, base, base_passes, head_passes
 
 
-def screened_metrics(pool: BaselinePool, key: CaseKey, head: CaseResult) -> list[str]:
-    """The gating metrics of a scored PR case that look worse than its pooled baseline:
-    they get confirmation runs."""
+def screened_metrics(pool: BaselinePool, key: CaseKey, head: CaseResult) -> dict[str, float]:
+    """The gating metrics of a scored PR case that look worse than its pooled baseline (they
+    get confirmation runs), each with its screening p-value."""
     pooled = pool.pooled(key, head)
     if pooled is None:
-        return []
-    return [metric.name for metric, _, _, mine in metric_pairs(pooled, head)
-            if screens(pooled.screening(metric.name), mine)]
+        return {}
+    return {metric.name: p_worse(pooled.screening(metric.name), mine)
+            for metric, _, _, mine in metric_pairs(pooled, head)
+            if screens(pooled.screening(metric.name), mine)}
 
 
 def _prepare(key: CaseKey, head: CaseResult, pool: BaselinePool,

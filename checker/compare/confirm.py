@@ -105,13 +105,10 @@ class Confirmation:
                 continue
             pooled = self.pool.pooled(key, case)
             assert pooled is not None
-            metrics = {m.name: m for m in case.metrics if m.name in flagged}
-            screen_p = {name: p_worse(pooled.screening(name), run_passes(case, metrics[name]))
-                        for name in flagged}
             self.cases[key] = Confirming(
                 pooled={name: pooled.confirming(name) for name in flagged},
-                budgets={name: budget(self.confirm_runs, p) for name, p in screen_p.items()},
-                screen_p=screen_p, open=set(flagged))
+                budgets={name: budget(self.confirm_runs, p) for name, p in flagged.items()},
+                screen_p=flagged, open=set(flagged))
         # Every test the family can hold is flagged now: the least level each can get is known.
         flagged_p = [p for state in self.cases.values() for p in state.screen_p.values()]
         self._total_weight = sum(map(screening_weight, flagged_p))
