@@ -34,37 +34,56 @@ def _environ() -> dict[str, str]:
     return env
 
 
-def _git(root: Path, *args: str, missing: str | None = None) -> str:
+def run_git(root: Path, *args: str, missing: str | None = None, option: str = "--changed-since",
+            fix: str = FIX, without: str = "leave --changed-since out to run every eval set") -> bytes:
+    """git's output; InputError naming ``option`` when git is missing, hangs or fails
+    (``missing``: the message when it fails, e.g. a revision that names no commit)."""
     try:
         done = subprocess.run(git_command(root, *args), capture_output=True, env=_environ(),
                               timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL, check=False)
     except FileNotFoundError:
-        raise InputError("--changed-since needs git, and git is not installed",
-                         fix="install git, or leave --changed-since out to run every eval set") from None
+        raise InputError(f"{option} needs git, and git is not installed",
+                         fix=f"install git, or {without}") from None
     except subprocess.TimeoutExpired:
         raise InputError(f"git did not answer within {GIT_TIMEOUT:.0f} s", file=str(root)) from None
     if done.returncode != 0 and missing is not None:
-        raise InputError(missing, file=str(root), fix=FIX)
+        raise InputError(missing, file=str(root), fix=fix)
     if done.returncode != 0:
         said = " ".join(done.stderr.decode("utf-8", "replace").split())[:300]
         raise InputError(f"git {args[0]} failed: {said or f'exit status {done.returncode}'}",
-                         file=str(root), fix=FIX)
-    return done.stdout.decode("utf-8", "replace")  # a name that is not UTF-8 matches no agent: all run
+                         file=str(root), fix=fix)
+    return done.stdout
+
+
+def _git(root: Path, *args: str, missing: str | None = None) -> str:
+    # a name that is not UTF-8 matches no agent: all run
+    return run_git(root, *args, missing=missing).decode("utf-8", "replace")
+
+
+def check_revision(ref: str, option: str, fix: str = FIX) -> None:
+    """A revision git reads as one, never as an option (``--output=...``) or several words."""
+    if not ref or ref.startswith("-") or any(ch.isspace() or ch == "\0" for ch in ref):
+        raise InputError(f"{option} {ref!r} is not a git revision", fix=fix)
+
+
+def check_repository(root: Path, option: str, fix: str = FIX) -> None:
+    """``root`` is the top of a git repository git can read (not a folder inside another)."""
+    if not (root / ".git").exists():
+        raise InputError(f"{option}: not a git repository (no .git folder)", file=str(root),
+                         fix="run evalcheck in a git checkout of the repository")
+    not_repo = f"{option}: not a git repository git can read"
+    top = run_git(root, "rev-parse", "--show-toplevel", missing=not_repo, option=option,
+                  fix=fix).decode("utf-8", "replace").strip()
+    if not top or Path(top).resolve() != root.resolve():  # git found another repository above
+        raise InputError(not_repo, file=str(root), fix=fix)
 
 
 def changed_files(ref: str, root: Path) -> list[str]:
     """Paths (relative to the repository root, ``/``-separated) that differ between the merge
     base of ``ref`` and HEAD, and HEAD; a renamed file under both names. InputError when
     ``root`` is no git repository or ``ref`` names no commit there."""
-    if not ref or ref.startswith("-") or any(ch.isspace() or ch == "\0" for ch in ref):
-        raise InputError(f"--changed-since {ref!r} is not a git revision", fix=FIX)
-    if not (root / ".git").exists():
-        raise InputError("--changed-since: not a git repository (no .git folder)", file=str(root),
-                         fix="run evalcheck in a git checkout of the repository")
-    not_repo = "--changed-since: not a git repository git can read"
-    top = _git(root, "rev-parse", "--show-toplevel", missing=not_repo).strip()
-    if not top or Path(top).resolve() != root.resolve():  # git found another repository above
-        raise InputError(not_repo, file=str(root), fix=FIX)
+    check_revision(ref, "--changed-since")
+    check_repository(root, "--changed-since")
     # Each revision checked first: "unknown revision" names the one that is missing.
     for rev in (ref, "HEAD"):
         _git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}",
