@@ -41,6 +41,7 @@ from .protocol import (
     end_message,
     is_ready,
     parse_message,
+    serves_any_eval_set,
     start_message,
     to_invocation,
     user_message,
@@ -76,6 +77,10 @@ class AgentProcess:
         self.invocations: list = []
         self.many = False  # it announced {"type": "ready", "sessions": "many"}
         self.concurrent: int | None = None  # ... and "concurrent": N
+        # The eval set whose environment the process was started with (EVALCHECK_EVAL_SET_ID),
+        # and whether it said it serves any eval set ("evalSets": "any" in a ready).
+        self.started_for: str | None = None
+        self.any_eval_set = False
         # Called once with the first message of the process's first run (what kind of agent).
         self.on_first: Any = None
         self.runs = 0  # runs begun in this process
@@ -261,8 +266,14 @@ class AgentProcess:
                 return None
         return self.start_error or self.status()
 
+    def serves(self, eval_set_id: str) -> bool:
+        """Whether a run of ``eval_set_id`` may go to this process: one started with its
+        environment, or one that said it reads the eval set from each start message."""
+        return self.any_eval_set or self.started_for == eval_set_id
+
     def _note_ready(self, item: dict) -> None:
         self.heard = True
+        self.any_eval_set = self.any_eval_set or serves_any_eval_set(item)
         if self.runs == 1 and item.get("sessions") == "many":
             self.many = True
             self.concurrent = concurrent_sessions(item)

@@ -105,6 +105,13 @@ def is_ready(item: Any) -> bool:
     return isinstance(item, dict) and item.get("type") == "ready"
 
 
+def serves_any_eval_set(item: Any) -> bool:
+    """A ``ready`` with ``"evalSets": "any"``: the process reads the eval set of each run from
+    its start message, not from the environment it was started with, so it may serve runs of
+    every eval set (else it serves only the eval set it was started for)."""
+    return is_ready(item) and item.get("evalSets") == "any"
+
+
 def concurrent_sessions(item: Any) -> int | None:
     """N of a ``{"type": "ready", "sessions": "many", "concurrent": N}`` (N >= 1), else None."""
     if not is_ready(item) or item.get("sessions") != "many":

@@ -32,6 +32,7 @@ from .protocol import (
     end_message,
     is_ready,
     parse_message,
+    serves_any_eval_set,
     start_message,
     to_invocation,
     user_message,
@@ -65,6 +66,12 @@ class SharedWorker:
     def has_room(self) -> bool:
         return (self.broken is None and not self.agent.exited.done()
                 and len(self.inboxes) < self.capacity)
+
+    def serves(self, job: RunJob) -> bool:
+        return self.has_room() and self.agent.serves(job.eval_set_id)
+
+    def idle(self) -> bool:
+        return not self.inboxes
 
     def join(self, session_id: str, job: RunJob) -> None:
         self.inboxes[session_id] = asyncio.Queue()
@@ -177,6 +184,7 @@ class SharedWorker:
             if not is_ready(item):
                 raise _RunFailure("the agent answered the start message with something else "
                                   "than {\"type\": \"ready\"}")
+            self.agent.any_eval_set = self.agent.any_eval_set or serves_any_eval_set(item)
         invocations: list = []
         turn = 0
         while True:

@@ -8,6 +8,13 @@ to N runs at once (agents/sessions.py); another process is started only when mor
 are in flight. What kind the agent is, the first process tells: until its first message,
 the other runs wait for it rather than start processes of their own (``agent_kind``).
 
+A process serves only runs of the eval set it was started for: the command and the
+environment (``EVALCHECK_EVAL_SET_ID``) may choose another agent per eval set, so what kind
+the agent is, and which kept process may take a run, is known per eval set. One that says
+``"evalSets": "any"`` in a ready reads the eval set from each start message and serves every
+eval set. A process started for another eval set retires one kept for an eval set with no
+run in flight: no more processes stay alive than runs are in flight.
+
 Whatever the agent does - crash, hang, flood its pipes, answer garbage, leave children
 behind - ends only its own run, with a short reason and the tail of its log; its whole
 process group is killed before the run is returned, and a warm worker that failed a run is
@@ -20,6 +27,7 @@ import asyncio
 import os
 import time
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,32 +65,44 @@ class StdioRunner:
         # worker is only put back by the run it served.
         self._idle: list[AgentProcess] = []
         self._shared: list[SharedWorker] = []  # processes serving concurrent sessions
+        # A process serves only runs of the eval set it was started for (its environment
+        # says which), unless it says it serves any: so what kind the agent is, and which
+        # process may take a run, is known per eval set.
         self._kind: asyncio.Future[tuple[str, int | None]] | None = None
-        self._probing = False  # a first process is on its way to telling the kind
+        self._kinds: dict[str, asyncio.Future[tuple[str, int | None]]] = {}
+        self._probing: set[str] = set()  # eval sets whose first process is telling the kind
+        self._retiring: set[asyncio.Future] = set()
         self._sessions = 0
         self._closed = False
         become_subreaper()
 
-    def agent_kind(self) -> asyncio.Future[tuple[str, int | None]]:
+    def agent_kind(self, eval_set_id: str | None = None) -> asyncio.Future[tuple[str, int | None]]:
         """What the first process said it is: ("concurrent", N), ("warm", None) or
-        ("process", None) (a process per run); ("unknown", None) when it failed first."""
-        if self._kind is None:
-            self._kind = asyncio.get_running_loop().create_future()
-        return self._kind
+        ("process", None) (a process per run); ("unknown", None) when it failed first.
+        With ``eval_set_id``: the first process started for that eval set (each eval set's
+        processes run in its own environment, so they may be another program)."""
+        if eval_set_id is None:
+            if self._kind is None:
+                self._kind = asyncio.get_running_loop().create_future()
+            return self._kind
+        future = self._kinds.get(eval_set_id)
+        if future is None:
+            future = self._kinds[eval_set_id] = asyncio.get_running_loop().create_future()
+        return future
 
-    def _learn(self, kind: str, n: int | None = None) -> None:
-        self._probing = False
-        future = self.agent_kind()
-        if not future.done():
-            future.set_result((kind, n))
+    def _learn(self, eval_set_id: str, kind: str, n: int | None = None) -> None:
+        self._probing.discard(eval_set_id)
+        for future in (self.agent_kind(), self.agent_kind(eval_set_id)):
+            if not future.done():
+                future.set_result((kind, n))
 
-    def _on_first(self, item: object) -> None:
+    def _on_first(self, eval_set_id: str, item: object) -> None:
         n = concurrent_sessions(item)
         if n is not None:
             return  # learnt once its SharedWorker is there to take runs
         many = isinstance(item, dict) and item.get("type") == "ready" \
             and item.get("sessions") == "many"
-        self._learn("warm" if many else "process")
+        self._learn(eval_set_id, "warm" if many else "process")
 
     async def aclose(self) -> None:
         self._closed = True
@@ -92,15 +112,37 @@ class StdioRunner:
             worker.dispatcher.cancel()
         await asyncio.gather(*(w.retire(min(self.exit_grace, 2.0), self.kill_grace) for w in idle),
                              *(w.agent.retire(min(self.exit_grace, 2.0), self.kill_grace)
-                               for w in shared))
+                               for w in shared), *self._retiring)
 
-    async def _idle_worker(self) -> AgentProcess | None:
-        while self._idle:
-            worker = self._idle.pop()
+    async def _idle_worker(self, eval_set_id: str) -> AgentProcess | None:
+        while True:
+            worker = next((w for w in reversed(self._idle) if w.serves(eval_set_id)), None)
+            if worker is None:
+                return None
+            self._idle.remove(worker)
             if worker.reusable():
                 return worker
             await worker.close(self.kill_grace)  # exited, or spoke between runs
-        return None
+
+    def _make_room(self, eval_set_id: str) -> None:
+        """Before a process is started for ``eval_set_id``: retire one kept process that may
+        not serve it (another eval set's), so that no more processes stay alive than runs
+        are in flight, however many eval sets the run has."""
+        other = next((w for w in self._idle if not w.serves(eval_set_id)), None)
+        if other is not None:
+            self._idle.remove(other)
+            agent = other
+        else:
+            shared = next((w for w in self._shared
+                           if w.idle() and not w.agent.serves(eval_set_id)), None)
+            if shared is None:
+                return
+            self._shared.remove(shared)
+            shared.dispatcher.cancel()
+            agent = shared.agent
+        task = asyncio.ensure_future(agent.retire(min(self.exit_grace, 2.0), self.kill_grace))
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
 
     async def run(self, job: RunJob) -> RecordedRun:
         started = time.monotonic()
@@ -114,17 +156,18 @@ class StdioRunner:
             turns = user_turns(job)
         except AgentFailure as exc:
             return record([], str(exc))
-        kind = self.agent_kind()
+        key = job.eval_set_id
+        kind = self.agent_kind(key)
         tries = 0
         while True:
-            shared = next((w for w in self._shared if w.has_room()), None)
+            shared = next((w for w in self._shared if w.serves(job)), None)
             if shared is not None and tries < 3:
                 tries += 1
                 invocations, error, unheard = await self._serve_shared(shared, job, turns)
                 if unheard:  # the process failed before this run's ready: another one
                     continue
                 return record(invocations, error, shared.agent.tail.text())
-            if self._probing and not kind.done():
+            if key in self._probing and not kind.done():
                 # The first process has not said yet whether it serves concurrent sessions.
                 await asyncio.shield(kind)
                 continue
@@ -136,28 +179,31 @@ class StdioRunner:
                 if failed is not None:
                     return mark_cannot_start(record([], failed), failed)
                 continue
-            agent = await self._idle_worker()
+            agent = await self._idle_worker(key)
             reused = agent is not None
             if agent is None:
                 probe = not kind.done()
-                self._probing = probe
+                if probe:
+                    self._probing.add(key)
+                self._make_room(key)
                 try:
                     proc = await spawn(self.command, cwd=self.cwd, env=self._env(job),
                                        sandbox=self.sandbox)
                 except OSError as exc:
                     if probe:
-                        self._learn("unknown")
+                        self._learn(key, "unknown")
                     error = f"could not start the agent command: {exc.strerror or exc}"
                     return mark_cannot_start(record([], error), error)
                 agent = AgentProcess(proc, self.max_line_bytes)
+                agent.started_for = key
                 if probe:
-                    agent.on_first = self._on_first
+                    agent.on_first = partial(self._on_first, key)
             try:
                 invocations, error, cannot_start, unheard = await self._serve(agent, job, turns)
             finally:
                 if agent.on_first is not None:  # it failed before its first message
                     agent.on_first = None
-                    self._learn("unknown")
+                    self._learn(key, "unknown")
             if reused and unheard:
                 # A warm worker that exited, spoke or stalled between runs (before this
                 # run's ready): it is replaced, and the run goes to a new process.
@@ -185,7 +231,7 @@ class StdioRunner:
                 worker = SharedWorker(agent, shared.concurrent)
                 agent._drop_probe()
                 self._shared.append(worker)
-                self._learn("concurrent", shared.concurrent)
+                self._learn(job.eval_set_id, "concurrent", shared.concurrent)
                 worker.join(session_id, job)
                 worker.heard.add(session_id)
                 owned = False  # the SharedWorker owns the process now
@@ -210,11 +256,13 @@ class StdioRunner:
         return invocations or agent.invocations, error, cannot_start, unheard
 
     async def _start_shared(self, job: RunJob, capacity: int) -> str | None:
+        self._make_room(job.eval_set_id)
         try:
             proc = await spawn(self.command, cwd=self.cwd, env=self._env(job), sandbox=self.sandbox)
         except OSError as exc:
             return f"could not start the agent command: {exc.strerror or exc}"
         agent = AgentProcess(proc, self.max_line_bytes)
+        agent.started_for = job.eval_set_id
         agent._drop_probe()
         self._shared.append(SharedWorker(agent, capacity))
         return None
