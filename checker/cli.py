@@ -117,6 +117,7 @@ def main() -> None:
 @click.option("--max-runs", type=click.IntRange(min=1), metavar="M", help="Adaptive: give cases whose verdict is uncertain more runs, one round at a time, up to M runs in all (at most 100).")
 @click.option("--shard", metavar="I/N", help="Evaluate only shard I (1-based) of N of the selected cases; merge the shards with `evalcheck merge`.")
 @click.option("--threshold", "thresholds", multiple=True, metavar="NAME=VALUE", callback=_thresholds, help="Threshold of a metric of an agents-cli eval_config.yaml (a format without thresholds); without one the metric is informational. Repeatable.")
+@click.option("--confine", type=click.Path(file_okay=False, exists=True, path_type=Path), metavar="DIR", help="DIR (a checkout of an untrusted change) is read as the Action reads its workspace: a symlink under it leading out, a file an eval or config file names outside it and a --judge-cache inside it are bad input (docs/command-line.md#untrusted-checkouts).")
 def run(paths: tuple[str, ...], **options) -> None:
     """Discover eval files under PATHS (default .), run the agent, score, write reports.
 

@@ -69,8 +69,9 @@ class RunOptions:
     # Who agents run as: the Action's unprivileged user (checker/agents/sandbox.py); None runs
     # them as the caller, with the caller's environment (plain `evalcheck run`).
     sandbox: AgentSandbox | None = None
-    # The workspace, in the Action: symlinks under it that lead out of it are not followed
-    # (checker/safety/confine.py). None: follow them, as any command-line tool does.
+    # The workspace, in the Action (--confine on the command line): symlinks under it that
+    # lead out of it are not followed, files eval and config files name must lie in it, and
+    # the judge cache must not (checker/safety/confine.py). None: paths are used as given.
     confine: Path | None = None
     # Files the caller writes after the run (the Action's markdown report): checked against
     # the inputs with the run's own outputs (checker/report/writes.py check_outputs).

@@ -176,10 +176,13 @@ def function_metric(name: str, entry: dict[str, Any], threshold: float | None, c
 
 def _read_function_file(ref: str, config: Path, display: str, where: str, confine: Path | None) -> str:
     path = Path(ref) if Path(ref).is_absolute() else config.parent / ref
+    try:  # first: whether a file outside the workspace exists is not the PR's to learn
+        confined(path, confine, "this custom_function_file", named_in=display)
+    except InputError as exc:
+        raise InputError(exc.message, file=display, path=where, fix=exc.fix) from None
     if not path.is_file():
         raise InputError(f"custom_function_file not found: {ref} (resolved to {path}, relative to "
                          "the eval config's folder)", file=display, path=where)
-    confined(path, confine, "this custom_function_file")
     try:
         return path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:

@@ -3,8 +3,10 @@ lead evalcheck (running as root) to read or write outside the workspace.
 
 A path the workflow names outside the workspace (an absolute path) is the workflow
 author's choice and is used as given; a path inside the workspace that resolves outside it
-- a symlink the pull request committed, or one the agent made - is not followed. Plain
-``evalcheck run`` passes no boundary and follows symlinks like any command-line tool.
+- a symlink the pull request committed, or one the agent made - is not followed, and a path
+an eval or config file names (``custom_function_file: /any/path``) is the pull request's
+choice: outside the workspace it is refused, however it is spelt. Plain ``evalcheck run``
+passes no boundary (``--confine DIR`` gives one) and follows paths like any command-line tool.
 """
 
 from __future__ import annotations
@@ -20,11 +22,19 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def confined(path: Path, root: Path | None, what: str = "this path") -> Path:
-    """``path``, or an InputError when it lies in ``root`` but resolves outside it."""
+def confined(path: Path, root: Path | None, what: str = "this path", *,
+             named_in: str | None = None) -> Path:
+    """``path``, or an InputError when it lies in ``root`` but resolves outside it. With
+    ``named_in`` (the file that names it: the pull request's), a path outside ``root`` is
+    an InputError too."""
     if root is None:
         return path
     lexical, boundary = os.path.abspath(path), os.path.abspath(root)
+    if not _inside(lexical, boundary) and named_in is not None:
+        raise InputError(f"{what} ({lexical}) lies outside the workspace: a file that eval and "
+                         "config files name is read only inside it in the Action (and with "
+                         "--confine)", file=named_in,
+                         fix=f"keep the file in the repository, named relative to {named_in}")
     if not _inside(lexical, boundary):
         return path
     real = os.path.realpath(lexical)

@@ -84,3 +84,23 @@ def test_num_runs_above_the_cap_is_bad_input_in_the_action(tmp_path, fake, capfd
     assert code == 2, log
     assert "Traceback" not in log and fake.writes() == []  # nothing posted
     assert "passed" not in runner.outputs()
+
+
+def test_a_custom_function_file_named_outside_the_workspace_is_not_read(tmp_path, fake, capfd):
+    """Not only a symlink: a path an eval or config file names outside the workspace
+    (an absolute one, or one climbing out) is refused before anything reads it."""
+    def prepare(workspace: Path, outside: Path) -> None:
+        (outside / "fn.py").write_text(f"def evaluate(instance):\n    return {{'score': 1.0}}  # {SECRET}\n")
+        evals = workspace / "tests" / "eval"
+        (evals / "datasets").mkdir(parents=True)
+        (evals / "datasets" / "d.json").write_text(json.dumps({"eval_cases": [
+            {"eval_case_id": "one", "prompt": {"role": "user", "parts": [{"text": "hi"}]}}]}))
+        (evals / "eval_config.yaml").write_text(
+            "metrics_to_run:\n  - fn\ncustom_metrics:\n  - name: fn\n"
+            f"    custom_function_file: {outside / 'fn.py'}\n")
+
+    code, runner, outside, log = run_action(tmp_path, fake, capfd, prepare, paths="tests/eval")
+    assert code == 2, log
+    assert (f"tests/eval/eval_config.yaml at $.custom_metrics[0].custom_function_file: this "
+            f"custom_function_file ({outside / 'fn.py'}) lies outside the workspace") in log
+    assert SECRET not in log and fake.writes() == [] and "passed" not in runner.outputs()
