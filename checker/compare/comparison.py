@@ -205,6 +205,7 @@ def _label(prepared: _Case, family: FamilyDecision, better_level: float,
     flaky = case_flaky(head.metrics)  # recomputed: a results file older than the label has none
     if prepared.change is not None:
         return head.model_copy(update={"change": prepared.change, "flaky": flaky, "baseline_pool": None,
+                                       "baseline_status": None,
                                        "metrics": [uncompared(m) for m in head.metrics]})
     pooled = prepared.pooled
     assert pooled is not None
@@ -240,7 +241,8 @@ def _label(prepared: _Case, family: FamilyDecision, better_level: float,
         regressed = True
     change = "regressed" if regressed else "improved" if improved else "unchanged"
     update = {"metrics": metrics, "change": change, "flaky": flaky,
-              "baseline_pool": pooled.sources if history else None}
+              "baseline_pool": pooled.sources if history else None,
+              "baseline_status": pooled.newest.status}
     return head.model_copy(update=update)
 
 

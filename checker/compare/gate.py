@@ -21,6 +21,7 @@ from collections import Counter
 
 from ..models.results import CaseResult, Results
 from .comparison import suite_drops
+from .failing import failing_parts, sort_failing
 
 FAIL_ON = ("failure", "regression", "drop", "error", "never")
 COMPARING = ("regression", "drop")
@@ -142,16 +143,16 @@ def gate_headline(results: Results, fail_on: str) -> tuple[bool, str]:
     if drops:
         parts.append("the suite dropped: " + ", ".join(map(str, drops)))
     cases = [c for es in results.eval_sets for c in es.cases]
-    unconfirmed = [c for c in cases if c.change != "regressed"
+    failing = sort_failing(results)
+    # A failing case main passed is named with its own words below, not counted twice.
+    unconfirmed = [c for c in cases if c.change != "regressed" and id(c) not in failing.cases()
                    and any(m.screened for m in c.metrics)]
     if unconfirmed:
         most = max(len(m.confirm_runs or []) for c in unconfirmed for m in c.metrics)
         parts.append(f"{plural(len(unconfirmed), 'case')} looked worse and "
                      f"{'was' if len(unconfirmed) == 1 else 'were'} not confirmed in "
                      f"up to {most} more runs")
-    old = [c for c in cases if c.change in ("unchanged", "improved", "carried") and c.status != "passed"]
-    if old:
-        parts.append(f"{plural(len(old), 'case')} {'fails' if len(old) == 1 else 'fail'}, as on main")
+    parts += failing_parts(results)
     if s.carried:
         parts.append(f"{plural(s.carried, 'case')} carried from main, not re-run")
     return not failed, f"{lead}: " + "; ".join(parts)

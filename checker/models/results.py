@@ -107,6 +107,9 @@ class CaseResult(ResultsModel):
     # Which baseline files (indices into comparison.baseline.history, newest first) were
     # pooled into this case's baseline; only when several were given.
     baseline_pool: list[int] | None = optional()
+    # Main's verdict on this case (the newest baseline result that has it), when compared:
+    # the headline says "as on main" only of a failing case main failed too.
+    baseline_status: CaseStatus | None = optional()
     # Not written: each run's verdict per metric, as scored (what --adk-eval-history writes
     # per run: checker/report/adk_history.py). None for a case read from a file.
     _run_verdicts: list[RunVerdicts] | None = PrivateAttr(default=None)

@@ -246,6 +246,14 @@ def test_the_report_headline_is_the_gate_with_its_rule():
                    confirmations={("weather", "c"): case_result("c", metric([1.0] * 5))})
     first = render_markdown(calm, fail_on="regression").splitlines()[0]
     assert first.startswith("## ✅ Gate passed (fail-on: regression): no confirmed regression; ")
+    # It fails here and main passed it: said of it, not "as on main".
+    assert first.endswith("; 1 case fails that passed 6/6 on main (weather/c): the drop was "
+                          "not confirmed in 5 fresh runs")
+    # A screened case that still passes is counted apart.
+    files = [results(case_result("c", metric([1.0] * 3, threshold=0.5))) for _ in range(2)]
+    calm = compare(files, results(case_result("c", metric([0.0, 1.0, 1.0], threshold=0.5))),
+                   confirmations={("weather", "c"): case_result("c", metric([1.0] * 5, threshold=0.5))})
+    first = render_markdown(calm, fail_on="regression").splitlines()[0]
     assert "; 1 case looked worse and was not confirmed in up to 5 more runs" in first
 
 
