@@ -27,3 +27,39 @@ def test_the_demo_explains_the_failure_evalcheck_reports():
     assert "averages 0.50 over the two runs, below its threshold of 1.00" in " ".join(demo.split())
     # Runtime dependencies only: the demo never installs the test extra.
     assert "[test]" not in demo and ".venv-demo" in demo
+
+
+def test_the_demo_reinstalls_for_a_changed_source_file_not_for_bytecode(tmp_path):
+    """The tests write __pycache__ into the checkout; that alone must not reinstall the demo's
+    venv (12 s instead of 2). Run in a copy whose venv's evalcheck is a stand-in, and whose
+    Python cannot install (an attempt shows as the "installing" line)."""
+    import os
+    import shutil
+    import subprocess
+    import time
+
+    (tmp_path / "scripts").mkdir()
+    shutil.copy2(ROOT / "scripts" / "demo", tmp_path / "scripts" / "demo")
+    (tmp_path / "pyproject.toml").write_text("")
+    for package in ("checker", "evalcheck_adk_bridge"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    venv = tmp_path / ".venv-demo" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "evalcheck").write_text("#!/bin/sh\nexit 1\n")
+    (venv / "evalcheck").chmod(0o755)
+    old = time.time() - 60
+    for path in [tmp_path / "pyproject.toml", *tmp_path.glob("*/__init__.py")]:
+        os.utime(path, (old, old))
+    (tmp_path / ".venv-demo" / ".installed").touch()
+
+    def demo() -> str:
+        done = subprocess.run([str(tmp_path / "scripts" / "demo")], capture_output=True, text=True,
+                              env={**os.environ, "PYTHON": "false"}, timeout=60)
+        return done.stdout
+
+    (tmp_path / "checker" / "__pycache__").mkdir()
+    (tmp_path / "checker" / "__pycache__" / "__init__.cpython-311.pyc").write_bytes(b"")
+    assert "installing" not in demo()
+    (tmp_path / "evalcheck_adk_bridge" / "__init__.py").write_text("# changed\n")
+    assert "demo: installing evalcheck" in demo()
