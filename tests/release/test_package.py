@@ -181,6 +181,11 @@ def test_the_wheel_metadata_and_commands(dists):
     assert (meta["Name"], meta["Version"], meta["Requires-Python"]) == (NAME, VERSION, ">=3.11")
     assert {"adk", "judges", "vertex"} <= set(meta.get_all("Provides-Extra"))
     assert meta["License-Expression"] == "Apache-2.0"
+    # The license's text ships with it, the repository's own LICENSE file.
+    assert meta.get_all("License-File") == ["LICENSE"]
+    license_text = wheel_text(dists["wheel"], "licenses/LICENSE")
+    assert license_text == (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License\n                           Version 2.0, January 2004" in license_text
     entry_points = wheel_text(dists["wheel"], "entry_points.txt")
     scripts = dict(re.findall(r"^(\S+) = (\S+)$", entry_points.split("[console_scripts]")[1].split("\n[")[0], re.M))
     assert scripts == {"evalcheck": "checker.cli:main", "evalcheck-adk": "evalcheck_adk_bridge:main"}
