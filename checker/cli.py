@@ -91,7 +91,7 @@ def main() -> None:
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="Criteria file for every eval set, instead of discovered test_config.json.")
 @click.option("--initial-session", type=click.Path(dir_okay=False, path_type=Path), help="Initial session of legacy .test.json files (state, app_name, user_id; a session dump works), instead of one found beside them.")
 @click.option("--num-runs", type=click.IntRange(min=1), default=2, show_default=True, help="Runs per eval case (at most 100).")
-@click.option("--concurrency", type=click.IntRange(min=1), default=None, help="Eval case runs in flight at once. Default: what fits the agent, printed: N for an agent serving N sessions at once (evalcheck-adk: 8), else the number of CPUs; 4 for --agent-url.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=None, help="Eval case runs in flight at once. Default: what fits the agent (said in the output with --agent-command): N for an agent serving N sessions at once (evalcheck-adk: 8), else the number of CPUs; 4 for --agent-url.")
 @click.option("--turn-timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True, help="Seconds an agent may take for one user turn (finite, at most 86400).")
 @click.option("--judge-concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Judge-model calls in flight at once.")
 @click.option("--judge-cache", type=click.Path(file_okay=False, path_type=Path), help="Directory of the on-disk judge cache.")
