@@ -26,9 +26,29 @@ from typing import IO, Any
 
 USAGE = "usage: evalcheck-adk [--one-session | --concurrent N] AGENT_DIR"
 DEFAULT_CONCURRENT = 8  # runs at once in the one process (ADK's own eval runs 4)
-ADK_MISSING = ("google-adk is not installed in the agent's Python ({python}); install it "
-               "there: pip install google-adk (in the GitHub Action: setup-command: "
-               "pip install google-adk, or your requirements file)")
+# The command names the agent's Python and comes first: the checker shows 300 characters.
+ADK_MISSING = ("google-adk is not installed in the agent's Python; install it there: {command} "
+               "(in the GitHub Action: setup-command: pip install google-adk)")
+
+
+def adk_install_command(python: str) -> str:
+    """How to install google-adk into ``python``'s environment, with what that environment
+    has: its own pip; else uv; else pip bootstrapped by ensurepip (a venv made with
+    ``--without-pip`` or by uv has no pip, and a bare ``pip install`` would install
+    elsewhere, or not be found)."""
+    import importlib.util
+    import shlex
+    import shutil
+
+    exe = shlex.quote(python)
+    if importlib.util.find_spec("pip") is not None:
+        return f"{exe} -m pip install google-adk"
+    if shutil.which("uv"):
+        return f"uv pip install --python {exe} google-adk"
+    if importlib.util.find_spec("ensurepip") is not None:
+        return f"{exe} -m ensurepip && {exe} -m pip install google-adk"
+    return (f"uv pip install --python {exe} google-adk (this Python has neither pip nor "
+            "ensurepip; uv: https://docs.astral.sh/uv/)")
 
 
 def _send(out: IO[str], message: dict[str, Any]) -> None:
@@ -287,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import google.adk  # noqa: F401
     except ImportError:
-        return _fail(out, ADK_MISSING.format(python=sys.executable))
+        return _fail(out, ADK_MISSING.format(command=adk_install_command(sys.executable)))
     try:
         return asyncio.run(serve(agent_dir, out, sys.stdin.buffer, many=many,
                                  concurrent=concurrent))

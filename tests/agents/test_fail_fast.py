@@ -4,6 +4,7 @@ tests/agents/test_api_server.py.)"""
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import time
@@ -100,16 +101,41 @@ def test_adk_bridge_on_an_agent_that_cannot_load(tmp_path):
     assert "no_such_module_for_the_agent" in err
 
 
-def test_adk_bridge_without_google_adk_says_how_to_install_it(tmp_path):
-    """An agent environment without google-adk (evalcheck installed elsewhere, e.g. pipx)."""
-    venv = tmp_path / "agent-env"
-    subprocess.run([PY, "-m", "venv", "--without-pip", str(venv)], check=True)
+@pytest.fixture
+def short_dir():
+    """A folder with a short path: the bridge's message names the agent's Python twice, and
+    the checker shows 300 characters of it."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="ae", dir="/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("with_pip", [False, True], ids=["venv-without-pip", "pip-at-hand"])
+def test_adk_bridge_without_google_adk_says_how_to_install_it(tmp_path, short_dir, with_pip):
+    """An agent environment without google-adk (evalcheck installed elsewhere, e.g. pipx).
+    Made without pip, it cannot run `pip install`: the message bootstraps pip first, with the
+    agent's own Python (no uv on PATH here); with pip at hand (the base Python's, seen
+    through --system-site-packages), that pip of the agent's Python."""
+    venv = short_dir / "env"
+    subprocess.run([PY, "-m", "venv", "--without-pip", *(["--system-site-packages"] if with_pip else []),
+                    str(venv)], check=True)
     (tmp_path / "my_agent").mkdir()
-    command = f"{shlex.quote(str(venv / 'bin' / 'python'))} -m evalcheck_adk_bridge my_agent"
-    err = assert_one_message(evalcheck_run(tmp_path, command, env={"PYTHONPATH": str(REPO)}),
+    python = str(venv / "bin" / "python")
+    command = f"{shlex.quote(python)} -m evalcheck_adk_bridge my_agent"
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                           if not (Path(p) / "uv").exists())
+    err = assert_one_message(evalcheck_run(tmp_path, command, env={"PYTHONPATH": str(REPO), "PATH": path}),
                              tmp_path)
-    assert "google-adk is not installed in the agent's Python" in err
-    assert "pip install google-adk" in err
+    assert "google-adk is not installed in the agent's Python; install it there: " in err
+    if with_pip:
+        assert f"there: {python} -m pip install google-adk (in the GitHub Action" in err
+    else:
+        assert f"there: {python} -m ensurepip && {python} -m pip install google-adk " in err
+        done = subprocess.run([python, "-m", "pip", "--version"], capture_output=True)
+        assert done.returncode != 0  # a bare pip of this environment does not exist
 
 
 def test_adk_bridge_on_a_folder_without_root_agent_says_so_in_full(tmp_path):
