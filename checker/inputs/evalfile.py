@@ -172,6 +172,18 @@ def _check_rubric_ids(case: EvalCase, i: int, display: str) -> None:
                              fix="rubric ids must be unique across a case and its invocations")
 
 
+def final_state_note(display: str, cases: list[int]) -> list[str]:
+    """The warning for cases that give ``final_session_state`` (at these indices): kept in the
+    file, never compared - ADK 2.13 reads the key into its EvalCase and no metric checks it -
+    so a run whose agent ends in another state is not caught by it."""
+    if not cases:
+        return []
+    more = f" (and {len(cases) - 1} more like it)" if len(cases) > 1 else ""
+    return [f"{display}: $.eval_cases[{cases[0]}].final_session_state{more}: not compared: "
+            "like adk eval, evalcheck does not check the session state a run ends with; a "
+            "metric on the conversation (e.g. tool_trajectory_avg_score, rubrics) can"]
+
+
 def _read_text(path: Path, display: str) -> str:
     try:
         return path.read_text(encoding="utf-8-sig")
@@ -195,6 +207,7 @@ def _outline(path: Path, display: str) -> LoadedEvalSet:
     but a valid plain eval set, and the whole-file reader then gives the message."""
     signature = _signature(path)
     notes: list[str] = []
+    final_states: list[int] = []  # cases giving final_session_state
 
     def visit(element: Element) -> tuple[CaseOutline, int, tuple[int, int, int]]:
         text, where = element.text(), ("eval_cases", element.index)
@@ -203,6 +216,8 @@ def _outline(path: Path, display: str) -> LoadedEvalSet:
         if "\x00" in case.eval_id:
             raise Irregular
         _check_rubric_ids(case, element.index, display)
+        if case.final_session_state:
+            final_states.append(element.index)
         line = element.line + _find_lines(text, ("eval_id", "evalId"), [case.eval_id])[case.eval_id] - 1
         return CaseOutline.of(case), line, (element.byte_start, element.byte_end, element.index)
 
@@ -215,7 +230,8 @@ def _outline(path: Path, display: str) -> LoadedEvalSet:
         raise Irregular
     return LoadedEvalSet(eval_set, path, display, {o.eval_id: line for o, line, _ in items},
                          outlines=[o for o, _, _ in items], spans={o.eval_id: span for o, _, span in items},
-                         case_ids=ids, signature=signature, notes=merge_notes(notes))
+                         case_ids=ids, signature=signature,
+                         notes=[*merge_notes(notes), *final_state_note(display, final_states)])
 
 
 def load_eval_file(path: Path, display: str | None = None,
@@ -266,6 +282,7 @@ def load_eval_file(path: Path, display: str | None = None,
                              fix="give every eval case a unique eval_id")
         seen[case.eval_id] = i
         _check_rubric_ids(case, i, display)
+    notes += final_state_note(display, [i for i, c in enumerate(eval_set.eval_cases) if c.final_session_state])
     lines = _find_lines(text, ("eval_id", "evalId"), [c.eval_id for c in eval_set.eval_cases])
     return LoadedEvalSet(eval_set, path, display, lines, notes=notes)
 

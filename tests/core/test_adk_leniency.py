@@ -79,6 +79,26 @@ def test_a_key_in_many_cases_is_one_warning(repo):
                          "unknown key 'tags' ignored, as ADK ignores it"], out.stderr
 
 
+def test_final_session_state_is_warned_as_not_compared(repo):
+    """ADK reads ``final_session_state`` into its EvalCase and no metric of it checks it: a
+    case that gives one runs, with one warning per file saying it is not compared (read
+    whole and case by case), and the result is the same with or without it."""
+    state = {"booking": "confirmed"}
+    cases = [{**case(f"c{i}"), **({"final_session_state": state} if i else {})} for i in range(4)]
+    write_json(repo / "evals/s.evalset.json", evalset("s", *cases))
+    assert adk_loads(repo / "evals/s.evalset.json").eval_cases[1].final_session_state == state
+    write_json(repo / "evals/test_config.json", CRITERIA)
+    write_json(repo / "runs.json", replay(*((("s", f"c{i}", 1, [invocation(response="ok")])) for i in range(4))))
+    for shard in ([], ["--shard", "1/1"]):  # read whole, and case by case
+        out = run_cli(["run", "evals", "--replay", "runs.json", *shard], repo)
+        assert out.code == 0, out.output
+        lines = [ln for ln in out.stderr.splitlines() if "final_session_state" in ln]
+        assert lines == ["evalcheck: warning: evals/s.evalset.json: $.eval_cases[1].final_session_state "
+                         "(and 2 more like it): not compared: like adk eval, evalcheck does not check "
+                         "the session state a run ends with; a metric on the conversation (e.g. "
+                         "tool_trajectory_avg_score, rubrics) can"], out.stderr
+
+
 def test_legacy_initial_state_becomes_the_initial_session_state(repo):
     """adk eval drops ``initial_state`` (the agent starts with an empty state); evalcheck reads it."""
     data = [{"name": "shopping", "initial_state": {"brand": "BSOAgentTestBrand"},
