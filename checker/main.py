@@ -23,7 +23,8 @@ from .metrics.base import ScoringContext
 from .models.records import RecordedRun
 from .models.results import FileError, Results
 from .models.usage import TokenBudget
-from .option_checks import check_input_files, check_run_files, check_run_options
+from .option_checks import (check_input_files, check_run_files, check_run_options,
+                            tracked_cache_note)
 from .options import RunOptions
 from .report.finish import raise_budget_errors, raise_file_errors, report_gates, say_run_lines, write_reports
 from .report.writes import OutputFiles
@@ -174,11 +175,13 @@ def read_inputs(options: RunOptions) -> Inputs:
     baselines = read_baselines(options)  # bad input is found before any agent runs
     root = find_repo_root(Path.cwd())
     check_input_files(options)
+    notes: list[str] = []
+    if options.confine is None:  # (under --confine a judge cache in the checkout is refused)
+        notes += filter(None, [tracked_cache_note(options.judge_cache, root)])
     if options.template is not None:  # in the sandbox, a copy the agent's user cannot write
         from .report.markdown import template_for_run
 
         options.template = template_for_run(options.template, private=options.sandbox is not None)
-    notes: list[str] = []
     problems: list[InputError] = []  # eval files that cannot be read: the others still run
     targets = discover(options.paths, root=root, config_file=options.config_file,
                        initial_session=options.initial_session, notes=notes,

@@ -5,13 +5,14 @@ against them (``check_run_files``). Bad input raises InputError (exit status 2).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .compare.verdict import VerdictRule, parse_verdict_rule, runs_needed
 from .errors import InputError
 from .options import RunOptions
 from .report.writes import Named, check_outputs
-from .safety.confine import confined
+from .safety.confine import confined, lies_inside
 from .safety.limits import check_runs, check_turn_timeout
 
 if TYPE_CHECKING:
@@ -58,12 +59,46 @@ def check_input_files(options: RunOptions) -> None:
     """The config file exists; no file the run reads leads out of the workspace."""
     if options.config_file is not None and not options.config_file.is_file():
         raise InputError("config file not found", file=str(options.config_file))
+    check_judge_cache_outside(options.judge_cache, options.confine, "--judge-cache",
+                              "keep the cache outside the checkout (e.g. ~/.cache/evalcheck-judge), "
+                              "restored by your CI's cache")
     for what, path in (("the replay file", options.replay), ("the config file", options.config_file),
                        ("the template", options.template), ("the judge cache", options.judge_cache),
                        ("the initial session file", options.initial_session),
                        ("the prices file", options.prices)):
         if path is not None:
             confined(path, options.confine, what)
+
+
+CACHE_IN_CHECKOUT = ("is inside the workspace, where the change under test can commit cache "
+                     "entries: their answers would be taken as the judge's verdicts")
+
+
+def check_judge_cache_outside(cache: Path | None, workspace: Path | None, name: str, fix: str) -> None:
+    """A judge cache inside the checkout of an untrusted change (the Action's workspace,
+    --confine's folder) is bad input: an entry it committed, keyed as the checker computes
+    keys, would be a "cache hit" for its own answers (checker/judges/cache.py)."""
+    if cache is not None and workspace is not None and lies_inside(cache, workspace):
+        raise InputError(f"{name}: {cache} {CACHE_IN_CHECKOUT}", fix=fix)
+
+
+def tracked_cache_note(cache: Path | None, root: Path) -> str | None:
+    """Plain ``evalcheck run``: a warning when git tracks entries of the judge cache (they are
+    whoever committed them's answers); None when it tracks none or git cannot tell."""
+    if cache is None or not lies_inside(cache, root) or not (root / ".git").exists():
+        return None
+    from .inputs.git_changes import tracked_files
+
+    try:
+        tracked = tracked_files(root, cache)
+    except InputError:  # no git, or not a repository git reads: a warning is all this is
+        return None
+    if not tracked:
+        return None
+    return (f"--judge-cache {cache}: git tracks {len(tracked)} file(s) in it ({tracked[0]}"
+            f"{', ...' if len(tracked) > 1 else ''}): committed answers are taken as the judge's "
+            "verdicts, so in a pull request's checkout they are the change's claim; keep the "
+            "cache out of the repository, or pass --confine . to refuse it")
 
 
 def check_run_files(options: RunOptions, targets: Iterable[EvalTarget]) -> None:

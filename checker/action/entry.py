@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from ..compare.gate import gate_failed, gate_message
 from ..safety.confine import unbend_output
 from ..errors import InputError
+from ..option_checks import check_judge_cache_outside
 from .github.publish import PublishOptions, PublishOutcome
 from .github.workflow import Commands, Inputs, RunContext, summary_room, write_outputs, write_summary
 from .config import ActionConfig, changed_since, read_config
@@ -32,6 +33,11 @@ if TYPE_CHECKING:
     from .github.baseline import BaselineSearch
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+CACHE_FIX = ("keep it under the runner's home, e.g. judge-cache: /github/home/judge-cache, "
+             "restored and saved by actions/cache with path: ${{ runner.temp }}/_github_home/judge-cache "
+             "(docs/github-action.md#the-judge-cache)")
+
+
 def agent_sandbox(config: ActionConfig, ctx: RunContext) -> AgentSandbox | None:
     """The unprivileged user the PR's code - setup-command, the agents, custom metrics - runs
     as, in every mode, replay included, when the container has that user
@@ -124,6 +130,28 @@ def give_back(paths: list[Path], workspace: Path | None) -> None:
                 pass
 
 
+def give_cache_back(cache: Path | None) -> None:
+    """The judge cache lives outside the workspace, under the runner's home, which
+    actions/cache saves as the runner's user after this step: what was written there as
+    root (readable by root alone) goes to the owner of the folder holding the cache."""
+    if cache is None or os.geteuid() != 0:
+        return
+    from ..safety.tree import walk_tree
+
+    try:
+        owner = cache.parent.stat()
+    except OSError:
+        return
+
+    def give(fd: int | None, name: str, st: os.stat_result) -> None:
+        if st.st_uid == 0 and owner.st_uid != 0:
+            with contextlib.suppress(OSError):
+                os.chown(name, owner.st_uid, owner.st_gid, dir_fd=fd, follow_symlinks=False)
+
+    if cache.is_dir():
+        walk_tree(str(cache), give)
+
+
 def write_step_summary(results: Results, ctx: RunContext, template: Path | None,
                        fail_on: str = "failure") -> None:
     """The full report in the job summary (1 MiB cap: it degrades like the comment)."""
@@ -203,6 +231,7 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
         config = read_config(env, Path.cwd())
         boundary = ctx.workspace or config.workdir
         config.run.confine = boundary
+        check_judge_cache_outside(config.run.judge_cache, boundary, "input 'judge-cache'", CACHE_FIX)
         for output in (config.results_path, config.markdown_path, config.run.junit, config.run.inference_out,
                        config.run.html):
             if output is not None:
@@ -278,6 +307,7 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
     written = [p for p in (config.results_path, config.markdown_path, config.run.junit,
                            config.run.inference_out, config.run.html) if p]
     give_back(written, ctx.workspace)
+    give_cache_back(config.run.judge_cache)
     if ctx.output_path is not None:
         outputs = {"passed": "true" if results.passed else "false",
                    "results-path": relative_to_workspace(config.results_path, ctx.workspace),

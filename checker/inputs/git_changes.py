@@ -91,3 +91,13 @@ def changed_files(ref: str, root: Path) -> list[str]:
     out = _git(root, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff",
                "--no-textconv", "--ignore-submodules=none", f"{ref}...HEAD", "--")
     return sorted({p for p in out.split("\0") if p})
+
+
+def tracked_files(root: Path, folder: Path) -> list[str]:
+    """The files under ``folder`` that git tracks in ``root``'s index (``/``-separated,
+    relative to the root). InputError when git cannot tell."""
+    relative = Path(os.path.abspath(folder)).relative_to(os.path.abspath(root)).as_posix()
+    check_repository(root, "the judge cache")
+    out = run_git(root, "--literal-pathspecs", "ls-files", "-z", "--", relative or ".",
+                  option="the judge cache")
+    return sorted(p for p in out.decode("utf-8", "replace").split("\0") if p)

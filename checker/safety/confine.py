@@ -22,6 +22,12 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+def lies_inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` is in ``root``, as spelt or once symlinks are resolved."""
+    return (_inside(os.path.abspath(path), os.path.abspath(root))
+            or _inside(os.path.realpath(path), os.path.realpath(root)))
+
+
 def confined(path: Path, root: Path | None, what: str = "this path", *,
              named_in: str | None = None) -> Path:
     """``path``, or an InputError when it lies in ``root`` but resolves outside it. With

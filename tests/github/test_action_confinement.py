@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from fake_github import FakeGitHub
 from github_data import pr_event
 from runner_env import Runner, input_env, run_in_workspace
@@ -104,3 +106,26 @@ def test_a_custom_function_file_named_outside_the_workspace_is_not_read(tmp_path
     assert (f"tests/eval/eval_config.yaml at $.custom_metrics[0].custom_function_file: this "
             f"custom_function_file ({outside / 'fn.py'}) lies outside the workspace") in log
     assert SECRET not in log and fake.writes() == [] and "passed" not in runner.outputs()
+
+
+@pytest.mark.parametrize("spelt", ["relative", "absolute"])
+def test_a_judge_cache_inside_the_workspace_is_refused(tmp_path, fake, capfd, spelt):
+    """Cache entries the pull request committed would be taken as the judge's verdicts: the
+    input is refused, naming where the cache belongs."""
+    def prepare(workspace: Path, outside: Path) -> None:
+        (workspace / ".judge-cache" / "ab").mkdir(parents=True)
+
+    cache = ".judge-cache" if spelt == "relative" else str(tmp_path / "runner" / "workspace" / ".judge-cache")
+    code, runner, _, log = run_action(tmp_path, fake, capfd, prepare, judge_cache=cache)
+    assert code == 2, log
+    assert ("input 'judge-cache': " in log and "is inside the workspace, where the change under "
+            "test can commit cache entries" in log), log
+    assert "judge-cache: /github/home/judge-cache" in log and "_github_home/judge-cache" in log
+    assert fake.writes() == [] and "passed" not in runner.outputs()
+
+
+def test_a_judge_cache_under_the_runners_home_is_used(tmp_path, fake, capfd):
+    code, runner, _, log = run_action(tmp_path, fake, capfd, lambda ws, out: None,
+                                      judge_cache=str(tmp_path / "runner" / "home" / "judge-cache"))
+    assert code == 1, log  # the example's failing case, as without a cache
+    assert runner.outputs()["passed"] == "false" and "judge-cache" not in log
