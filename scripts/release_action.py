@@ -11,7 +11,7 @@
 
 On main, action.yml builds the Dockerfile (`image: Dockerfile`), so the repository works
 before any release exists. A release commit (only reachable from the version tags) pins
-the prebuilt multi-arch image instead, so `uses: owner/evalcheck@v1` pulls it rather than
+the prebuilt multi-arch image instead, so `uses: owner/evalcheck@v0` (0.x releases) pulls it rather than
 building it. The edit is textual: comments, order and quoting of action.yml stay as they
 are. Exit status: 0 done, 2 refused (the reason on stderr).
 """

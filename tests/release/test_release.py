@@ -185,3 +185,21 @@ def test_script_command_line(tmp_path):
     assert differs.returncode == 2 and "needs '2.0.2'" in differs.stderr and "Traceback" not in differs.stderr
     assert run("pin", str(tmp_path / "missing.yml"), IMAGE).returncode == 2
     assert run().returncode == 2
+
+
+def test_readme_versions_agree_with_the_package_and_the_release_workflow():
+    """README names the first release and the major tag it moves as the release workflow
+    computes them from pyproject's version (0.1.0 -> v0.1.0 and v0, not v1); before that
+    release its Action example pins a commit, and PyPI is said to come after it."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    tags = release_tags(f"v{version}")
+    assert f"the first will be `{tags['version']}`" in " ".join(readme.split())
+    assert f"after the first release `@{tags['major']}` follows the {tags['major'][1:]}.x releases" in " ".join(readme.split())
+    action = readme.split("## GitHub Action", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
+    (uses,) = [line.split("uses:", 1)[1].strip() for line in action.splitlines()
+               if "uses:" in line and "evalcheck/" in line]
+    assert uses == "evalcheck/evalcheck@<full commit SHA>"
+    first_install = readme.split("## Run your own ADK agent", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    assert "pip install 'evalcheck-adk[adk]'" not in first_install  # PyPI: after the first release
+    assert "After the first release, `pip install 'evalcheck-adk[adk]'`" in readme
