@@ -6,8 +6,10 @@ base of REF. One that does not is carried: its cases are main's newest results f
 labelled ``carried`` (not re-run: nothing it depends on changed), and count for the gate as
 they did on main. It runs after all - and the report says why - when the baseline cannot
 stand for it: main has no result for it or for one of its cases, a case's fingerprint
-(its data, criteria, judge) differs from main's, main did not evaluate a case, or main
-decided with another verdict rule.
+(its data, criteria, judge) differs from main's, main did not evaluate a case, a case
+failed or errored on main (only passes are carried, as build systems cache only passing
+tests: a flaky failure can clear, a real one is this run's own verdict), or main decided
+with another verdict rule.
 """
 
 from __future__ import annotations
@@ -89,6 +91,9 @@ def _why_not_carried(target: EvalTarget, base: EvalSetResult | None) -> str | Ev
             return f"main's results have no case '{eval_id}' of it"
         if found.status == "not_evaluated":
             return f"main did not evaluate its case '{eval_id}'"
+        if found.status != "passed":  # a flaky failure can clear, a real one is this run's verdict
+            return (f"its case '{eval_id}' {'errored' if found.status == 'error' else 'failed'} "
+                    "on main (only passes are carried)")
         if found.fingerprint is None or found.fingerprint != case_fingerprint(data[eval_id], target.config):
             return f"its case '{eval_id}' is not what main evaluated (its data, criteria or judge differ)"
         carried.append(_carried_case(found, target.loaded.case_lines.get(eval_id, found.line)))

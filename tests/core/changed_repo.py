@@ -1,7 +1,8 @@
 """A git repository of two ADK-style agents for the --changed-since tests (tests/core and the
 Action's, tests/github): agents/weather and agents/shop, each with ``agent.py`` (a stdio
 agent that logs every turn it answers), its eval set and test_config.json; lib/common.py,
-which both import; a workflow file. shop's case 'bye' fails."""
+which both import; a workflow file. shop's case 'bye' fails unless the environment's
+BYE_ANSWER gives the expected answer (a flaky agent)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,11 @@ for line in sys.stdin:
         continue
     with open(os.environ["AGENT_LOG"], "a") as log:
         log.write(f"{NAME} {os.environ['EVALCHECK_EVAL_ID']} {os.environ['EVALCHECK_RUN']}\\n")
+    said = msg["content"]["parts"][0]["text"]
+    # A flaky agent: the answer to "bye" comes from the environment when it is set.
+    answer = os.environ.get("BYE_ANSWER") or common.greet() if said == "bye" else common.greet()
     print(json.dumps({"type": "response", "invocationId": msg["invocationId"],
-                      "finalResponse": common.greet()}), flush=True)
+                      "finalResponse": answer}), flush=True)
 '''
 CRITERIA = {"criteria": {"response_match_score": 0.8}}
 # One command for both agents: each eval set's id names its agent's folder.

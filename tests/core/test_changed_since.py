@@ -48,44 +48,67 @@ def changes(results: dict) -> dict[str, set[str | None]]:
 
 
 def test_a_pr_that_changes_one_agent_reruns_only_its_eval_sets(monorepo):
-    (monorepo / "agents" / "weather" / "agent.py").write_text(AGENT + "# faster\n")
-    commit(monorepo, "weather: faster")
+    (monorepo / "agents" / "shop" / "agent.py").write_text(AGENT + "# faster\n")
+    commit(monorepo, "shop: faster")
     done, results, markdown = pr_run(monorepo, "--junit", str(monorepo.parent / "pr.xml"))
-    assert ran(monorepo.parent / "agent.log") == {"weather"}
+    assert ran(monorepo.parent / "agent.log") == {"shop"}
     assert done.code == 0, done.output  # shop/bye fails, as on main: no regression
-    assert changes(results) == {"weather": {"unchanged"}, "shop": {"carried"}}
-    shop = next(s for s in results["evalSets"] if s["evalSetId"] == "shop")
-    assert [(c["evalId"], c["status"]) for c in shop["cases"]] == [("hello", "passed"), ("bye", "failed")]
-    assert results["summary"]["carried"] == 2 and results["comparison"]["summary"]["carried"] == 2
-    assert results["metadata"]["changedSince"]["carried"] == ["shop"]
+    assert changes(results) == {"weather": {"carried"}, "shop": {"unchanged"}}
+    weather = next(s for s in results["evalSets"] if s["evalSetId"] == "weather")
+    assert [(c["evalId"], c["status"]) for c in weather["cases"]] == [("hi", "passed")]
+    assert results["summary"]["carried"] == 1 and results["comparison"]["summary"]["carried"] == 1
+    assert results["metadata"]["changedSince"]["carried"] == ["weather"]
     assert results["metadata"]["changedSince"]["rerun"] == [
-        {"evalSet": "weather", "why": "its agent's file agents/weather/agent.py changed"}]
-    # The comment: shop is carried, with main's verdict on each case.
-    assert "2 carried from main (not re-run: nothing it depends on changed)" in markdown
-    assert "| bye | ❌ failed | ⏭️ carried |" in markdown
-    assert "| hello | ✅ passed | ⏭️ carried |" in markdown
+        {"evalSet": "shop", "why": "its agent's file agents/shop/agent.py changed"}]
+    # The comment: weather is carried, with main's verdict.
+    assert "1 carried from main (not re-run: nothing it depends on changed)" in markdown
+    assert "| hi | ✅ passed | ⏭️ carried |" in markdown
     assert "not re-run: nothing it depends on changed" in done.stderr
     html = (monorepo.parent / "pr.html").read_text()
-    assert html.count('<span class="badge change-carried">carried</span>') == 2
-    assert html.count("Carried from main, not re-run: nothing it depends on changed.") == 2
-    # JUnit: a case passed on main is skipped here, not passed; one failed on main still fails.
+    assert html.count('<span class="badge change-carried">carried</span>') == 1
+    assert html.count("Carried from main, not re-run: nothing it depends on changed.") == 1
+    # JUnit: a case passed on main is skipped here, not passed; bye ran and failed here.
     junit = ET.parse(monorepo.parent / "pr.xml").getroot()
     assert junit.get("skipped") == "1" and junit.get("failures") == "1"
-    suite = next(s for s in junit.iter("testsuite") if s.get("name") == "shop")
-    assert (suite.get("tests"), suite.get("skipped"), suite.get("failures")) == ("2", "1", "1")
-    hello, bye = suite.iter("testcase")
-    assert hello.get("time") == "0" and bye.get("time") == "0"  # main's run time is not this PR's
-    assert [(e.tag, e.get("message")) for e in hello if e.tag != "properties"] == [
+    suite = next(s for s in junit.iter("testsuite") if s.get("name") == "weather")
+    assert (suite.get("tests"), suite.get("skipped"), suite.get("failures")) == ("1", "1", "0")
+    (hi,) = suite.iter("testcase")
+    assert hi.get("time") == "0"  # main's run time is not this PR's
+    assert [(e.tag, e.get("message")) for e in hi if e.tag != "properties"] == [
         ("skipped", "carried from main: passed on main, not re-run (nothing it depends on changed)")]
-    (failure,) = bye.iter("failure")
-    assert failure.get("message").startswith("carried from main: failed: ")
-    assert bye.find("skipped") is None
-    weather = next(s for s in junit.iter("testsuite") if s.get("name") == "weather")
-    assert weather.get("skipped") == "0" and weather.find("testcase/skipped") is None
-    # Under fail-on: failure the carried failure counts as it did on main.
+    shop = next(s for s in junit.iter("testsuite") if s.get("name") == "shop")
+    assert shop.get("skipped") == "0" and shop.find("testcase/skipped") is None
+    (failure,) = shop.iter("failure")
+    assert not failure.get("message").startswith("carried from main")
+    # Under fail-on: failure bye's own failure here fails the job.
     done, _, markdown = pr_run(monorepo, fail_on="failure")
-    assert done.code == 1 and ran(monorepo.parent / "agent.log") == {"weather"}
-    assert "1 case of 3 did not pass (2 carried from main, not re-run)" in markdown
+    assert done.code == 1 and ran(monorepo.parent / "agent.log") == {"shop"}
+    assert "1 case of 3 did not pass (1 carried from main, not re-run)" in markdown
+
+
+def test_a_case_that_failed_on_main_reruns_though_nothing_it_depends_on_changed(monorepo, monkeypatch):
+    """Only passes are carried: shop/bye failed on main, so shop runs although the PR touched
+    only weather, and the report says why. A flaky failure then clears (BYE_ANSWER: the
+    agent answers right this time) and fail-on: failure passes; a real one fails here."""
+    (monorepo / "agents" / "weather" / "agent.py").write_text(AGENT + "# faster\n")
+    commit(monorepo, "weather: faster")
+    why = "shop: nothing it depends on changed, but its case 'bye' failed on main (only passes are carried): it runs"
+    done, results, markdown = pr_run(monorepo, fail_on="failure")
+    assert ran(monorepo.parent / "agent.log") == {"weather", "shop"}
+    assert done.code == 1, done.output  # bye fails again: this run's own verdict
+    assert changes(results) == {"weather": {"unchanged"}, "shop": {"unchanged"}}
+    assert "carried" not in results["summary"]
+    assert why in results["metadata"]["changedSince"]["notes"] and f"evalcheck: note: {why}" in done.stderr
+    assert {"evalSet": "shop", "why": "its case 'bye' failed on main (only passes are carried)"} in \
+        results["metadata"]["changedSince"]["rerun"]
+    assert why.replace("'", "\\'") in markdown.replace("'", "\\'")
+    monkeypatch.setenv("BYE_ANSWER", "Goodbye, see you soon.")
+    done, results, markdown = pr_run(monorepo, fail_on="failure")
+    assert ran(monorepo.parent / "agent.log") == {"weather", "shop"}
+    assert done.code == 0, done.output
+    shop = next(s for s in results["evalSets"] if s["evalSetId"] == "shop")
+    assert [(c["evalId"], c["status"], c["change"]) for c in shop["cases"]] == [
+        ("hello", "passed", "unchanged"), ("bye", "passed", "unchanged")]
 
 
 def test_a_pr_that_changes_a_shared_module_reruns_every_eval_set(monorepo):
@@ -123,38 +146,51 @@ def test_a_pr_that_changes_the_workflow_reruns_every_eval_set(monorepo):
     assert changes(results) == {"weather": {"unchanged"}, "shop": {"unchanged"}}
 
 
-def test_nothing_changed_carries_everything_and_runs_no_agent(monorepo):
+def test_nothing_changed_carries_every_passing_eval_set_and_runs_no_agent_for_it(monorepo):
     done, results, markdown = pr_run(monorepo, fail_on="failure")
-    assert ran(monorepo.parent / "agent.log") == set()
-    assert done.code == 1  # shop/bye failed on main and is carried as failed
-    assert results["summary"] == {**results["summary"], "cases": 3, "passed": 2, "failed": 1, "carried": 3}
+    assert ran(monorepo.parent / "agent.log") == {"shop"}  # shop/bye failed on main: it runs
+    assert done.code == 1  # and fails again
+    assert results["summary"] == {**results["summary"], "cases": 3, "passed": 2, "failed": 1, "carried": 1}
+    git(monorepo, "checkout", "-q", "main")  # main drops bye; the PR starts from there
+    (monorepo / "agents" / "shop" / "shop.evalset.json").write_text(json.dumps(evalset(
+        "shop", case("hello", invocation("hi", "Hello there!")))))
+    commit(monorepo, "shop: bye dropped")
+    git(monorepo, "checkout", "-q", "pr")
+    git(monorepo, "merge", "-q", "--ff-only", "main")
+    out = monorepo.parent
+    run_cli(["run", ".", "--agent-command", COMMAND, "--num-runs", "1",
+             "--results", str(out / "main.json")], monorepo)  # every case passes on main now
+    ran(out / "agent.log")
+    done, results, _ = pr_run(monorepo, fail_on="failure")
+    assert ran(out / "agent.log") == set() and done.code == 0, done.output
+    assert results["summary"] == {**results["summary"], "cases": 2, "passed": 2, "carried": 2}
     assert "usage" not in results["summary"]  # no token was spent here
 
 
 def test_shards_hold_the_carried_eval_sets_once_and_merge_keeps_them(monorepo):
-    (monorepo / "agents" / "weather" / "agent.py").write_text(AGENT + "# faster\n")
-    commit(monorepo, "weather: faster")
+    (monorepo / "agents" / "shop" / "agent.py").write_text(AGENT + "# faster\n")
+    commit(monorepo, "shop: faster")
     out = monorepo.parent
     for index in (1, 2):
         done = run_cli(["run", ".", "--agent-command", COMMAND, "--num-runs", "1", "--changed-since", "main",
                         "--baseline", str(out / "main.json"), "--shard", f"{index}/2",
                         "--results", str(out / f"s{index}.json")], monorepo)
         assert done.code in (0, 1), done.output
-    assert ran(out / "agent.log") == {"weather"}
+    assert ran(out / "agent.log") == {"shop"}
     shards = [json.loads((out / f"s{i}.json").read_text()) for i in (1, 2)]
     # Every shard lists both eval sets; shard 1 holds the carried cases, after the cases run.
     assert [[s["evalSetId"] for s in r["evalSets"]] for r in shards] == [["shop", "weather"]] * 2
-    assert changes(shards[0])["shop"] == {"carried"} and changes(shards[1])["shop"] == set()
+    assert changes(shards[0])["weather"] == {"carried"} and changes(shards[1])["weather"] == set()
     assert [r["shard"]["total"] for r in shards] == [3, 3]
     done = run_cli(["merge", str(out / "s1.json"), str(out / "s2.json"), "--baseline", str(out / "main.json"),
                     "--results", str(out / "merged.json"), "--markdown", str(out / "merged.md"),
                     "--fail-on", "regression"], monorepo)
     assert done.code == 0, done.output
     merged = json.loads((out / "merged.json").read_text())
-    assert changes(merged) == {"weather": {"unchanged"}, "shop": {"carried"}}
+    assert changes(merged) == {"weather": {"carried"}, "shop": {"unchanged"}}
     assert [c["evalId"] for s in merged["evalSets"] for c in s["cases"]] == ["hello", "bye", "hi"]
-    assert merged["summary"]["carried"] == 2 and merged["comparison"]["summary"]["carried"] == 2
-    assert "| bye | ❌ failed | ⏭️ carried |" in (out / "merged.md").read_text()
+    assert merged["summary"]["carried"] == 1 and merged["comparison"]["summary"]["carried"] == 1
+    assert "| hi | ✅ passed | ⏭️ carried |" in (out / "merged.md").read_text()
     # A shard that ran everything evaluated another selection: not merged with these.
     run_cli(["run", ".", "--agent-command", COMMAND, "--num-runs", "1", "--shard", "2/2",
              "--results", str(out / "all2.json")], monorepo)

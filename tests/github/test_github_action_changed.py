@@ -1,6 +1,6 @@
 """The Action's `only-changed: auto` end to end, in-process, against the fake GitHub: a pull
 request re-runs the agent it changed and carries the other from main's results artifact (the
-comment says so, with main's verdict); a push runs everything; without the baseline's commit
+comment says so, with main's verdict; only passes are carried: tests/core/test_changed_since.py); a push runs everything; without the baseline's commit
 in the checkout, everything runs with a note. The agents' own log says which ran."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def results_zip(path: Path) -> bytes:
 
 @pytest.fixture
 def pull_request(tmp_path: Path, fake: FakeGitHub, monkeypatch):
-    """The workspace: the monorepo on a branch that changed agents/weather; main's results
+    """The workspace: the monorepo on a branch that changed agents/shop; main's results
     (a run on main's commit) are the artifact of main's merge base."""
     runner = Runner.create(tmp_path, pr_event(head_sha=HEAD))
     shutil.rmtree(runner.workspace)
@@ -47,8 +47,8 @@ def pull_request(tmp_path: Path, fake: FakeGitHub, monkeypatch):
     fake.history, fake.merge_base = [main], main
     fake.add_artifact(main, results_zip(tmp_path / "main.json"))
     git(runner.workspace, "checkout", "-q", "-b", "pr")
-    (runner.workspace / "agents" / "weather" / "agent.py").write_text(AGENT + "# faster\n")
-    commit(runner.workspace, "weather: faster")
+    (runner.workspace / "agents" / "shop" / "agent.py").write_text(AGENT + "# faster\n")
+    commit(runner.workspace, "shop: faster")
     event = pr_event(head_sha=HEAD)
     event["pull_request"]["base"].update(ref="main", sha=main)
     (runner.workflow / "event.json").write_text(json.dumps(event))
@@ -69,20 +69,19 @@ def act(runner: Runner, fake: FakeGitHub, capfd, event_name: str = "pull_request
 
 def test_a_pull_request_reruns_the_agent_it_changed_and_carries_the_other(pull_request, fake, capfd):
     code, results, log = act(pull_request, fake, capfd, **{"only-changed": "auto"})
-    assert ran(pull_request.root / "agent.log") == {"weather"}
+    assert ran(pull_request.root / "agent.log") == {"shop"}
     assert code == 0, log  # shop/bye fails as on main: no regression
     assert {s["evalSetId"]: [c["change"] for c in s["cases"]] for s in results["evalSets"]} == \
-        {"shop": ["carried", "carried"], "weather": ["unchanged"]}
+        {"shop": ["unchanged", "unchanged"], "weather": ["carried"]}
     assert results["metadata"]["changedSince"]["ref"] == fake.merge_base
     assert "1 of 2 eval sets run, 1 carried from main" in log
     (comment,) = fake.comments[7]
     body = comment["body"]
     assert ("**Carried from main** (not re-run: nothing it depends on changed since "
-            f"`{fake.merge_base[:12]}`; main's verdict): shop (agents/shop/shop.evalset.json): "
-            "1 of 2 cases passed on main.") in body
-    assert "shop.evalset.json#L29) | ❌ failed | ⏭️ carried |" in body  # bye: main's verdict
-    assert "shop.evalset.json#L5) | ✅ passed | ⏭️ carried |" in body  # hello
-    assert "2 carried from main" in pull_request.summary()
+            f"`{fake.merge_base[:12]}`; main's verdict): weather (agents/weather/weather.evalset.json): "
+            "all 1 case passed on main.") in body
+    assert "weather.evalset.json#L5) | ✅ passed | ⏭️ carried |" in body  # hi: main's verdict
+    assert "1 carried from main" in pull_request.summary()
 
 
 def test_only_changed_off_and_a_push_run_everything(pull_request, fake, capfd):
