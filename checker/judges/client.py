@@ -221,7 +221,8 @@ def _import_genai() -> Any:
         from google import genai
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise JudgeConfigError(
-            "LLM-judged metrics need the google-genai package: pip install 'evalcheck-adk[judges]'"
+            "LLM-judged metrics need the google-genai package: pip install google-genai (what "
+            "evalcheck-adk's extra judges installs)"
         ) from exc
     return genai
 

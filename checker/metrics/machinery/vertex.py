@@ -151,7 +151,8 @@ def _make_client(settings: Settings) -> tuple[Any, Any]:
     except ImportError as exc:
         raise VertexError(
             "Vertex AI metrics need google-cloud-aiplatform with pandas, tqdm and pyyaml: "
-            "pip install 'evalcheck-adk[vertex]'") from exc
+            "pip install 'google-cloud-aiplatform>=2.7,<3' pandas tqdm pyyaml (what evalcheck-adk's "
+            "extra vertex installs)") from exc
     # Pointing the client elsewhere is genai's supported http_options.base_url; with a
     # project and location the path stays projects/{p}/locations/{l}:evaluateInstances.
     http_options: dict[str, Any] = {}

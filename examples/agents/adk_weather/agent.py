@@ -3,7 +3,7 @@
     evalcheck run examples/weather \\
       --agent-command "evalcheck-adk examples/agents/adk_weather"
 
-It needs google-adk (pip install 'evalcheck-adk[adk]') and a Gemini key (GOOGLE_API_KEY),
+It needs google-adk beside evalcheck (README: "Run your own ADK agent") and a Gemini key (GOOGLE_API_KEY),
 exactly as ``adk run`` / ``adk web`` would. Nothing in it is evalcheck-specific.
 """
 
