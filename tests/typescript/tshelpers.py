@@ -1,0 +1,111 @@
+"""Shared helpers of the TypeScript ADK tests: the npm packages of this folder's
+package-lock.json (installed by scripts/setup.d/45-typescript.sh), the examples copied
+beside them, evalcheck run as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+NODE_MODULES = HERE / "node_modules"
+EXAMPLES = REPO / "examples" / "typescript"
+AGENTS = HERE / "agents"
+PY = sys.executable
+ADK_CLI = NODE_MODULES / "@google" / "adk-devtools" / "dist" / "esm" / "cli_entrypoint.js"
+
+
+def require_packages() -> None:
+    """The packages must be there: a missing install fails the tests, never skips them."""
+    if not (NODE_MODULES / ".evalcheck-lock.sha256").exists() or shutil.which("node") is None:
+        pytest.fail("the TypeScript ADKs are not installed: run scripts/setup "
+                    "(scripts/setup.d/45-typescript.sh)")
+
+
+def examples_copy(tmp: Path) -> Path:
+    """examples/typescript in ``tmp``, each example with this folder's node_modules, as
+    a user's project has its own after npm install."""
+    require_packages()
+    copy = tmp / "typescript"
+    shutil.copytree(EXAMPLES, copy, ignore=shutil.ignore_patterns("node_modules"))
+    for project in ("google-adk", "iqai-adk"):
+        (copy / project / "node_modules").symlink_to(NODE_MODULES, target_is_directory=True)
+    return copy
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def api_server_command(agents: Path, port: int) -> str:
+    """``adk api_server`` of @google/adk-devtools, as ``npx adk api_server`` starts it."""
+    return f"node {ADK_CLI} api_server --port {port} {agents}"
+
+
+def evalcheck(*args: str, cwd: Path = REPO, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, "-c", "from checker.cli import main; main()", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def run_evalcheck(tmp: Path, evals: Path, *agent_args: str, runs: int = 2,
+                  concurrency: int = 2) -> tuple[dict, dict, subprocess.CompletedProcess]:
+    """``evalcheck run``: the results, the recorded runs and the finished process."""
+    results, inference = tmp / "results.json", tmp / "inference.json"
+    done = evalcheck("run", str(evals), *agent_args, "--num-runs", str(runs),
+                     "--concurrency", str(concurrency), "--results", str(results),
+                     "--inference-out", str(inference))
+    if not results.exists():
+        pytest.fail(f"evalcheck wrote no results (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return json.loads(results.read_text()), json.loads(inference.read_text()), done
+
+
+def metric_runs(results: dict) -> dict[tuple[str, str], list[float]]:
+    """(eval id, metric) -> the score of each run."""
+    return {(c["evalId"], m["name"]): m["runs"] for s in results["evalSets"]
+            for c in s["cases"] for m in c["metrics"]}
+
+
+def visits_eval_set(folder: Path, cases: int = 8) -> Path:
+    """An eval set for the visits agents (agents/*/visits.*): each case's session holds its
+    own marker; its two turns each count a visit, and must see only their own."""
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def turn(i: int, visit: int) -> dict:
+        return {"invocationId": f"inv-{visit}",
+                "userContent": {"role": "user", "parts": [{"text": f"visit {visit}"}]},
+                "finalResponse": {"role": "model", "parts": [
+                    {"text": f"m{i}: visit {visit}, 0 other markers seen"}]},
+                "intermediateData": {"toolUses": [{"name": "count_visit", "args": {}}]}}
+    eval_set = {"evalSetId": "visits", "evalCases": [
+        {"evalId": f"case_{i}", "conversation": [turn(i, 1), turn(i, 2)],
+         "sessionInput": {"appName": "visits", "userId": f"user{i}", "state": {"marker": f"m{i}"}}}
+        for i in range(cases)]}
+    (folder / "visits.test.json").write_text(json.dumps(eval_set, indent=1))
+    (folder / "test_config.json").write_text(json.dumps(
+        {"criteria": {"tool_trajectory_avg_score": 1.0, "response_match_score": 1.0}}))
+    return folder
+
+
+def most_in_flight(inference: dict) -> int:
+    """The most runs that were between their first turn's start and last turn's end at once."""
+    spans = []
+    for run in inference["runs"]:
+        invocations = run["invocations"]
+        if invocations:
+            first, last = invocations[0], invocations[-1]
+            spans.append((first["creationTimestamp"], last["creationTimestamp"] + (last.get("duration") or 0)))
+    edges = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    most = now = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most
