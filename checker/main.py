@@ -36,6 +36,7 @@ from .scoring.services import build_context, start_metric_worker
 
 if TYPE_CHECKING:
     from .compare.adaptive import AdaptiveRuns
+    from .inputs.git_changes import Changes
     from .report.cost import PriceTable
     from .models.results import ShardInfo
     from .report.adk_history import HistoryPlan
@@ -54,7 +55,7 @@ class Inputs:
     notes: list[str]  # e.g. an empty eval set skipped
     problems: list[InputError] = field(default_factory=list)  # eval files that could not be read
     prices: PriceTable | None = None
-    changed: list[str] | None = None  # --changed-since: the files changed (None: run everything)
+    changed: Changes | None = None  # --changed-since: what changed (None: run everything)
     agent_paths: list[AgentMapping] = field(default_factory=list)
 
 

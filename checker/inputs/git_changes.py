@@ -10,7 +10,9 @@ request's code runs (the Action: before setup-command), so what it reads was not
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
@@ -35,12 +37,15 @@ def _environ() -> dict[str, str]:
 
 
 def run_git(root: Path, *args: str, missing: str | None = None, option: str = "--changed-since",
-            fix: str = FIX, without: str = "leave --changed-since out to run every eval set") -> bytes:
+            fix: str = FIX, without: str = "leave --changed-since out to run every eval set",
+            given: bytes | None = None) -> bytes:
     """git's output; InputError naming ``option`` when git is missing, hangs or fails
-    (``missing``: the message when it fails, e.g. a revision that names no commit)."""
+    (``missing``: the message when it fails, e.g. a revision that names no commit).
+    ``given``: git's standard input (else none)."""
+    stdin = {"input": given} if given is not None else {"stdin": subprocess.DEVNULL}
     try:
         done = subprocess.run(git_command(root, *args), capture_output=True, env=_environ(),
-                              timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL, check=False)
+                              timeout=GIT_TIMEOUT, check=False, **stdin)
     except FileNotFoundError:
         raise InputError(f"{option} needs git, and git is not installed",
                          fix=f"install git, or {without}") from None
@@ -91,6 +96,53 @@ def changed_files(ref: str, root: Path) -> list[str]:
     out = _git(root, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff",
                "--no-textconv", "--ignore-submodules=none", f"{ref}...HEAD", "--")
     return sorted({p for p in out.split("\0") if p})
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What a pull request changed since the merge base: the files, and which files and
+    folders along their paths exist on one side only. A folder or module that comes or goes
+    beside an agent's folder can shadow what the agent imports (scale/depends.py)."""
+
+    files: list[str]
+    added: frozenset[str] = frozenset()  # exist at HEAD only
+    removed: frozenset[str] = frozenset()  # exist at the merge base only
+
+
+def _prefixes(path: str) -> list[str]:
+    """``a/b/c.py`` -> ``a``, ``a/b``, ``a/b/c.py``."""
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+_FOUND = re.compile(rb"^[0-9a-f]{40,64} [a-z]+ [0-9]+$")
+
+
+def _existing(root: Path, commit: str, paths: list[str]) -> set[str]:
+    """Which of ``paths`` (no newline in them) name a file or folder in ``commit``: one
+    ``git cat-file --batch-check`` for all, an answer a line, in order."""
+    if not paths:
+        return set()
+    out = run_git(root, "cat-file", "--batch-check",
+                  given="".join(f"{commit}:{p}\n" for p in paths).encode("utf-8"))
+    answers = out.splitlines()
+    if len(answers) != len(paths):
+        raise InputError(f"git cat-file answered {len(answers)} lines for {len(paths)} paths",
+                         file=str(root), fix=FIX)
+    return {p for p, line in zip(paths, answers) if _FOUND.match(line)}
+
+
+def read_changes(ref: str, root: Path) -> Changes:
+    """The files changed since the merge base of ``ref`` and HEAD (``changed_files``), and
+    the files and folders along their paths that were added or removed."""
+    files = changed_files(ref, root)
+    base = _git(root, "merge-base", ref, "HEAD").strip()
+    entries = sorted({e for f in files for e in _prefixes(f)})
+    # A path git cannot be asked about on one line is taken as added: it re-runs more, not less.
+    odd = {e for e in entries if "\n" in e}
+    asked = [e for e in entries if e not in odd]
+    at_base, at_head = _existing(root, base, asked), _existing(root, "HEAD", asked) | odd
+    return Changes(files, frozenset(at_head - at_base), frozenset(at_base - at_head))
 
 
 def tracked_files(root: Path, folder: Path) -> list[str]:

@@ -23,9 +23,10 @@ from ..compare.comparison import uncompared
 from ..compare.fingerprint import case_fingerprint
 from ..models.results import CaseResult, EvalSetResult, Results, ShardInfo
 from ..models.setkey import ambiguous_ids, set_key, shown
-from .depends import bridge_folder, dependencies, rerun_reasons
+from .depends import bridge_folder, dependencies, one_server, rerun_reasons
 
 if TYPE_CHECKING:
+    from ..inputs.git_changes import Changes
     from ..inputs.discover import EvalTarget
     from ..options import RunOptions
     from .depends import AgentMapping
@@ -101,16 +102,18 @@ def _why_not_carried(target: EvalTarget, base: EvalSetResult | None) -> str | Ev
                          config_path=target.config.display_path, cases=carried)
 
 
-def select(targets: Sequence[EvalTarget], changed: list[str], ref: str, root: Path,
+def select(targets: Sequence[EvalTarget], changes: Changes, ref: str, root: Path,
            baseline: Results, rule: str, options: RunOptions,
            mappings: Sequence[AgentMapping]) -> Selection:
     """Which of ``targets`` run, and main's results for the others (``baseline``: main's
     newest; without one nothing is selected: read_changed)."""
-    selection = Selection(ref=ref, changed=changed, total=len(targets))
+    selection = Selection(ref=ref, changed=changes.files, total=len(targets))
     bridge = bridge_folder(options.agent_command, root)
     deps = [dependencies(t, root, mappings, bridge) for t in targets]
+    if options.agent_url is not None:  # one server, one process: every agent it serves is one
+        deps = one_server(deps)
     keys = [t.key for t in targets]
-    reasons = rerun_reasons(keys, deps, changed)
+    reasons = rerun_reasons(keys, deps, changes.files, added=changes.added, removed=changes.removed)
     if baseline.verdict_rule != rule:
         selection.notes.append(f"main's results were decided with the verdict rule "
                                f"'{baseline.verdict_rule}', this run's is '{rule}': every eval set runs")
@@ -172,13 +175,13 @@ def shard_positions(info: ShardInfo, run_targets: Sequence[EvalTarget], selectio
     return info.model_copy(update={"total": total, "positions": positions})
 
 
-def read_changed(options: RunOptions, root: Path, has_baseline: bool) -> tuple[list[str] | None, list[str]]:
-    """The files changed since ``options.changed_since`` (None: select nothing) and notes.
+def read_changed(options: RunOptions, root: Path, has_baseline: bool) -> tuple[Changes | None, list[str]]:
+    """What changed since ``options.changed_since`` (None: select nothing) and notes.
     Read before any of the pull request's code runs. With the Action's ``only-changed: auto``
     what cannot be selected runs everything, said in a note; on the command line it is bad
     input."""
     from ..errors import InputError
-    from ..inputs.git_changes import changed_files
+    from ..inputs.git_changes import read_changes
 
     if options.changed_since is None:
         return None, []
@@ -194,7 +197,7 @@ def read_changed(options: RunOptions, root: Path, has_baseline: bool) -> tuple[l
                          "are carried from main's results", fix="give --baseline main.json (the "
                          "results of a run on main), or leave --changed-since out")
     try:
-        return changed_files(options.changed_since, root), []
+        return read_changes(options.changed_since, root), []
     except InputError as exc:
         if not auto:
             raise

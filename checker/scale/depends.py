@@ -9,12 +9,18 @@ An eval set's agent is, in this order:
    repository root, that holds ``agent.py`` or ``root_agent.yaml`` (where ``adk eval`` and
    ``adk web`` expect an agent's eval sets);
 4. not known: then any change but another eval set's own eval or criteria file re-runs it.
+
+With ``--agent-url`` one server runs every agent in one process: the eval sets whose agent
+was found by its folder (3.) depend on all those folders. Carrying assumes agents are
+isolated, so what can change what an agent imports re-runs it: an environment file re-runs
+every eval set, and a file or folder added or removed beside an agent's folder re-runs
+every agent in that folder (``rerun_reasons``).
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +34,8 @@ AGENT_MARKERS = ("agent.py", "root_agent.yaml")  # what ADK's AgentLoader loads 
 BRIDGE_COMMANDS = ("evalcheck-adk",)
 BRIDGE_MODULES = ("evalcheck_adk_bridge", "checker.bridges.adk")
 SHELL_WORDS = {";", "&&", "||", "|", "&", "(", ")"}
+FOUND_FOLDER = "the ADK agent folder it lies in"
+SERVED = "every agent folder the server at --agent-url serves (one process)"
 
 
 @dataclass(frozen=True)
@@ -149,30 +157,84 @@ def dependencies(target: EvalTarget, root: Path, mappings: Sequence[AgentMapping
     else:
         folder = agent_folder(target.loaded.path, root)
         if folder is not None:
-            deps.agent, deps.how = (folder,), "the ADK agent folder it lies in"
+            deps.agent, deps.how = (folder,), FOUND_FOLDER
     return deps
 
 
-def rerun_reasons(keys: Sequence[str], deps: Sequence[Dependencies], changed: Sequence[str]) -> dict[str, str]:
+# Files that make or describe the environment every agent imports from: a change to one
+# re-runs every eval set, wherever it lies (one installed environment usually serves all).
+ENVIRONMENT_NAMES = frozenset({
+    "pyproject.toml", "setup.cfg", "setup.py", "Pipfile", "Pipfile.lock", "poetry.lock", "uv.lock",
+    "pdm.lock", "environment.yml", "environment.yaml", "conda-lock.yml", ".python-version",
+    "package.json", "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml",
+    "bun.lockb", "pyvenv.cfg", "sitecustomize.py", "usercustomize.py"})
+ENVIRONMENT_FOLDERS = frozenset({"site-packages", "dist-packages", ".venv", "venv", "__pypackages__",
+                                 "node_modules", "requirements"})
+
+
+def environment_file(path: str) -> bool:
+    """A requirements, pyproject, setup or lock file, a ``.pth`` file, or anything in a
+    virtual environment or site-packages kept in the tree."""
+    *folders, name = path.split("/")
+    return (name in ENVIRONMENT_NAMES or name.endswith((".pth", ".lock"))
+            or (name.startswith(("requirements", "constraints")) and name.endswith((".txt", ".in")))
+            or any(f in ENVIRONMENT_FOLDERS for f in folders))
+
+
+def one_server(deps: Sequence[Dependencies]) -> list[Dependencies]:
+    """With ``--agent-url`` every agent runs in one server process, where one agent's
+    imports reach the others (one ``sys.modules``): each eval set whose agent was found by
+    its folder depends on all such folders. ``--agent-paths`` mappings stand as given."""
+    folders = tuple(dict.fromkeys(p for d in deps if d.how == FOUND_FOLDER for p in d.agent or ()))
+    return [Dependencies(d.own, folders, SERVED) if d.how == FOUND_FOLDER else d for d in deps]
+
+
+def _parent(path: str) -> str:
+    return path.rpartition("/")[0]
+
+
+def rerun_reasons(keys: Sequence[str], deps: Sequence[Dependencies], changed: Sequence[str],
+                  added: Collection[str] = frozenset(), removed: Collection[str] = frozenset()) -> dict[str, str]:
     """Why each eval set must run again (key -> reason); an eval set not named depends on
     nothing that changed. A changed file that is an eval set's own eval or criteria file
-    re-runs that eval set; one in agents' folders re-runs their eval sets (and those whose
-    agent is not known); any other file re-runs every eval set. An agent whose folder lies
-    inside another agent's folder reads that folder too (ADK puts the parent on sys.path;
-    a package runs its parents' __init__.py): a file changed there re-runs both."""
+    re-runs that eval set; an environment file (requirements, pyproject, lock files, .pth,
+    a venv in the tree) re-runs every eval set; one in agents' folders re-runs their eval
+    sets (and those whose agent is not known); any other file re-runs every eval set. An
+    agent whose folder lies inside another agent's folder reads that folder too (ADK puts
+    the parent on sys.path; a package runs its parents' __init__.py): a file changed there
+    re-runs both. A file or folder ``added`` or ``removed`` beside an agent's folder - in
+    the folder that holds it, which ADK puts on sys.path - can shadow what that agent
+    imports (a new ``agents/difflib/`` and ``import difflib``): it re-runs every agent
+    there."""
     reasons: dict[str, str] = {}
     folders = {p for d in deps if d.agent is not None for p in d.agent}
     reach = [None if d.agent is None else
              {p for p in folders if any(under(a, p) for a in d.agent)} for d in deps]
+    beside: dict[str, list[tuple[str, str]]] = {}  # folder -> (eval set, its agent's path there)
+    for key, d in zip(keys, deps):
+        for path in d.agent or ():
+            if path:  # the repository root has nothing beside it
+                beside.setdefault(_parent(path), []).append((key, path))
 
     def mark(key: str, why: str) -> None:
         reasons.setdefault(key, why)
 
     for path in changed:
+        parts = path.split("/")
+        for entry in ("/".join(parts[:i]) for i in range(1, len(parts) + 1)):
+            came = "is new" if entry in added else "was removed" if entry in removed else None
+            for key, agent in beside.get(_parent(entry), []) if came else ():
+                if entry != agent:
+                    mark(key, f"{entry} {came} beside its agent's folder {agent}: it can shadow "
+                              "what the agent imports")
         owners = [(k, d.own[path]) for k, d in zip(keys, deps) if path in d.own]
         if owners:
             for key, kind in owners:
                 mark(key, f"its {kind} {path} changed")
+            continue
+        if environment_file(path):
+            for key in keys:
+                mark(key, f"{path} changed: an environment file, it can change what every agent imports")
             continue
         agents = [k for k, r in zip(keys, reach) if r is not None and any(under(path, p) for p in r)]
         if not agents:

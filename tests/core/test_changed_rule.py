@@ -161,3 +161,93 @@ def test_an_eval_sets_agent_is_the_mapping_then_the_bridges_folder_then_its_own_
     assert dependencies(target, tree, mappings, "agents/shop").agent == ("lib", "agents/weather")
     target.loaded.path = tree / "tests/eval/t.evalset.json"
     assert dependencies(target, tree, [], None).agent is None
+
+
+@pytest.mark.parametrize("path", [
+    "requirements.txt", "agents/weather/requirements.txt", "requirements-dev.in", "constraints.txt",
+    "requirements/base.txt", "pyproject.toml", "agents/weather/pyproject.toml", "setup.cfg", "setup.py",
+    "poetry.lock", "agents/weather/uv.lock", "Pipfile.lock", "package-lock.json",
+    "agents/weather/local.pth", "sitecustomize.py",
+    ".venv/lib/python3.12/site-packages/difflib.py", "agents/weather/venv/bin/activate",
+    "lib/python3.12/site-packages/x/__init__.py", "env/pyvenv.cfg",
+])
+def test_an_environment_file_reruns_every_eval_set_wherever_it_lies(path):
+    """One installed environment usually serves every agent: what changes it changes what
+    each imports, even from inside one agent's folder."""
+    reasons = rerun_reasons(KEYS, DEPS, [path])
+    assert set(reasons) == set(KEYS)
+    assert reasons["shop"] == f"{path} changed: an environment file, it can change what every agent imports"
+
+
+@pytest.mark.parametrize("path", ["agents/weather/requirements_notes.md", "agents/weather/lockfile.py",
+                                  "agents/weather/venvs.py"])
+def test_files_named_like_environment_files_but_not_one_rerun_only_their_agent(path):
+    assert set(rerun_reasons(KEYS, DEPS, [path])) == {"weather", "loose"}
+
+
+DIFFLIB = ["agents/difflib/__init__.py", "agents/difflib/agent.py", "agents/difflib/d.evalset.json"]
+SIBLINGS = ["weather", "shop", "difflib", "loose"]
+SIBLING_DEPS = [deps("agents/weather/w.evalset.json", "agents/weather"),
+                deps("agents/shop/s.evalset.json", "agents/shop"),
+                deps("agents/difflib/d.evalset.json", "agents/difflib"),
+                deps("evals/l.evalset.json", None)]
+
+
+def test_a_new_folder_beside_agent_folders_reruns_every_sibling_agent():
+    """A new agent agents/difflib/ (a package) shadows `import difflib` of agents/weather
+    when one `adk api_server agents` puts agents/ on sys.path: its own files alone would
+    re-run only it."""
+    assert set(rerun_reasons(SIBLINGS, SIBLING_DEPS, DIFFLIB)) == {"difflib", "loose"}
+    new = {"agents/difflib", *DIFFLIB}
+    reasons = rerun_reasons(SIBLINGS, SIBLING_DEPS, DIFFLIB, added=new)
+    assert set(reasons) == set(SIBLINGS)
+    assert reasons["weather"] == ("agents/difflib is new beside its agent's folder agents/weather: "
+                                  "it can shadow what the agent imports")
+    assert reasons["difflib"] == "its agent's file agents/difflib/__init__.py changed"
+    # Removed: an agent folder (or module) that shadowed a name no longer does.
+    gone = rerun_reasons(SIBLINGS, SIBLING_DEPS, DIFFLIB, removed={"agents/difflib", *DIFFLIB})
+    assert gone["shop"].startswith("agents/difflib was removed beside its agent's folder agents/shop")
+
+
+@pytest.mark.parametrize("changed, added, rerun", [
+    # A new file inside one agent's folder is beside none: that agent only.
+    (["agents/weather/tools.py"], {"agents/weather/tools.py"}, {"weather", "loose"}),
+    # Changed, not added: nothing new can shadow.
+    (["agents/shop/agent.py"], set(), {"shop", "loose"}),
+    # A new module directly in agents/ is outside every agent's files: everything, as before.
+    (["agents/difflib.py"], {"agents/difflib.py"}, set(SIBLINGS)),
+])
+def test_what_is_not_new_beside_an_agent_folder_does_not_rerun_its_siblings(changed, added, rerun):
+    assert set(rerun_reasons(SIBLINGS, SIBLING_DEPS, changed, added=added)) == rerun
+
+
+def test_one_agent_server_is_one_agent_unless_agent_paths_say_otherwise():
+    from checker.scale.depends import FOUND_FOLDER, one_server
+
+    found = [Dependencies({"agents/weather/w.evalset.json": "eval file"}, ("agents/weather",), FOUND_FOLDER),
+             Dependencies({"agents/shop/s.evalset.json": "eval file"}, ("agents/shop",), FOUND_FOLDER),
+             Dependencies({"evals/m.evalset.json": "eval file"}, ("services/mapped",), "--agent-paths"),
+             Dependencies({"evals/l.evalset.json": "eval file"}, None)]
+    served = one_server(found)
+    assert [d.agent for d in served] == [("agents/weather", "agents/shop"), ("agents/weather", "agents/shop"),
+                                         ("services/mapped",), None]
+    keys = ["weather", "shop", "mapped", "loose"]
+    assert set(rerun_reasons(keys, served, ["agents/shop/agent.py"])) == {"weather", "shop", "loose"}
+    assert set(rerun_reasons(keys, found, ["agents/shop/agent.py"])) == {"shop", "loose"}
+
+
+def test_git_says_which_files_and_folders_came_and_went(tmp_path):
+    from checker.inputs.git_changes import read_changes
+
+    repo = tmp_path / "repo"
+    build_monorepo(repo)
+    git(repo, "checkout", "-q", "-b", "pr")
+    (repo / "agents" / "difflib").mkdir()
+    (repo / "agents" / "difflib" / "__init__.py").write_text("")
+    (repo / "agents" / "weather" / "agent.py").write_text("# changed\n")
+    git(repo, "rm", "-q", "-r", "lib")
+    commit(repo, "difflib in, lib out")
+    changes = read_changes("main", repo)
+    assert changes.files == ["agents/difflib/__init__.py", "agents/weather/agent.py", "lib/common.py"]
+    assert changes.added == {"agents/difflib", "agents/difflib/__init__.py"}
+    assert changes.removed == {"lib", "lib/common.py"}

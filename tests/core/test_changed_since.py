@@ -308,3 +308,100 @@ def test_main_results_that_cannot_stand_for_an_eval_set_make_it_run(monorepo, ed
     assert why in results["metadata"]["changedSince"]["notes"]
     assert f"evalcheck: note: {why}" in done.stderr
     assert "carried" not in json.dumps(results["evalSets"])
+
+
+# weather's agent as ADK loads agents: the folder holding the agent folders on sys.path, so a
+# new folder there named like a module it imports is imported instead.
+WEATHER_ADK_STYLE = AGENT.replace("import common\n", (
+    "import common\n"
+    "sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))\n"
+    "import difflib\n"
+    "if not hasattr(difflib, 'SequenceMatcher'):\n"
+    "    common.greet = lambda: 'difflib is not the one I know'\n"))
+
+
+def test_a_new_agent_folder_that_shadows_a_siblings_import_reruns_the_sibling(monorepo, monkeypatch):
+    """The PR adds only agents/difflib/ (a new agent, a package): weather's `import difflib`
+    now imports it. Its own files would re-run only difflib and carry weather green from
+    main; a full run fails weather. The new folder beside weather's re-runs weather."""
+    out = monorepo.parent
+    monkeypatch.setenv("BYE_ANSWER", "Goodbye, see you soon.")  # every case passes on main
+    git(monorepo, "checkout", "-q", "main")
+    (monorepo / "agents" / "weather" / "agent.py").write_text(WEATHER_ADK_STYLE)
+    commit(monorepo, "weather imports difflib")
+    main = run_cli(["run", ".", "--agent-command", COMMAND, "--num-runs", "1",
+                    "--results", str(out / "main.json")], monorepo)
+    assert main.code == 0, main.output
+    ran(out / "agent.log")
+    git(monorepo, "checkout", "-q", "pr")
+    git(monorepo, "merge", "-q", "--ff-only", "main")
+    folder = monorepo / "agents" / "difflib"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    (folder / "agent.py").write_text(AGENT)
+    write_json(folder / "difflib.evalset.json", evalset("difflib", case("hi", invocation("hi", "Hello there!"))))
+    write_json(folder / "test_config.json", {"criteria": {"response_match_score": 0.8}})
+    commit(monorepo, "a new agent: difflib")
+    done, results, markdown = pr_run(monorepo, fail_on="failure")
+    assert ran(out / "agent.log") == {"weather", "shop", "difflib"}  # every agent beside difflib
+    assert done.code == 1, done.output
+    weather = next(s for s in results["evalSets"] if s["evalSetId"] == "weather")
+    assert [(c["evalId"], c["status"]) for c in weather["cases"]] == [("hi", "failed")]
+    assert {"evalSet": "weather", "why": "agents/difflib is new beside its agent's folder agents/weather: "
+            "it can shadow what the agent imports"} in results["metadata"]["changedSince"]["rerun"]
+    assert results["metadata"]["changedSince"]["carried"] == []
+    # The same PR run whole fails weather the same way: carrying it would have hidden that.
+    whole = run_cli(["run", ".", "--agent-command", COMMAND, "--num-runs", "1"], monorepo)
+    assert whole.code == 1 and "weather.evalset.json" in whole.output, whole.output
+
+
+def test_an_environment_file_in_one_agents_folder_reruns_every_eval_set(monorepo, monkeypatch):
+    monkeypatch.setenv("BYE_ANSWER", "Goodbye, see you soon.")
+    (monorepo / "agents" / "shop" / "requirements.txt").write_text("google-adk==2.13.0\n")
+    commit(monorepo, "shop: pin adk")
+    done, results, _ = pr_run(monorepo, fail_on="failure")
+    assert ran(monorepo.parent / "agent.log") == {"weather", "shop"}
+    assert done.code == 0, done.output
+    assert {"evalSet": "weather", "why": "agents/shop/requirements.txt changed: an environment file, "
+            "it can change what every agent imports"} in results["metadata"]["changedSince"]["rerun"]
+
+
+TINY_SERVER = Path(__file__).resolve().parents[1] / "agents" / "agents" / "tiny_api_server.py"
+
+
+def test_one_agent_server_reruns_everything_it_serves_unless_agent_paths_say_otherwise(tmp_path):
+    """Two agent folders served by one --agent-url server (one process, one sys.modules): a
+    change in shop's folder re-runs weather too; --agent-paths mapping each eval file to its
+    own folder says they are apart, and weather is carried."""
+    import shlex
+    import socket
+    import sys
+
+    repo = tmp_path / "repo"
+    build_monorepo(repo)
+    for name in ("weather", "shop"):  # the tiny server answers "answer for None": every case passes
+        write_json(repo / "agents" / name / f"{name}.evalset.json",
+                   evalset(name, case("hi", invocation("hi", "answer for None"))))
+    commit(repo, "evals for the server")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = ["--agent-url", f"http://127.0.0.1:{port}", "--app-name", "tiny", "--agent-server-command",
+              f"{shlex.quote(sys.executable)} {shlex.quote(str(TINY_SERVER))} {port} {tmp_path / 'pids'}"]
+    main = run_cli(["run", ".", *server, "--num-runs", "1", "--results", str(tmp_path / "main.json")], repo)
+    assert main.code == 0, main.output
+    git(repo, "checkout", "-q", "-b", "pr")
+    (repo / "agents" / "shop" / "agent.py").write_text(AGENT + "# cheaper\n")
+    commit(repo, "shop: cheaper")
+    args = ["run", ".", *server, "--num-runs", "1", "--changed-since", "main",
+            "--baseline", str(tmp_path / "main.json"), "--results", str(tmp_path / "pr.json")]
+    done = run_cli(args, repo)
+    assert done.code == 0, done.output
+    results = json.loads((tmp_path / "pr.json").read_text())
+    assert changes(results) == {"weather": {"unchanged"}, "shop": {"unchanged"}}
+    assert {r["evalSet"] for r in results["metadata"]["changedSince"]["rerun"]} == {"weather", "shop"}
+    mapped = run_cli([*args, "--agent-paths", "agents/weather=agents/weather",
+                      "--agent-paths", "agents/shop=agents/shop"], repo)
+    assert mapped.code == 0, mapped.output
+    results = json.loads((tmp_path / "pr.json").read_text())
+    assert changes(results) == {"weather": {"carried"}, "shop": {"unchanged"}}
