@@ -191,7 +191,7 @@ def merge(files: tuple[Path, ...], **options) -> None:
     (a shard missing or given twice, a case in two shards, other selections or versions).
     """
     from .errors import InputError
-    from .report.finish import raise_budget_errors, raise_file_errors, report_gates, say_run_lines
+    from .report.finish import raise_budget_errors, raise_file_errors, report_gate, say_run_lines
     from .scale.merge_command import MergeRequest, merge_files
 
     request = MergeRequest(files=list(files), **options)
@@ -200,7 +200,7 @@ def merge(files: tuple[Path, ...], **options) -> None:
     except InputError as exc:
         raise _fail_input(exc) from None
     say_run_lines(merged, ())
-    passed = report_gates(merged, request.fail_on, with_baseline=bool(request.baselines))
+    passed = report_gate(merged, request.fail_on)
     try:
         raise_file_errors(merged)
         raise_budget_errors(merged)  # a shard's spent budget: exit 2, as that shard's was

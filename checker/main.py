@@ -26,7 +26,7 @@ from .models.usage import TokenBudget
 from .option_checks import (check_input_files, check_run_files, check_run_options,
                             tracked_cache_note)
 from .options import RunOptions
-from .report.finish import raise_budget_errors, raise_file_errors, report_gates, say_run_lines, write_reports
+from .report.finish import raise_budget_errors, raise_file_errors, report_gate, say_run_lines, write_reports
 from .report.writes import OutputFiles
 from .safety.output import clean, say
 from .safety.redact import Redactor, secret_values
@@ -119,7 +119,7 @@ def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
     be written. ``secrets``: values to redact on top of the environment's secret variables."""
     files = OutputFiles()
     results = evaluate(options, secrets, files)
-    passed = report_gates(results, options.fail_on, with_baseline=bool(options.baselines))
+    passed = report_gate(results, options.fail_on)
     files.check()
     raise_file_errors(results)
     raise_budget_errors(results)

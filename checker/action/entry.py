@@ -272,7 +272,7 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
                 results = evaluate(config.run, secret_values(env), files, prepared)
                 if search is not None:  # before the lines below: they name the baseline
                     results, search = record_baseline(results, search, config, files), None
-                report_gate(results, config.run.fail_on, with_baseline=config.run.baseline is not None)
+                report_gate(results, config.run.fail_on)
         finally:
             commands.endgroup()
         if search is not None:
@@ -315,10 +315,8 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
                    "comment-url": outcome.comment_url or ""}
         files.attempt("step outputs (GITHUB_OUTPUT)", ctx.output_path,
                       lambda: write_outputs(ctx.output_path, outputs))
-    if failed:
-        commands.error(f"evalcheck: {gate_message(results, config.fail_on)}")
-        if token_gate_failed(results):
-            commands.error(f"evalcheck: {clean(token_gate_message(results))}")
+    if failed:  # the gate's line (with the token gate's, when that failed) as an annotation
+        commands.error(f"evalcheck: {clean(gate_message(results, config.fail_on))}")
     if files.failed and not failed:
         return EXIT_BAD_INPUT  # a passing gate whose outputs are missing is not a pass
     if results.file_errors:  # reported with the others' results; bad input, at the end

@@ -44,7 +44,8 @@ def deterministic_change(metric: MetricResult) -> bool:
             and min(base) == max(base) and min(head) == max(head) and base[0] != head[0])
 
 
-_AGAINST_BASELINE = ("baseline_score", "delta", "p_value", "baseline_runs", "confirm_runs", "screened")
+_AGAINST_BASELINE = ("baseline_score", "delta", "p_value", "baseline_runs", "confirm_runs",
+                     "confirm_budget", "screened")
 
 
 def uncompared(metric: MetricResult) -> MetricResult:
@@ -235,6 +236,7 @@ def _label(prepared: _Case, family: FamilyDecision, better_level: float,
             update["screened"] = found.screened
             if found.fresh is not None:
                 update["confirm_runs"] = list(found.fresh.runs)
+                update["confirm_budget"] = found.fresh.confirm_budget
         metrics.append(uncompared(metric).model_copy(update=update))
     # An agent that could not run the case at all (after its retries), where main passed it.
     if _every_run_errored(head) and pooled.newest.status == "passed":

@@ -166,7 +166,8 @@ class Confirmation:
         for key, state in self.cases.items():
             if state.fresh is None:
                 continue
-            metrics = [m.model_copy(update={"runs": m.runs[:state.stopped[m.name]]})
+            metrics = [m.model_copy(update={"runs": m.runs[:state.stopped[m.name]],
+                                            "confirm_budget": state.budgets[m.name]})
                        if m.name in state.stopped else m for m in state.fresh.metrics]
             out[key] = state.fresh.model_copy(update={"metrics": metrics})
         return out

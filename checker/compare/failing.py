@@ -97,17 +97,35 @@ def _first(cases: list[tuple[str, CaseResult]], what: str) -> str:
     return f"{len(cases)} cases fail that passed on main ({shown}{' ' + main if main else ''}{what}, ...)"
 
 
+def fresh_runs(cases: list[CaseResult]) -> str:
+    """"15 fresh runs (budget 60)", or for several cases "10 to 15 fresh runs each (budget 40
+    to 60)": the confirmation runs each case took (its screened metric that ran longest)
+    before it stopped, and the most it could have had."""
+    took, budgets = set(), set()
+    for case in cases:
+        screened = [m for m in case.metrics if m.confirm_runs is not None] or case.metrics
+        longest = max(screened, key=lambda m: len(m.confirm_runs or []))
+        took.add(len(longest.confirm_runs or []))
+        if longest.confirm_budget is not None:
+            budgets.add(longest.confirm_budget)
+
+    def span(values: set[int]) -> str:
+        return f"{min(values)}" if len(values) == 1 else f"{min(values)} to {max(values)}"
+
+    return (f"{span(took)} fresh run{'' if took == {1} else 's'}{'' if len(cases) == 1 else ' each'}"
+            + (f" (budget {span(budgets)})" if budgets else ""))
+
+
 def failing_parts(results: Results, skip: Collection[int] = frozenset()) -> list[str]:
     """The headline's phrases for the failing cases no label explains."""
     found = sort_failing(results, skip)
     familywise = (results.comparison.familywise if results.comparison is not None else None) or {}
     parts = []
     if found.unconfirmed:
-        most = max(len(m.confirm_runs or []) for _, c in found.unconfirmed for m in c.metrics)
         one = len(found.unconfirmed) == 1
         parts.append(_first(found.unconfirmed, "") + (
-            f": the drop was not confirmed in {most} fresh runs" if one else
-            f": the drops were not confirmed in up to {most} fresh runs"))
+            f": the drop{'' if one else 's'} {'was' if one else 'were'} not confirmed in "
+            + fresh_runs([c for _, c in found.unconfirmed])))
     if found.uncalled:
         _, case = found.uncalled[0]
         p = min(_called_alone(case, familywise))

@@ -21,7 +21,7 @@ from collections import Counter
 
 from ..models.results import CaseResult, Results
 from .comparison import suite_drops
-from .failing import failing_parts, sort_failing
+from .failing import fresh_runs, failing_parts, sort_failing
 
 FAIL_ON = ("failure", "regression", "drop", "error", "never")
 COMPARING = ("regression", "drop")
@@ -75,34 +75,36 @@ def gate_failed(results: Results, fail_on: str) -> bool:
 
 
 def gate_message(results: Results, fail_on: str) -> str:
-    """One line saying what the gate decided and why, for logs and the CLI."""
-    failed = gate_failed(results, fail_on)
-    verdict = "failed" if failed else "passed"
-    if fail_on in COMPARING and results.comparison is None and results.shard is not None:
-        shard = results.shard
-        return (f"shard {shard.index}/{shard.count} {verdict} (fail-on: {fail_on}): regressions "
-                "are found when the shards are merged with `evalcheck merge --baseline`; a shard "
-                "fails only when a metric errored")
-    if fail_on in COMPARING and results.comparison is None:
-        return (f"evaluation {verdict} (fail-on: {fail_on}, but there is no baseline to compare "
-                "with, so it gated on failure)")
-    if fail_on in COMPARING:
-        found = regression_cases(results)
-        drops = suite_drops(results.comparison)
-        if not failed:
-            confirmed = bool(results.comparison.familywise and results.comparison.familywise.get("confirmed"))
-            return (f"gate passed (fail-on: {fail_on}): no {'confirmed ' if confirmed else ''}regression, no new or "
-                    "changed case fails" + (
-                        "; but the suite dropped: " + ", ".join(map(str, drops)) +
-                        " (each case within noise; see the report)" if drops else ""))
-        counts = Counter(why for _, _, why in found)
-        reasons = [f"{n} case(s) {why}" for why, n in sorted(counts.items())]
-        if fail_on == "drop" and drops:
-            reasons.append("the suite dropped: " + ", ".join(map(str, drops)))
-        return f"gate failed (fail-on: {fail_on}): " + ", ".join(reasons)
-    if not failed:
-        return f"gate passed (fail-on: {fail_on})"
-    return f"evaluation {'errored' if fail_on == 'error' else 'failed'} (fail-on: {fail_on})"
+    """The terminal's last line: the gate's decision with its rule, in the one form every rule
+    shares, "gate passed (fail-on: RULE): what decided it" (the report's headline), and the
+    token gate (--max-token-increase) when it failed the job. Every run, compare and merge
+    ends with it."""
+    from .tokens import token_gate_failed, token_gate_message
+
+    passed, headline = gate_headline(results, fail_on)
+    line = "gate" + headline.removeprefix("Gate")
+    if token_gate_failed(results):  # fails the job whatever fail-on says
+        line = line.replace("gate passed", "gate failed", 1) if passed else line
+        line += "; " + token_gate_message(results)
+    return line
+
+
+def _errors(results: Results) -> list[str]:
+    """What fails ``fail-on: error``, counted: errored runs, metrics, cases not evaluated."""
+    cases = [c for es in results.eval_sets for c in es.cases]
+    runs = sum(r.status == "error" for c in cases for r in c.runs)
+    metrics = sum(m.status == "error" for c in cases for m in c.metrics)
+    said = [f"{plural(runs, 'run')} errored" if runs else "",
+            f"{plural(metrics, 'metric')} errored" if metrics else "",
+            f"{plural(results.summary.not_evaluated, 'case')} not evaluated"
+            if results.summary.not_evaluated else ""]
+    return [x for x in said if x] or (["a case errored"] if results.summary.errored else [])
+
+
+def _unconfirmed(cases: list[CaseResult]) -> str:
+    one = len(cases) == 1
+    return (f"{plural(len(cases), 'case')} looked worse and {'was' if one else 'were'} not "
+            f"confirmed in {fresh_runs(cases)}")
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:
@@ -121,9 +123,14 @@ def gate_headline(results: Results, fail_on: str) -> tuple[bool, str]:
     if fail_on not in COMPARING or results.comparison is None:
         if results.shard is not None and fail_on in COMPARING:
             return not failed, f"{lead}: shard {results.shard.index}/{results.shard.count}; " \
-                "regressions are decided when the shards are merged"
-        what = (f"{plural(not_passed, 'case')} of {s.cases} did not pass" if not_passed
-                else f"all {plural(s.cases, 'case')} passed")
+                "regressions are decided when the shards are merged (evalcheck merge --baseline); " \
+                "a shard fails only when a metric errored"
+        what = (f"{not_passed} of {plural(s.cases, 'case')} did not pass" if not_passed
+                else f"all {plural(s.cases, 'case')} passed" if s.cases
+                else f"shard {results.shard.index}/{results.shard.count} holds no cases" if results.shard
+                else "no eval cases")
+        if fail_on == "error":
+            what = "; ".join(_errors(results) or ["no run or metric errored"]) + f"; {what}"
         if s.carried:  # main's verdicts, not this run's (--changed-since)
             what += f" ({s.carried} carried from main, not re-run)"
         if fail_on in COMPARING:
@@ -148,10 +155,7 @@ def gate_headline(results: Results, fail_on: str) -> tuple[bool, str]:
     unconfirmed = [c for c in cases if c.change != "regressed" and id(c) not in failing.cases()
                    and any(m.screened for m in c.metrics)]
     if unconfirmed:
-        most = max(len(m.confirm_runs or []) for c in unconfirmed for m in c.metrics)
-        parts.append(f"{plural(len(unconfirmed), 'case')} looked worse and "
-                     f"{'was' if len(unconfirmed) == 1 else 'were'} not confirmed in "
-                     f"up to {most} more runs")
+        parts.append(_unconfirmed(unconfirmed))
     parts += failing_parts(results)
     if s.carried:
         parts.append(f"{plural(s.carried, 'case')} carried from main, not re-run")

@@ -70,6 +70,9 @@ class MetricResult(ResultsModel):
     # scores of the fresh runs the decision was made on.
     screened: bool | None = optional()
     confirm_runs: list[float | None] | None = optional()
+    # The most fresh runs its test could have had (--confirm-runs, or two thirds of it where
+    # screening saw only a slight drop); ``confirm_runs`` is what it took before it stopped.
+    confirm_budget: int | None = optional()
 
     @property
     def min_max(self) -> tuple[float, float] | None:

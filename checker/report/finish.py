@@ -53,33 +53,21 @@ def write_reports(results: Results, options: RunOptions, files: OutputFiles | No
         out.check()
 
 
-def report_gate(results: Results, fail_on: str, *, with_baseline: bool, timed: bool = True) -> bool:
-    """Print the comparison and the gate's lines; whether the gate passed. ``timed``: the
-    summary line says how long the run took (not for `compare`, which ran nothing)."""
+def report_gate(results: Results, fail_on: str, *, timed: bool = True) -> bool:
+    """Print the comparison's lines, the token gate's (--max-token-increase), the cases'
+    counts and, last, the gate's decision (``gate_message``: always, every rule in one
+    form); whether the job passes (the gate and the token gate). ``timed``: the counts say
+    how long the run took (not for `compare`, which ran nothing)."""
     from ..compare.gate import gate_failed, gate_message
+    from ..compare.tokens import token_gate_failed, token_gate_message
 
     for line in comparison_lines(results):
         say(clean(line))
-    say(summary_line(results, timed=timed))
-    if fail_on != "failure" or with_baseline:
-        say(gate_message(results, fail_on))
-    return not gate_failed(results, fail_on)
-
-
-def report_gates(results: Results, fail_on: str, *, with_baseline: bool, timed: bool = True) -> bool:
-    """The gate's lines (``report_gate``) and the token gate's (--max-token-increase): run,
-    compare and merge alike; whether both passed."""
-    passed = report_gate(results, fail_on, with_baseline=with_baseline, timed=timed)
-    return report_token_gate(results) and passed
-
-
-def report_token_gate(results: Results) -> bool:
-    """Print the token gate's line (--max-token-increase), if any; whether it passed."""
-    from ..compare.tokens import token_gate_failed, token_gate_message
-
     if token_gate_message(results):
         say(clean(token_gate_message(results)))
-    return not token_gate_failed(results)
+    say(summary_line(results, timed=timed))
+    say(clean(gate_message(results, fail_on)))
+    return not gate_failed(results, fail_on) and not token_gate_failed(results)
 
 
 def say_run_lines(results: Results, notes: Iterable[str]) -> None:

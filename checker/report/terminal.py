@@ -5,6 +5,7 @@ diverged), then a summary. Passing cases print nothing here."""
 from __future__ import annotations
 
 from ..compare.comparison import deterministic_change, suite_drops
+from ..compare.gate import plural
 from ..compare.verdict import baseline_pass_counts, case_pass_counts, rule_of
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
 from .differences import MAX_TERMINAL_LINES, terminal_notes
@@ -131,20 +132,21 @@ def comparison_lines(results: Results, limit: int = 20) -> list[str]:
 
 
 def summary_line(results: Results, *, timed: bool = True) -> str:
-    """``timed``: say how long the run took (not for `compare`, which ran nothing: the file's
-    duration is the earlier run's)."""
+    """The cases' counts, the line before the gate's: no verdict of its own (a failed case
+    is no failed gate under ``fail-on: regression``). ``timed``: say how long the run took
+    (not for `compare`, which ran nothing: the file's duration is the earlier run's)."""
     s = results.summary
     parts = [f"{s.passed} passed", f"{s.failed} failed", f"{s.errored} errored"]
     if s.not_evaluated:
         parts.append(f"{s.not_evaluated} not evaluated")
     if s.carried:
         parts.append(f"{s.carried} carried from main (not re-run)")
-    verdict = "PASSED" if results.passed else "FAILED"
     duration = results.metadata.get("durationSeconds") \
         if timed and isinstance(results.metadata, dict) else None
     took = (f" in {fmt_duration(duration)}" if isinstance(duration, (int, float))
             and not isinstance(duration, bool) and duration >= 0 else "")
-    return f"{verdict}: {s.cases} eval case(s) in {s.eval_sets} eval set(s){took}: " + ", ".join(parts)
+    return (f"{plural(s.cases, 'eval case')} in {plural(s.eval_sets, 'eval set')}{took}: "
+            + ", ".join(parts))
 
 
 def retries_line(results: Results) -> str | None:

@@ -134,7 +134,7 @@ def merge_in_action(pattern: str, run: Any, fail_on: str) -> Results:
     """The Action's final job: merge what the glob finds, write the run's files, print the
     gates' lines. ``run`` is the job's RunOptions (results, junit, inference-out, html,
     template, prices, baseline, max-token-increase)."""
-    from ..report.finish import report_gates, say_run_lines
+    from ..report.finish import report_gate, say_run_lines
     from ..report.text import log_safe
 
     files = find_merge_files(pattern, Path.cwd())
@@ -145,5 +145,5 @@ def merge_in_action(pattern: str, run: Any, fail_on: str) -> Results:
                                       baselines=list(run.baselines), fail_on=fail_on,
                                       alpha=run.alpha, max_token_increase=run.max_token_increase))
     say_run_lines(merged, ())
-    report_gates(merged, fail_on, with_baseline=bool(run.baselines))
+    report_gate(merged, fail_on)
     return merged

@@ -230,7 +230,7 @@ def test_a_suite_that_dropped_for_sure_is_said_even_when_no_case_regressed_on_it
     assert any(line.startswith("suite dropped: tool_trajectory_avg_score -0.67")
                for line in comparison_lines(compared))
     assert not gate_failed(compared, "regression")  # the gate counts cases (CONTRACT section 8)
-    assert "but the suite dropped: tool_trajectory_avg_score -0.67" in gate_message(compared, "regression")
+    assert "; the suite dropped: tool_trajectory_avg_score -0.67" in gate_message(compared, "regression")
 
 
 def test_a_suite_whose_interval_reaches_zero_did_not_drop():
@@ -256,7 +256,7 @@ def test_a_shard_under_the_regression_gate_fails_only_on_errors_and_says_merge_d
     assert not gate_failed(failing, "regression")
     assert gate_failed(failing, "failure")
     message = gate_message(failing, "regression")
-    assert message.startswith("shard 2/3 passed (fail-on: regression)")
+    assert message.startswith("gate passed (fail-on: regression): shard 2/3; ")
     assert "evalcheck merge --baseline" in message and "no baseline" not in message
     errored = case_result("e", metric([0.0, None]))
     errored = errored.model_copy(update={"runs": [RunResult(run=1, status="failed"),
@@ -270,7 +270,7 @@ def test_a_shard_under_the_regression_gate_fails_only_on_errors_and_says_merge_d
         update={"status": "error", "error": "run 1: judge unreachable"})
     broken = results(broken_metric).model_copy(update={"shard": shard})
     assert gate_failed(broken, "regression")
-    assert gate_message(broken, "regression").startswith("shard 2/3 failed")
+    assert gate_message(broken, "regression").startswith("gate failed (fail-on: regression): shard 2/3")
 
 
 def test_a_compared_file_compared_again_keeps_no_figures_of_the_first_comparison():

@@ -200,7 +200,7 @@ def test_fail_on_drop_fails_a_suite_that_dropped_for_sure():
     assert compared.comparison.summary.regressed == 0
     assert not gate_failed(compared, "regression")
     assert gate_failed(compared, "drop")
-    assert gate_message(compared, "drop").startswith("gate failed (fail-on: drop): the suite dropped")
+    assert gate_message(compared, "drop").startswith("gate failed (fail-on: drop): no regression; the suite dropped: ")
     same = compare(base, base)
     assert not gate_failed(same, "drop")
 
@@ -254,7 +254,7 @@ def test_the_report_headline_is_the_gate_with_its_rule():
     calm = compare(files, results(case_result("c", metric([0.0, 1.0, 1.0], threshold=0.5))),
                    confirmations={("weather", "c"): case_result("c", metric([1.0] * 5, threshold=0.5))})
     first = render_markdown(calm, fail_on="regression").splitlines()[0]
-    assert "; 1 case looked worse and was not confirmed in up to 5 more runs" in first
+    assert "; 1 case looked worse and was not confirmed in 5 fresh runs" in first
 
 
 def test_screening_weights_share_the_level_and_keep_its_sum():

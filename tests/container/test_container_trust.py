@@ -393,7 +393,7 @@ def test_a_template_that_removes_failing_cases_changes_nothing_but_its_text(imag
         done = docker_run(image, runner, env)
         log = done.stdout + done.stderr
         assert done.returncode == 1, log[-3000:]
-        assert "::error::evalcheck: evaluation failed (fail-on: failure)" in log
+        assert "::error::evalcheck: gate failed (fail-on: failure)" in log
         (cid, run), = fake.check_runs.items()
         assert run["conclusion"] == "failure" and len(fake.annotations[cid]) == 1
         (comment,) = fake.comments[7]

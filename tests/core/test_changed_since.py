@@ -83,7 +83,7 @@ def test_a_pr_that_changes_one_agent_reruns_only_its_eval_sets(monorepo):
     # Under fail-on: failure bye's own failure here fails the job.
     done, _, markdown = pr_run(monorepo, fail_on="failure")
     assert done.code == 1 and ran(monorepo.parent / "agent.log") == {"shop"}
-    assert "1 case of 3 did not pass (1 carried from main, not re-run)" in markdown
+    assert "1 of 3 cases did not pass (1 carried from main, not re-run)" in markdown
 
 
 def test_a_case_that_failed_on_main_reruns_though_nothing_it_depends_on_changed(monorepo, monkeypatch):

@@ -75,10 +75,11 @@ def test_terminal_output_stays_compact_for_many_cases(repo, monkeypatch):
                    "--num-runs", "1", "--concurrency", "4"], repo)
     assert out.code == 1, out.output
     stdout = out.stdout.strip().splitlines()
-    assert stdout[:-1] == [f"e/s.evalset.json:{line} {name}: response_match_score 0.00 < 0.80"
+    assert stdout[:-2] == [f"e/s.evalset.json:{line} {name}: response_match_score 0.00 < 0.80"
                            for name, line in _lines(repo, "bad_1", "bad_2")]
-    assert stdout[-1].startswith("FAILED: 52 eval case(s) in 1 eval set(s) in ")
-    assert stdout[-1].endswith(": 50 passed, 2 failed, 0 errored")
+    assert stdout[-2].startswith("52 eval cases in 1 eval set in ")
+    assert stdout[-2].endswith(": 50 passed, 2 failed, 0 errored")
+    assert stdout[-1] == "gate failed (fail-on: failure): 2 of 52 cases did not pass"
     progress = [ln for ln in out.stderr.strip().splitlines() if not ln.startswith("evalcheck: warning: ")]
     assert len(progress) == 52 and all(p.endswith(": 1 run done") for p in progress)
 

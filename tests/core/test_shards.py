@@ -80,7 +80,8 @@ def _assert_merge_equals_unsharded(repo: Path, mode: list[str]) -> None:
     merged = run_cli(["merge", *files, "--results", "merged.json", "--markdown", "merged.md",
                       "--inference-out", "merged-runs.json", "--junit", "merged.xml"], repo)
     assert merged.code == whole.code, merged.output
-    assert merged.stdout.splitlines()[:-1] == whole.stdout.splitlines()[:-1]  # failure lines
+    assert merged.stdout.splitlines()[:-2] == whole.stdout.splitlines()[:-2]  # failure lines
+    assert merged.stdout.splitlines()[-1] == whole.stdout.splitlines()[-1]  # the gate
     got = json.loads((repo / "merged.json").read_text())
     want = json.loads((repo / "whole.json").read_text())
     assert "shard" not in got and got["metadata"]["shards"] == 3
@@ -279,7 +280,9 @@ def test_an_empty_shard_passes_and_merges(repo):
         assert out.code == 0, out.output
         files += [f"s{i}.json", f"runs{i}.json"]
     assert "shard 3/3 holds no cases (2 cases over 3 shards)" in out.stdout
-    assert "PASSED: 0 eval case(s)" in out.stdout and "FAILED" not in out.output
+    assert out.stdout.splitlines()[-2].startswith("0 eval cases in 1 eval set in ")
+    assert out.stdout.splitlines()[-1] == "gate passed (fail-on: failure): shard 3/3 holds no cases"
+    assert "failed (" not in out.output
     empty = json.loads((repo / "s3.json").read_text())
     assert empty["passed"] is True and empty["summary"]["cases"] == 0
     markdown = (repo / "s3.md").read_text()

@@ -89,7 +89,7 @@ def test_an_agent_cannot_forge_commands_outputs_or_the_verdict(tmp_path, fake, c
     assert code == 1
     only_authored_commands(log)
     # The annotations after the agent ran are still commands: nothing stopped them.
-    assert any(name == "error" and "evaluation failed" in data for _, name, data in commands_in(log))
+    assert any(name == "error" and "gate failed (fail-on: failure)" in data for _, name, data in commands_in(log))
     outputs = runner.outputs()
     assert outputs["passed"] == "false"
     (check,) = fake.check_runs.values()

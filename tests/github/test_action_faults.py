@@ -151,5 +151,5 @@ def test_the_cli_reports_each_unwritable_output_once_and_writes_the_rest(tmp_pat
     assert result.exit_code == 2, result.output
     log = result.output  # stdout and stderr
     assert log.count("could not write the results file /dev/full: No space left on device") == 1
-    assert "Traceback" not in log and "FAILED" in log  # the verdict line is still printed
+    assert "Traceback" not in log and "gate failed (fail-on: failure)" in log  # the verdict line is still printed
     assert report.read_text().startswith("#") and (tmp_path / "dir" / "x.xml").exists()
