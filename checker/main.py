@@ -188,6 +188,10 @@ def read_inputs(options: RunOptions) -> Inputs:
                        initial_session=options.initial_session, notes=notes,
                        confine=options.confine, outline_only=options.shard is not None,
                        problems=problems, thresholds=options.thresholds)
+    if options.agent_command:  # evalcheck-adk over a folder of agents: each eval set's agent
+        from .agents.adk_command import check_bridge_agents
+
+        check_bridge_agents(options.agent_command, targets)
     from .report.cost import default_table, read_prices
 
     prices = read_prices(options.prices) if options.prices is not None else default_table()

@@ -1,14 +1,18 @@
-"""``evalcheck-adk AGENT_DIR``: an ADK agent folder as a stdio-protocol agent (a warm worker).
+"""``evalcheck-adk DIR``: ADK agents as a stdio-protocol agent (a warm worker).
 
-The folder is loaded once, the way ``adk eval`` / ``adk web`` load it (``root_agent`` in
+DIR is one ADK agent folder, or a folder of them (evalcheck_adk_bridge/folders.py: each eval
+set then runs on the agent folder its eval file lies in, else the one its app name names).
+An agent is loaded the way ``adk eval`` / ``adk web`` load it (``root_agent`` in
 ``agent.py`` or ``__init__.py``, an ``App``, or ``root_agent.yaml``; ``.env`` applied), with
-the google-adk installed next to it, before the first run starts. The process then serves
-every run, up to ``--concurrent N`` (default 8) at once on one asyncio loop, as ADK's own
+the google-adk installed next to it: one agent before the first run starts, each of a
+folder of agents on the first run it serves. The process then serves every run of every
+eval set, up to ``--concurrent N`` (default 8) at once on one asyncio loop, as ADK's own
 eval does (it answers ``start`` with ``{"type": "ready", "sessions": "many", "concurrent":
-N}``, and names each run's session in every answer): each run gets fresh in-memory session, artifact and memory services, its own session with the
-start message's state and its own ``Runner``, as ADK's own eval inference does; the
-agent's ``reset_data()``, when its module has one, is called before each run, as ADK does.
-Each user turn is one ``Runner.run_async`` and the turn's ADK events go back as they are.
+N, "evalSets": "any"}``, and names each run's session in every answer): each run gets
+fresh in-memory session, artifact and memory services, its own session with the start
+message's state and its own ``Runner``, as ADK's own eval inference does; the agent's
+``reset_data()``, when its module has one, is called before each run, as ADK does. Each
+user turn is one ``Runner.run_async`` and the turn's ADK events go back as they are.
 
 A top-level name of its own (not ``checker.*``): a ``checker/`` folder in the repository
 under test cannot shadow it. Standard library only, until google-adk is imported.
@@ -24,7 +28,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import IO, Any
 
-USAGE = "usage: evalcheck-adk [--one-session | --concurrent N] AGENT_DIR"
+from .loading import Agents, LoadFailure, load_agent
+
+USAGE = "usage: evalcheck-adk [--one-session | --concurrent N] DIR (an ADK agent folder, or a folder of them)"
 DEFAULT_CONCURRENT = 8  # runs at once in the one process (ADK's own eval runs 4)
 # The command names the agent's Python and comes first: the checker shows 300 characters.
 ADK_MISSING = ("google-adk is not installed in the agent's Python; install it there: {command} "
@@ -56,6 +62,14 @@ def _send(out: IO[str], message: dict[str, Any]) -> None:
     out.flush()
 
 
+def _refuse(out: IO[str], message: str, ready: dict[str, Any], session_id: str | None) -> int:
+    """A run whose agent (of a folder of agents) cannot be loaded or found: the process is up
+    and serves the other runs, so it says ready (what kind of process it is), then fails
+    this run with the reason."""
+    _send(out, {**ready, **({} if session_id is None else {"session": session_id})})
+    return _fail(out, message, session_id=session_id)
+
+
 def _fail(out: IO[str], message: str, invocation_id: str | None = None,
           session_id: str | None = None) -> int:
     print(f"evalcheck ADK bridge: {message}", file=sys.stderr, flush=True)
@@ -66,42 +80,6 @@ def _fail(out: IO[str], message: str, invocation_id: str | None = None,
         error["session"] = session_id
     _send(out, error)
     return 1
-
-
-def load_agent(agent_dir: Path) -> Any:
-    """The folder's root agent or App, exactly as ADK's own CLI loads it."""
-    from google.adk.cli.utils.agent_loader import AgentLoader
-
-    return AgentLoader(str(agent_dir.parent)).load_agent(agent_dir.name)
-
-
-def _shown(folder: Path) -> str:
-    """The agent folder as the user named it: relative to the working directory when inside."""
-    try:
-        return folder.relative_to(Path.cwd().resolve()).as_posix() or "."
-    except ValueError:
-        return str(folder)
-
-
-def load_problem(agent_dir: Path, exc: Exception) -> str:
-    """Why the agent folder did not load, in one short line: the checker shows the first
-    300 characters of it, and ADK's own "no root_agent" text is a page of layout help."""
-    text = str(exc)
-    if text.startswith("No root_agent found"):
-        name = agent_dir.name
-        return (f"no root_agent in {name}/agent.py, {name}/__init__.py or {name}/root_agent.yaml "
-                f"(define root_agent, the agent to evaluate, in {name}/agent.py: as adk run "
-                "and adk web load it)")
-    return f"{type(exc).__name__}: {' '.join(text.split(chr(10) * 2, 1)[0].split())}"
-
-
-def reset_function(agent_dir: Path) -> Callable[[], object] | None:
-    """The agent module's ``reset_data``, which ADK's eval calls before each inference."""
-    for name in (f"{agent_dir.name}.agent", agent_dir.name):
-        reset = getattr(sys.modules.get(name), "reset_data", None)
-        if callable(reset):
-            return reset
-    return None
 
 
 def _eval_plugins() -> list[Any]:
@@ -175,14 +153,14 @@ def line_reader(stdin: IO[bytes]) -> Reader:
 
 async def serve(agent_dir: Path, out: IO[str], stdin: IO[bytes], *, many: bool = True,
                 concurrent: int = DEFAULT_CONCURRENT) -> int:
-    """Load the agent, then serve runs until stdin closes (one run unless ``many``; with
-    ``many``, up to ``concurrent`` at once)."""
-    try:
-        loaded = load_agent(agent_dir)
-    except Exception as exc:  # the user's agent failing to import: say why, in one line
-        return _fail(out, f"cannot load the ADK agent in {_shown(agent_dir)}: "
-                          f"{load_problem(agent_dir, exc)}")
-    reset = reset_function(agent_dir)
+    """Load the agent (a folder of agents: each on the first run it serves), then serve runs
+    until stdin closes (one run unless ``many``; with ``many``, up to ``concurrent`` at once)."""
+    agents = Agents(agent_dir)
+    if not agents.several:
+        try:
+            agents.for_run({})
+        except LoadFailure as exc:
+            return _fail(out, str(exc))
     try:
         await warm_up()
     except Exception as exc:  # only a speed-up: a failure here is not the agent's
@@ -195,17 +173,22 @@ async def serve(agent_dir: Path, out: IO[str], stdin: IO[bytes], *, many: bool =
             return 0
         if start.get("type") != "start":
             return _fail(out, f"expected a start message, got {str(start.get('type'))[:40]}")
+        try:
+            loaded, reset = agents.for_run(start)
+        except LoadFailure as exc:
+            return _refuse(out, str(exc), {"type": "ready"}, None)
         if reset is not None:
             reset()
         return await serve_run(loaded, start, read, out, ready={"type": "ready"}) or 0
-    return await serve_sessions(loaded, reset, read, out, concurrent)
+    return await serve_sessions(agents, read, out, concurrent)
 
 
-async def serve_sessions(loaded: Any, reset: Callable[[], object] | None, read: Reader,
-                         out: IO[str], concurrent: int) -> int:
+async def serve_sessions(agents: Agents, read: Reader, out: IO[str], concurrent: int) -> int:
     """Every run the checker starts, each in a task of its own: messages go to the run their
-    ``session`` names (one without it, from a checker that sends none, to the latest start)."""
-    ready = {"type": "ready", "sessions": "many", "concurrent": concurrent}
+    ``session`` names (one without it, from a checker that sends none, to the latest start).
+    Each run's agent and ids come from its start message only, never from this process's
+    environment: one process serves every eval set (``"evalSets": "any"``)."""
+    ready = {"type": "ready", "sessions": "many", "concurrent": concurrent, "evalSets": "any"}
     inboxes: dict[str | None, asyncio.Queue[dict[str, Any] | None]] = {}
     tasks: set[asyncio.Task] = set()
     latest: str | None = None
@@ -214,6 +197,11 @@ async def serve_sessions(loaded: Any, reset: Callable[[], object] | None, read: 
         if kind == "start":
             given = (message.get("session") or {}).get("id")
             latest = given if isinstance(given, str) else None
+            try:
+                loaded, reset = agents.for_run(message)
+            except LoadFailure as exc:  # this run fails, the others go on
+                _refuse(out, str(exc), ready, latest)
+                continue
             inbox = inboxes[latest] = asyncio.Queue()
             if reset is not None:
                 reset()  # as ADK's eval calls it before each inference, concurrent ones too

@@ -286,7 +286,8 @@ class AgentProcess:
         timeout = job.turn_timeout
         await self._send(start_message(eval_set_id=job.eval_set_id, eval_id=job.eval_id,
                                        run=job.run, app_name=spec.app_name, user_id=spec.user_id,
-                                       state=spec.state, session_id=session_id),
+                                       state=spec.state, session_id=session_id,
+                                       eval_set_path=job.eval_file),
                          loop.time() + timeout, "the start message")
         if self.runs > 1:
             # A warm worker sets up the run's session before its first turn is sent (and

@@ -28,6 +28,9 @@ class RunJob:
     user_model: UserModel | None = None
     # The eval file, when another selected file has the same eval set id (models/setkey.py).
     eval_set_path: str | None = None
+    # The eval file relative to the working directory, for the agent (the start message's
+    # evalSetPath: an agent serving several, e.g. evalcheck-adk, picks by it).
+    eval_file: str | None = None
 
     @property
     def eval_id(self) -> str:

@@ -67,14 +67,19 @@ def dumps(message: dict[str, Any]) -> bytes:
 
 
 def start_message(*, eval_set_id: str, eval_id: str, run: int, app_name: str, user_id: str,
-                  state: dict[str, Any], session_id: str | None = None) -> dict[str, Any]:
+                  state: dict[str, Any], session_id: str | None = None,
+                  eval_set_path: str | None = None) -> dict[str, Any]:
     """``session_id``: the run's id, which a process serving concurrent sessions names in
-    every message of the run (``session.id`` here, ``session`` in the others)."""
+    every message of the run (``session.id`` here, ``session`` in the others);
+    ``eval_set_path``: the eval file, relative to the agent's working directory."""
     session: dict[str, Any] = {"appName": app_name, "userId": user_id, "state": state}
     if session_id is not None:
         session["id"] = session_id
-    return {"type": "start", "protocol": PROTOCOL_VERSION, "evalSetId": eval_set_id,
-            "evalId": eval_id, "run": run, "session": session}
+    message = {"type": "start", "protocol": PROTOCOL_VERSION, "evalSetId": eval_set_id,
+               "evalId": eval_id, "run": run, "session": session}
+    if eval_set_path is not None:
+        message["evalSetPath"] = eval_set_path
+    return message
 
 
 def end_message(session_id: str | None = None) -> dict[str, Any]:

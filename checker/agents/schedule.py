@@ -85,8 +85,10 @@ class RunPlan:
 def plan_jobs(targets: list[EvalTarget], options: RunOptions) -> RunPlan:
     """Every (case, run) to run. Raises InputError for a scenario the simulator cannot play."""
     templates = []
+    here = os.getcwd()  # the agent's working directory
     for target in targets:
         cases = {c.eval_id: c for c in target.loaded.eval_set.eval_cases}
+        eval_file = Path(os.path.relpath(os.path.abspath(target.loaded.path), here)).as_posix()
         for case_id in target.case_ids:
             case = cases[case_id]
             _check_persona_template(target, case)
@@ -95,7 +97,7 @@ def plan_jobs(targets: list[EvalTarget], options: RunOptions) -> RunPlan:
                                     case=case, run=1,
                                     turn_timeout=options.turn_timeout,
                                     app_name=options.app_name if options.agent_url else None,
-                                    user_simulator=simulator))
+                                    user_simulator=simulator, eval_file=eval_file))
     return RunPlan(templates, options.num_runs)
 
 

@@ -22,14 +22,17 @@ from .validation import decode_at, parse_json_text, read_json, validate
 
 @dataclass(frozen=True)
 class CaseOutline:
-    """What choosing a shard needs to know of a case, without the case."""
+    """What choosing a shard, and the agent of several, needs to know of a case, without the case."""
 
     eval_id: str
     turns: int | None  # len(conversation); None: a conversation_scenario (simulated) case
+    app_name: str | None = None  # session_input.app_name (which agent of several it runs on)
 
     @classmethod
     def of(cls, case: EvalCase) -> CaseOutline:
-        return cls(case.eval_id, None if case.conversation is None else len(case.conversation))
+        given = case.session_input
+        return cls(case.eval_id, None if case.conversation is None else len(case.conversation),
+                   given.app_name if given is not None and given.app_name else None)
 
 
 @dataclass

@@ -23,7 +23,8 @@ from ..compare.comparison import uncompared
 from ..compare.fingerprint import case_fingerprint
 from ..models.results import CaseResult, EvalSetResult, Results, ShardInfo
 from ..models.setkey import ambiguous_ids, set_key, shown
-from .depends import bridge_folder, dependencies, one_server, rerun_reasons
+from ..agents.adk_command import read_bridge_command
+from .depends import dependencies, one_server, rerun_reasons
 
 if TYPE_CHECKING:
     from ..inputs.git_changes import Changes
@@ -108,7 +109,7 @@ def select(targets: Sequence[EvalTarget], changes: Changes, ref: str, root: Path
     """Which of ``targets`` run, and main's results for the others (``baseline``: main's
     newest; without one nothing is selected: read_changed)."""
     selection = Selection(ref=ref, changed=changes.files, total=len(targets))
-    bridge = bridge_folder(options.agent_command, root)
+    bridge = read_bridge_command(options.agent_command)
     deps = [dependencies(t, root, mappings, bridge) for t in targets]
     if options.agent_url is not None:  # one server, one process: every agent it serves is one
         deps = one_server(deps)

@@ -3,8 +3,9 @@ criteria file and its agent's files.
 
 An eval set's agent is, in this order:
 1. the paths an ``--agent-paths EVALS=PATH[,PATH...]`` mapping gives eval files under EVALS;
-2. the folder the ADK bridge loads, when the agent command is ``evalcheck-adk [...] DIR``
-   (one agent for every eval set);
+2. when the agent command is ``evalcheck-adk [...] DIR``, the agent the bridge runs it on:
+   DIR when it is one agent folder, else the agent folder of DIR its eval file lies in or its
+   cases' app name names (checker/agents/adk_command.py);
 3. the ADK agent folder the eval file lies in: the nearest folder above it, below the
    repository root, that holds ``agent.py`` or ``root_agent.yaml`` (where ``adk eval`` and
    ``adk web`` expect an agent's eval sets);
@@ -19,21 +20,18 @@ every agent in that folder (``rerun_reasons``).
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..agents.adk_command import BridgeFolder, read_bridge_command
 from ..errors import InputError
 
 if TYPE_CHECKING:
     from ..inputs.discover import EvalTarget
 
 AGENT_MARKERS = ("agent.py", "root_agent.yaml")  # what ADK's AgentLoader loads a folder by
-BRIDGE_COMMANDS = ("evalcheck-adk",)
-BRIDGE_MODULES = ("evalcheck_adk_bridge", "checker.bridges.adk")
-SHELL_WORDS = {";", "&&", "||", "|", "&", "(", ")"}
 FOUND_FOLDER = "the ADK agent folder it lies in"
 SERVED = "every agent folder the server at --agent-url serves (one process)"
 
@@ -97,34 +95,21 @@ def bridge_folder(command: str | None, root: Path) -> str | None:
     """The folder an ``evalcheck-adk [--one-session | --concurrent N] DIR`` command (or
     ``python -m evalcheck_adk_bridge DIR``) loads, relative to the repository root; None for
     any other command, or one the shell would expand or chain."""
-    if not command:
-        return None
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return None
-    if any(w in SHELL_WORDS or any(ch in w for ch in "$`*?") for w in words):
-        return None
-    start = next((i + 1 for i, w in enumerate(words) if Path(w).name in BRIDGE_COMMANDS), None)
-    if start is None:
-        start = next((i + 2 for i, w in enumerate(words[:-1])
-                      if w == "-m" and words[i + 1] in BRIDGE_MODULES), None)
-    if start is None:
-        return None
-    rest = words[start:]
-    positional = []
-    skip = False
-    for word in rest:
-        if skip:
-            skip = False
-        elif word == "--concurrent":
-            skip = True
-        elif not word.startswith("-"):
-            positional.append(word)
-    if len(positional) != 1 or not Path(positional[0]).is_dir():
-        return None
-    found = _relative(Path(positional[0]), root)
+    bridge = read_bridge_command(command)
+    return None if bridge is None else _in_repository(bridge.path, root)
+
+
+def _in_repository(path: Path, root: Path) -> str | None:
+    found = _relative(path, root)
     return None if found is None else ("" if found == "." else found)
+
+
+def bridge_agent_folders(bridge: BridgeFolder, target: EvalTarget, root: Path) -> tuple[str, ...] | None:
+    """The folders of the agents the bridge runs the target on (relative to the repository
+    root): DIR when it is one agent, else the agents of DIR the target's cases run on."""
+    found = [_in_repository(bridge.path / name if name else bridge.path, root)
+             for name in bridge.agents_of(target)]
+    return None if None in found else tuple(f for f in found if f is not None)
 
 
 def agent_folder(eval_file: Path, root: Path) -> str | None:
@@ -140,7 +125,7 @@ def agent_folder(eval_file: Path, root: Path) -> str | None:
 
 
 def dependencies(target: EvalTarget, root: Path, mappings: Sequence[AgentMapping],
-                 bridge: str | None) -> Dependencies:
+                 bridge: BridgeFolder | None) -> Dependencies:
     deps = Dependencies()
     eval_file = _relative(target.loaded.path, root)
     if eval_file is not None:
@@ -152,8 +137,10 @@ def dependencies(target: EvalTarget, root: Path, mappings: Sequence[AgentMapping
     mapped = [p for m in mappings if eval_file is not None and under(eval_file, m.evals) for p in m.paths]
     if mapped:
         deps.agent, deps.how = tuple(dict.fromkeys(mapped)), "--agent-paths"
-    elif bridge is not None:
-        deps.agent, deps.how = (bridge,), "the folder evalcheck-adk loads"
+    elif bridge is not None and (folders := bridge_agent_folders(bridge, target, root)) is not None:
+        deps.agent = folders
+        deps.how = ("the agent folder evalcheck-adk runs it on" if bridge.agents
+                    else "the folder evalcheck-adk loads")
     else:
         folder = agent_folder(target.loaded.path, root)
         if folder is not None:

@@ -147,6 +147,7 @@ def test_bad_refs_are_bad_input(tmp_path):
 def test_an_eval_sets_agent_is_the_mapping_then_the_bridges_folder_then_its_own_folder(tree):
     from types import SimpleNamespace
 
+    from checker.agents.adk_command import read_bridge_command
     from checker.scale.depends import AgentMapping, dependencies
 
     (tree / "tests" / "eval").mkdir(parents=True)
@@ -155,10 +156,11 @@ def test_an_eval_sets_agent_is_the_mapping_then_the_bridges_folder_then_its_own_
     found = dependencies(target, tree, [], None)
     assert (found.own, found.agent) == ({"agents/weather/w.evalset.json": "eval file",
                                          "tests/eval/eval_config.json": "criteria file"}, ("agents/weather",))
-    assert dependencies(target, tree, [], "agents/shop").agent == ("agents/shop",)
+    shop = read_bridge_command("evalcheck-adk agents/shop")
+    assert dependencies(target, tree, [], shop).agent == ("agents/shop",)
     mappings = [AgentMapping("agents", ("lib",)), AgentMapping("agents/weather", ("agents/weather", "lib")),
                 AgentMapping("tests", ("tests",))]
-    assert dependencies(target, tree, mappings, "agents/shop").agent == ("lib", "agents/weather")
+    assert dependencies(target, tree, mappings, shop).agent == ("lib", "agents/weather")
     target.loaded.path = tree / "tests/eval/t.evalset.json"
     assert dependencies(target, tree, [], None).agent is None
 
@@ -251,3 +253,30 @@ def test_git_says_which_files_and_folders_came_and_went(tmp_path):
     assert changes.files == ["agents/difflib/__init__.py", "agents/weather/agent.py", "lib/common.py"]
     assert changes.added == {"agents/difflib", "agents/difflib/__init__.py"}
     assert changes.removed == {"lib", "lib/common.py"}
+
+
+def test_with_the_bridge_over_a_folder_of_agents_an_eval_sets_agent_is_the_one_it_runs_on(tree):
+    from types import SimpleNamespace
+
+    from checker.agents.adk_command import read_bridge_command
+    from checker.inputs.evalfile import CaseOutline
+    from checker.scale.depends import dependencies
+
+    def target(path: str, *apps: str | None, set_id: str = "s"):
+        outlines = [CaseOutline(f"c{i}", 1, app) for i, app in enumerate(apps)]
+        return SimpleNamespace(eval_set_id=set_id, case_ids=[o.eval_id for o in outlines],
+                               loaded=SimpleNamespace(path=tree / path, case_outlines=lambda: outlines,
+                                                      display_path=path, legacy=False, case_lines={},
+                                                      case_ids=[o.eval_id for o in outlines]),
+                               config=SimpleNamespace(path=None))
+
+    bridge = read_bridge_command("evalcheck-adk agents")
+    assert bridge.agents == ("shop", "weather")
+    # The folder the eval file lies in, whatever its cases' app names say.
+    found = dependencies(target("agents/weather/w.evalset.json", "shop"), tree, [], bridge)
+    assert (found.agent, found.how) == (("agents/weather",), "the agent folder evalcheck-adk runs it on")
+    # Else the agents its cases name (without one, its eval set id names it).
+    assert dependencies(target("lib/x.evalset.json", "shop", None, set_id="weather"), tree, [],
+                        bridge).agent == ("agents/shop", "agents/weather")
+    with pytest.raises(InputError, match="eval case 'c0' runs on no agent of agents"):
+        dependencies(target("lib/x.evalset.json", "nobody"), tree, [], bridge)
