@@ -1,14 +1,17 @@
-"""Benchmark: a real ADK app evaluated by ADK itself and by evalcheck, side by side (prints
+"""Benchmark: real ADK apps evaluated by ADK itself and by evalcheck, side by side (prints
 figures; not a test).
 
-The test agent of tests/adk_agent (google-adk, tools, a sub-agent, session state; its model
-is scripted and offline), an eval set of ``--cases`` cases made from its four, ``--runs``
-runs each; evalcheck at its default concurrency (``--concurrency N`` to force one; ADK's
-own parallelism is 4). Each way runs as its own process, imports included, as a user
-would start it:
+Two apps of tests/adk_agent (google-adk, offline scripted models), ``--apps`` (default both):
+``weather`` (weather_app: a tool writing session state, a forecast sub-agent reached by
+``transfer_to_agent``) and ``shop`` (shop_app: a root agent with two tools, one writing
+session state, and a checkout sub-agent reached by transfer whose tool keeps the cart in
+session state; one- and two-turn cases). For each, an eval set of ``--cases`` cases made
+from its own, ``--runs`` runs each; evalcheck at its default concurrency (``--concurrency
+N`` to force one; ADK's own parallelism is 4). Each way runs as its own process, imports
+included, as a user would start it:
 
 - adk: ADK's ``AgentEvaluator.evaluate_eval_set`` (what ``adk eval`` / pytest use), in process;
-- bridge: ``evalcheck run --agent-command "evalcheck-adk weather_app"`` (one process,
+- bridge: ``evalcheck run --agent-command "evalcheck-adk APP_DIR"`` (one process,
   concurrent sessions);
 - bridge-c1: the same with ``--concurrency 1`` (the default must never be slower on 2 CPUs);
 - api: ``evalcheck run --agent-url ... --agent-server-command "adk api_server ..."``;
@@ -20,17 +23,18 @@ with ``--load`` busy processes (default 2) spinning on those CPUs the whole time
 shared CI machine.
 
 Both score the eval set's criteria (tool_trajectory_avg_score, response_match_score). For
-each way: wall time, CPU time (the process and everything it started), CPU per run, and
-for evalcheck the mean turn duration it measured (invocation_duration_v1's input) and the
-median time per run outside the turns (session set-up and tear-down, protocol; the
-median leaves out the first runs, which start the workers).
-Targets (issue 25): bridge at most 0.6x ADK's wall time and at most ADK's CPU per run,
-api at most 0.8x, in both scenarios; bridge (default) not slower than bridge-c1.
-``--repeat`` runs the ways in turn that many times; the median is reported (the machine
-may be shared: say so with the figures).
+each way: wall time, CPU time (the process and everything it started: for evalcheck the
+checker's own CPU and the agent's together), CPU per run, and for evalcheck the mean turn
+duration it measured (invocation_duration_v1's input) and the median time per run outside
+the turns (session set-up and tear-down, protocol; the median leaves out the first runs,
+which start the workers).
+Targets: bridge at most 0.6x ADK's wall time and at most 0.6x its CPU per run, api at most
+0.8x, for both apps in both scenarios; bridge (default) not slower than bridge-c1.
+``--repeat`` runs the ways in turn that many times; the median is reported, with the load
+average of the machine (it may be shared: say so with the figures).
 
-    python bench/bench_adk.py [--cases 50] [--runs 3] [--concurrency N] [--repeat 3] [--cold]
-                              [--cpus 0,1] [--scenarios idle,load] [--load 2]
+    python bench/bench_adk.py [--apps weather,shop] [--cases 50] [--runs 3] [--concurrency N]
+                              [--repeat 3] [--cold] [--cpus 0,1] [--scenarios idle,load] [--load 2]
 """
 
 from __future__ import annotations
@@ -51,6 +55,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 ADK_AGENT = REPO / "tests" / "adk_agent"
+# app -> (its agent folder, its eval set, its criteria)
+APPS = {"weather": (ADK_AGENT / "weather_app", ADK_AGENT / "evals" / "weather_app.evalset.json",
+                    ADK_AGENT / "evals" / "test_config.json"),
+        "shop": (ADK_AGENT / "shop_app", ADK_AGENT / "shop_evals" / "shop_app.evalset.json",
+                 ADK_AGENT / "shop_evals" / "test_config.json")}
 PY = sys.executable
 BIN = Path(PY).parent
 
@@ -65,26 +74,27 @@ AgentEvaluator._print_details = staticmethod(lambda *a, **k: None)
 eval_set = EvalSet.model_validate_json(open({evalset!r}).read())
 config = EvalConfig.model_validate_json(open({config!r}).read())
 try:
-    asyncio.run(AgentEvaluator.evaluate_eval_set(agent_module="weather_app", eval_set=eval_set,
+    asyncio.run(AgentEvaluator.evaluate_eval_set(agent_module={module!r}, eval_set=eval_set,
                                                  eval_config=config, num_runs={runs}))
 except AssertionError:
-    pass  # a case fails its threshold on purpose (wrong_expectation)
+    pass  # a case fails its threshold on purpose (weather's wrong_expectation)
 """
 
 
-def make_eval_set(folder: Path, cases: int) -> Path:
-    """``cases`` cases cycling through the test agent's four, each with its own id."""
-    source = json.loads((ADK_AGENT / "evals" / "weather_app.evalset.json").read_text())
+def make_eval_set(folder: Path, app: str, cases: int) -> Path:
+    """``cases`` cases cycling through the app's own, each with its own id."""
+    _, source_file, config = APPS[app]
+    source = json.loads(source_file.read_text())
     originals = source["eval_cases"]
     made = []
     for i in range(cases):
         case = json.loads(json.dumps(originals[i % len(originals)]))
         case["eval_id"] = f"{case['eval_id']}_{i:03d}"
         made.append(case)
-    evals = folder / "evals"
+    evals = folder / f"evals_{app}"
     evals.mkdir(parents=True)
-    shutil.copy(ADK_AGENT / "evals" / "test_config.json", evals / "test_config.json")
-    path = evals / "weather_app.evalset.json"
+    shutil.copy(config, evals / "test_config.json")
+    path = evals / source_file.name
     path.write_text(json.dumps({**source, "eval_cases": made}))
     return path
 
@@ -110,8 +120,8 @@ def measured(argv: list[str], cwd: Path) -> tuple[float, float, subprocess.Compl
     return wall, cpu, done
 
 
-def run_adk(tmp: Path, evalset: Path, runs: int) -> tuple[float, float, dict]:
-    script = ADK_SCRIPT.format(agents=str(tmp / "agents"), evalset=str(evalset),
+def run_adk(tmp: Path, evalset: Path, runs: int, module: str) -> tuple[float, float, dict]:
+    script = ADK_SCRIPT.format(agents=str(tmp / "agents"), evalset=str(evalset), module=module,
                                config=str(evalset.parent / "test_config.json"), runs=runs)
     wall, cpu, done = measured([PY, "-c", script], tmp)
     if done.returncode != 0:
@@ -159,6 +169,7 @@ def stop_load(procs: list[subprocess.Popen]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--apps", default="weather,shop", help="of: " + ", ".join(APPS))
     parser.add_argument("--cases", type=int, default=50)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=None,
@@ -178,64 +189,80 @@ def main() -> None:
     if args.cpus and shutil.which("taskset"):
         PIN[:] = ["taskset", "-c", args.cpus]
 
+    apps = args.apps.split(",")
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        evalset = make_eval_set(tmp, args.cases)
-        agents = tmp / "agents"  # adk api_server and AgentEvaluator load weather_app from here
-        shutil.copytree(ADK_AGENT / "weather_app", agents / "weather_app",
-                        ignore=shutil.ignore_patterns("__pycache__", ".adk"))
-        agent_dir = shlex.quote(str(agents / "weather_app"))
-        bridge = shlex.quote(str(BIN / "evalcheck-adk"))
-        ways = {
-            "adk": lambda: run_adk(tmp, evalset, args.runs),
-            "bridge": lambda: run_evalcheck(tmp, evalset, args, [
-                "--agent-command", f"{bridge} {agent_dir}"]),
-            "bridge-c1": lambda: run_evalcheck(tmp, evalset, args, [
-                "--agent-command", f"{bridge} {agent_dir}"], concurrency=1),
-            "api": lambda: api_way(tmp, evalset, args, agents),
-        }
-        if args.cold:
-            ways["cold"] = lambda: run_evalcheck(tmp, evalset, args, [
-                "--agent-command", f"{bridge} --one-session {agent_dir}"])
-        if args.ways:
-            keep = {"adk", *args.ways.split(",")}
-            ways = {w: f for w, f in ways.items() if w in keep}
+        agents = tmp / "agents"  # adk api_server and AgentEvaluator load the apps from here
+        ways_of = {}
+        for app in apps:
+            folder = APPS[app][0]
+            shutil.copytree(folder, agents / folder.name,
+                            ignore=shutil.ignore_patterns("__pycache__", ".adk"))
+            ways_of[app] = app_ways(tmp, make_eval_set(tmp, app, args.cases), folder.name, args)
         for scenario in args.scenarios.split(","):
             load = start_load(args.load) if scenario == "load" else []
             try:
-                figures: dict[str, list[tuple[float, float, dict]]] = {w: [] for w in ways}
-                for _ in range(args.repeat):
-                    for way, run in ways.items():
-                        figures[way].append(run())
-                loadavg = os.getloadavg()[0]
+                for app in apps:
+                    ways = ways_of[app]
+                    figures: dict[str, list[tuple[float, float, dict]]] = {w: [] for w in ways}
+                    before = os.getloadavg()[0]
+                    for _ in range(args.repeat):
+                        for way, run in ways.items():
+                            figures[way].append(run())
+                    report(scenario, app, args, figures, (before, os.getloadavg()[0]))
             finally:
                 stop_load(load)
-            report(scenario, args, figures, loadavg)
 
 
-def report(scenario: str, args: argparse.Namespace, figures: dict, loadavg: float) -> None:
+def app_ways(tmp: Path, evalset: Path, module: str, args: argparse.Namespace) -> dict:
+    """The ways to evaluate one app (``module``: its folder in tmp/agents)."""
+    agents = tmp / "agents"
+    agent_dir = shlex.quote(str(agents / module))
+    bridge = shlex.quote(str(BIN / "evalcheck-adk"))
+    ways = {
+        "adk": lambda: run_adk(tmp, evalset, args.runs, module),
+        "bridge": lambda: run_evalcheck(tmp, evalset, args, [
+            "--agent-command", f"{bridge} {agent_dir}"]),
+        "bridge-c1": lambda: run_evalcheck(tmp, evalset, args, [
+            "--agent-command", f"{bridge} {agent_dir}"], concurrency=1),
+        "api": lambda: api_way(tmp, evalset, args, agents),
+    }
+    if args.cold:
+        ways["cold"] = lambda: run_evalcheck(tmp, evalset, args, [
+            "--agent-command", f"{bridge} --one-session {agent_dir}"])
+    if args.ways:
+        keep = {"adk", *args.ways.split(",")}
+        ways = {w: f for w, f in ways.items() if w in keep}
+    return ways
+
+
+def report(scenario: str, app: str, args: argparse.Namespace, figures: dict,
+           loadavg: tuple[float, float]) -> None:
     total = args.cases * args.runs
     where = f"taskset -c {PIN[2]}" if PIN else f"{os.cpu_count()} CPU cores"
     extra_load = f", {args.load} busy processes beside" if scenario == "load" else ""
-    print(f"\n[{scenario}] the ADK test agent (offline scripted model), {args.cases} cases x "
+    print(f"\n[{scenario}] {app} ({APPS[app][0].name}, offline scripted model), {args.cases} cases x "
           f"{args.runs} runs = {total} runs; median of {args.repeat}; {where}{extra_load}; "
-          f"load average {loadavg:.1f}")
+          f"load average {loadavg[0]:.1f} before, {loadavg[1]:.1f} after", flush=True)
     print(f"{'way':<10} {'conc':>4} {'wall s':>7} {'x ADK':>6} {'target':>6} {'CPU s':>7} "
-          f"{'CPU ms/run':>10} {'x ADK':>6} {'turn ms':>8} {'turn 1 ms':>9} "
+          f"{'CPU ms/run':>10} {'x ADK':>6} {'target':>6} {'turn ms':>8} {'turn 1 ms':>9} "
           f"{'outside ms/run':>14}  all walls")
     adk_wall = statistics.median(w for w, _, _ in figures["adk"])
     adk_cpu = statistics.median(c for _, c, _ in figures["adk"])
-    targets = {"bridge": 0.6, "api": 0.8}
+    wall_targets = {"bridge": 0.6, "api": 0.8}
+    cpu_targets = {"bridge": 0.6}
     for way, results in figures.items():
         wall = statistics.median(w for w, _, _ in results)
         cpu = statistics.median(c for _, c, _ in results)
         extra = results[-1][2]
-        target = f"{targets[way]:.1f}x" if way in targets else ""
+        target = f"{wall_targets[way]:.1f}x" if way in wall_targets else ""
+        cpu_target = f"{cpu_targets[way]:.1f}x" if way in cpu_targets else ""
         cells = [f"{extra[k]:.1f}" if k in extra else "-" for k in ("turn_ms", "first_turn_ms", "outside_ms")]
         conc = extra.get("concurrency") or "4"  # ADK's own; the API server's default
         print(f"{way:<10} {conc:>4} {wall:>7.2f} {wall / adk_wall:>6.2f} {target:>6} {cpu:>7.2f} "
-              f"{cpu / total * 1000:>10.1f} {cpu / adk_cpu:>6.2f} {cells[0]:>8} {cells[1]:>9} "
-              f"{cells[2]:>14}  " + " ".join(f"{w:.1f}" for w, _, _ in results))
+              f"{cpu / total * 1000:>10.1f} {cpu / adk_cpu:>6.2f} {cpu_target:>6} {cells[0]:>8} "
+              f"{cells[1]:>9} {cells[2]:>14}  " + " ".join(f"{w:.1f}" for w, _, _ in results),
+              flush=True)
 
 
 def api_way(tmp: Path, evalset: Path, args: argparse.Namespace, agents: Path):
