@@ -108,6 +108,7 @@ def main() -> None:
 @click.option("--max-token-increase", type=click.FloatRange(min=0), metavar="PCT", help="Fail (exit 1) when a case's agent tokens per run grew by more than PCT percent against the baseline.")
 @click.option("--baseline", "baselines", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="Results file of main to compare with; give several (newest first) to pool main's history (docs/comparing.md).")
 @click.option("--changed-since", metavar="REF", help="Run only the eval sets whose eval file, criteria file or agent changed since the merge base of REF (git); carry the others from --baseline, labelled carried. A change outside every agent's files runs everything (docs/changed-files.md).")
+@click.option("--quarantine-ref", metavar="REF", help="Quarantine the cases .evalcheck/quarantine.yml lists as the merge base of REF (git; e.g. origin/main) has it, never the working tree's: they run and are reported, and do not gate until their entry expires (docs/quarantine.md).")
 @click.option("--agent-paths", "agent_paths", multiple=True, metavar="EVALS=PATH[,PATH...]", help="With --changed-since: the agent of the eval files at or under EVALS is these files and folders (default: the ADK agent folder the eval file lies in). Repeatable.")
 @click.option("--verdict", default="mean", show_default=True, metavar="RULE", help="How runs make a metric's verdict: mean, all-runs, majority or k-of-n:K.")
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the run (exit 1); regression and drop need --baseline.")
@@ -152,6 +153,7 @@ def run(paths: tuple[str, ...], **options) -> None:
 @click.option("--html", type=click.Path(dir_okay=False, path_type=Path), help="Also write a self-contained HTML report (one page, no network).")
 @click.option("--max-token-increase", type=click.FloatRange(min=0), metavar="PCT", help="Fail (exit 1) when a case's agent tokens per run grew by more than PCT percent against the baseline.")
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the comparison (exit 1); regression: only a regressed case, a failing new case or a metric error; drop: also a suite-wide drop.")
+@click.option("--quarantine-ref", metavar="REF", help="Quarantine the cases .evalcheck/quarantine.yml lists as the merge base of REF (git; e.g. origin/main) has it, never the working tree's: they run and are reported, and do not gate until their entry expires (docs/quarantine.md).")
 @click.option("--alpha", type=click.FloatRange(min=0, max=0.5, min_open=True), default=0.05, show_default=True, help="Family-wise significance level of the whole suite's regression decisions.")
 def compare(**options) -> None:
     """Compare results files (BASELINE, e.g. of main - several, newest first, pool main's
@@ -182,6 +184,7 @@ def compare(**options) -> None:
 @click.option("--max-token-increase", type=click.FloatRange(min=0), metavar="PCT", help="Fail (exit 1) when a case's agent tokens per run grew by more than PCT percent against the baseline.")
 @click.option("--baseline", "baselines", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="Results file of main to compare the merged results with; several (newest first) pool main's history (docs/comparing.md).")
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the merge (exit 1); regression and drop need --baseline.")
+@click.option("--quarantine-ref", metavar="REF", help="Quarantine the cases .evalcheck/quarantine.yml lists as the merge base of REF (git; e.g. origin/main) has it, never the working tree's: they run and are reported, and do not gate until their entry expires (docs/quarantine.md).")
 @click.option("--alpha", type=click.FloatRange(min=0, max=0.5, min_open=True), default=0.05, show_default=True, help="Family-wise significance level of the whole suite's regression decisions.")
 def merge(files: tuple[Path, ...], **options) -> None:
     """Merge the results files of `run --shard I/N` shards into one, as if one machine ran all.

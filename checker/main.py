@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import aio
+from .compare.overrides import Overrides, apply_overrides, read_overrides, say_overrides
 from .compare.results_file import read_baselines
 from .compare.verdict import VerdictRule
 from .errors import InputError
@@ -57,6 +58,7 @@ class Inputs:
     prices: PriceTable | None = None
     changed: Changes | None = None  # --changed-since: what changed (None: run everything)
     agent_paths: list[AgentMapping] = field(default_factory=list)
+    overrides: Overrides | None = None  # quarantine (base branch) and accept label
 
 
 @dataclass
@@ -166,6 +168,7 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles,
 
             shutil.rmtree(plan.metric_sources, ignore_errors=True)
     results = compare_with_baseline(options, inputs.baselines, plan, results)
+    say_overrides(apply_overrides(results, inputs.overrides))
     return write(options, plan, runs.redactor, results, files, runs.by_case)
 
 
@@ -205,6 +208,8 @@ def read_inputs(options: RunOptions) -> Inputs:
                                                "input 'agent-paths'" if options.changed_since_auto else "--agent-paths")
         inputs.changed, said = read_changed(options, root, bool(baselines))
         notes.extend(said)
+    inputs.overrides = read_overrides(options.quarantine_ref, options.accept, root, notes,  # git, before PR code
+                                      auto=options.quarantine_auto)
     return inputs
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .agents.sandbox import AgentSandbox
+    from .compare.overrides import AcceptLabel
 
 
 DEFAULT_CONFIRM_RUNS = 60
@@ -53,6 +54,12 @@ class RunOptions:
     # The Action's only-changed: auto: what cannot be selected (no baseline, no base commit
     # in the checkout) runs everything with a note, instead of being bad input.
     changed_since_auto: bool = False
+    # Overrides (docs/quarantine.md): --quarantine-ref REF reads .evalcheck/quarantine.yml of
+    # the merge base of REF (the Action: the pull request's base, and a checkout without that
+    # commit applies none, said); the Action's accept-label as found on the pull request.
+    quarantine_ref: str | None = None
+    quarantine_auto: bool = False
+    accept: AcceptLabel | None = None
     # Comparing and gating (CONTRACT section 8).
     # Results of main, newest first: pooled per case (docs/comparing.md).
     baselines: list[Path] = field(default_factory=list)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..models.results import BaselineInfo, Results
+from .overrides import Overrides, apply_overrides, read_overrides, say_overrides
 
 
 @dataclass
@@ -20,6 +21,7 @@ class CompareRequest:
     fail_on: str = "failure"
     alpha: float = 0.05
     max_token_increase: float | None = None
+    quarantine_ref: str | None = None  # .evalcheck/quarantine.yml of its merge base
 
 
 def compare_with_files(paths: list[Path], head: Results, *, alpha: float,
@@ -55,6 +57,19 @@ def compare_run(paths: list[Path], results: Results, baselines: list[Results] | 
     return results
 
 
+def command_overrides(quarantine_ref: str | None) -> Overrides | None:
+    """The quarantine of ``compare`` and ``merge`` (--quarantine-ref), read first: bad input
+    is found before the work; its notes said."""
+    from ..inputs.discover import find_repo_root
+    from ..safety.output import clean, say
+
+    notes: list[str] = []
+    overrides = read_overrides(quarantine_ref, None, find_repo_root(Path.cwd()), notes)
+    for note in notes:
+        say(f"evalcheck: warning: {clean(note)}", err=True)
+    return overrides
+
+
 def compare_files(request: CompareRequest) -> bool:
     """Compare, write the reports asked for, print the summary; returns whether the gates
     (--fail-on, --max-token-increase) passed. Raises InputError for a file that is not a
@@ -74,10 +89,12 @@ def compare_files(request: CompareRequest) -> bool:
         check_template(request.template)
     from .results_file import load_baselines
 
+    overrides = command_overrides(request.quarantine_ref)
     baselines = load_baselines(list(request.baselines))
     head = load_suite_results(request.head, "results file")
     results = compare_run(request.baselines, head, baselines, alpha=request.alpha,
                           max_token_increase=request.max_token_increase)
+    say_overrides(apply_overrides(results, overrides))
     write_reports(results, RunOptions(results=request.results, markdown=request.markdown,
                                       junit=request.junit, template=request.template,
                                       html=request.html, fail_on=request.fail_on))

@@ -13,6 +13,10 @@
   wholly below 0 (many cases each within noise, together worse for sure).
 - ``error``: a run or metric errored, or nothing could be scored.
 - ``never``: advisory, never fails.
+
+Overrides (compare/overrides.py, docs/quarantine.md): a case the base branch's quarantine
+file quarantines never gates, under any rule; a regression (and a suite drop) accepted by
+the pull request's accept label does not fail ``regression`` or ``drop``.
 """
 
 from __future__ import annotations
@@ -20,19 +24,45 @@ from __future__ import annotations
 from collections import Counter
 
 from ..models.results import CaseResult, Results
-from .comparison import suite_drops
+from .comparison import SuiteShift, suite_drops
 from .failing import fresh_runs, failing_parts, sort_failing
+from .overrides import override_parts
 
 FAIL_ON = ("failure", "regression", "drop", "error", "never")
 COMPARING = ("regression", "drop")
 
 
+def gating_cases(results: Results) -> list[CaseResult]:
+    """Every case but the quarantined ones (they run and are reported, and never gate)."""
+    return [c for es in results.eval_sets for c in es.cases if c.quarantined is None]
+
+
+def accepted_keys(results: Results) -> set[tuple[str, str]]:
+    """(eval set id, eval id) of the regressions the accept label accepted."""
+    accepted = results.comparison.accepted if results.comparison is not None else None
+    return {(ref.eval_set_id, ref.eval_id) for ref in (accepted.cases if accepted else [])}
+
+
+def _accepted_drops(results: Results) -> set[str]:
+    accepted = results.comparison.accepted if results.comparison is not None else None
+    return set(accepted.suite_drops or []) if accepted is not None else set()
+
+
+def gating_drops(results: Results) -> list[SuiteShift]:
+    """The suite's drops the accept label did not accept."""
+    return [d for d in suite_drops(results.comparison) if d.metric not in _accepted_drops(results)]
+
+
+def _only_quarantined_fail(results: Results) -> bool:
+    """Every case that did not pass is quarantined (and nothing else failed the run)."""
+    return (results.summary.cases > 0 and not results.file_errors and not results.budgets
+            and all(c.status == "passed" for c in gating_cases(results)))
+
+
 def _errored(results: Results) -> bool:
-    s = results.summary
-    if s.errored or s.not_evaluated:
-        return True
     # A failed case can hide an errored run (its failing metric decides its status).
-    return any(r.status == "error" for es in results.eval_sets for c in es.cases for r in c.runs)
+    return any(c.status in ("error", "not_evaluated") or any(r.status == "error" for r in c.runs)
+               for c in gating_cases(results))
 
 
 def _metric_errored(case: CaseResult) -> bool:
@@ -42,8 +72,13 @@ def _metric_errored(case: CaseResult) -> bool:
 def regression_cases(results: Results) -> list[tuple[str, str, str]]:
     """(eval set id, eval id, why) of every case that fails ``fail-on: regression``."""
     found = []
+    accepted = accepted_keys(results)
     for eval_set in results.eval_sets:
         for case in eval_set.cases:
+            if case.quarantined is not None:
+                continue
+            if case.change == "regressed" and (eval_set.eval_set_id, case.eval_id) in accepted:
+                continue
             if case.change == "regressed":
                 why = "regressed"
             elif case.change in ("new", "changed") and case.status != "passed":
@@ -64,10 +99,10 @@ def gate_failed(results: Results, fail_on: str) -> bool:
         return False
     if fail_on in COMPARING and results.comparison is not None:
         return bool(regression_cases(results)) or (
-            fail_on == "drop" and bool(suite_drops(results.comparison)))
+            fail_on == "drop" and bool(gating_drops(results)))
     if fail_on in COMPARING and results.shard is not None:
         return any(_metric_errored(c) for s in results.eval_sets for c in s.cases)
-    if results.passed:
+    if results.passed or _only_quarantined_fail(results):
         return False
     if fail_on == "error":
         return _errored(results)
@@ -91,14 +126,14 @@ def gate_message(results: Results, fail_on: str) -> str:
 
 def _errors(results: Results) -> list[str]:
     """What fails ``fail-on: error``, counted: errored runs, metrics, cases not evaluated."""
-    cases = [c for es in results.eval_sets for c in es.cases]
+    cases = gating_cases(results)  # a quarantined case's errors fail nothing
     runs = sum(r.status == "error" for c in cases for r in c.runs)
     metrics = sum(m.status == "error" for c in cases for m in c.metrics)
+    not_evaluated = sum(c.status == "not_evaluated" for c in cases)
     said = [f"{plural(runs, 'run')} errored" if runs else "",
             f"{plural(metrics, 'metric')} errored" if metrics else "",
-            f"{plural(results.summary.not_evaluated, 'case')} not evaluated"
-            if results.summary.not_evaluated else ""]
-    return [x for x in said if x] or (["a case errored"] if results.summary.errored else [])
+            f"{plural(not_evaluated, 'case')} not evaluated" if not_evaluated else ""]
+    return [x for x in said if x] or (["a case errored"] if any(c.status == "error" for c in cases) else [])
 
 
 def _unconfirmed(cases: list[CaseResult]) -> str:
@@ -137,26 +172,28 @@ def gate_headline(results: Results, fail_on: str) -> tuple[bool, str]:
             what += " (no baseline to compare with: gated on failure)"
         elif fail_on == "never":
             what += " (advisory)"
-        return not failed, f"{lead}: {what}"
+        return not failed, f"{lead}: " + "; ".join([what, *override_parts(results)])
     found = regression_cases(results)
     parts = []
     if found:
         counts = Counter(why for _, _, why in found)
         parts += [f"{plural(n, 'case')} {why}" for why, n in sorted(counts.items())]
-    else:
+    elif not accepted_keys(results):  # accepted ones are said below, with the label
         parts.append("no confirmed regression" if results.comparison.familywise and
                      results.comparison.familywise.get("confirmed") else "no regression")
-    drops = suite_drops(results.comparison)
+    drops = gating_drops(results)
     if drops:
         parts.append("the suite dropped: " + ", ".join(map(str, drops)))
-    cases = [c for es in results.eval_sets for c in es.cases]
-    failing = sort_failing(results)
+    cases = gating_cases(results)
+    quarantined = {id(c) for es in results.eval_sets for c in es.cases if c.quarantined is not None}
+    failing = sort_failing(results, quarantined)
     # A failing case main passed is named with its own words below, not counted twice.
     unconfirmed = [c for c in cases if c.change != "regressed" and id(c) not in failing.cases()
                    and any(m.screened for m in c.metrics)]
     if unconfirmed:
         parts.append(_unconfirmed(unconfirmed))
-    parts += failing_parts(results)
+    parts += failing_parts(results, quarantined)
     if s.carried:
         parts.append(f"{plural(s.carried, 'case')} carried from main, not re-run")
+    parts += override_parts(results)
     return not failed, f"{lead}: " + "; ".join(parts)

@@ -95,6 +95,15 @@ class RunVerdicts(ResultsModel):
     metrics: list[MetricVerdict] = Field(default_factory=list)
 
 
+class QuarantineNote(ResultsModel):
+    """The base branch's quarantine entry a case matched (.evalcheck/quarantine.yml): the
+    case ran and is reported, and does not gate until ``expires`` (inclusive)."""
+
+    reason: str
+    owner: str
+    expires: str  # YYYY-MM-DD
+
+
 class CaseResult(ResultsModel):
     eval_id: str
     status: CaseStatus
@@ -120,6 +129,8 @@ class CaseResult(ResultsModel):
     # sides (compare/tokens.py): {baseline, here, percent}.
     usage: Usage | None = optional()
     token_change: dict[str, Any] | None = optional()
+    # Quarantined by the base branch's quarantine file: reported, never gating.
+    quarantined: QuarantineNote | None = optional()
 
 
 class EvalSetResult(ResultsModel):
@@ -191,6 +202,18 @@ class CaseRef(ResultsModel):
     path: str | None = optional()
 
 
+class Acceptance(ResultsModel):
+    """Regressions accepted by a label on the pull request (the Action's accept-label):
+    the label, who added it and when (read from the pull request's timeline), and what it
+    accepted - the regressed cases and the suite's drops - which then do not fail the gate."""
+
+    label: str
+    actor: str  # the login that added the label
+    time: str  # when, as GitHub says (ISO 8601, UTC)
+    cases: list[CaseRef] = Field(default_factory=list)
+    suite_drops: list[str] | None = optional()  # metrics whose suite mean dropped for sure
+
+
 class Comparison(ResultsModel):
     baseline: BaselineInfo = Field(default_factory=BaselineInfo)
     summary: ChangeSummary = Field(default_factory=ChangeSummary)
@@ -207,6 +230,8 @@ class Comparison(ResultsModel):
     # Main's history as a trend, oldest first: [{commit, passRate, metrics: {name: mean}}]
     # (report/trend.py); only with 2 or more results of main.
     trend: list[dict[str, Any]] | None = optional()
+    # Regressions accepted by a label on the pull request (compare/overrides.py).
+    accepted: Acceptance | None = optional()
 
 
 class FileError(ResultsModel):

@@ -91,6 +91,7 @@ def render_markdown(results: Results, *, template: Path | None = None,
         # (Jinja's sandbox still allows a list's remove() or a dict's pop()).
         results = Results.model_validate_json(results.model_dump_json())
     from ..compare.gate import gate_headline
+    from .overrides import overrides_view
 
     view = build_view(results, links, budget)
     gate_passed, headline = gate_headline(results, fail_on)  # decided before any template renders
@@ -99,6 +100,7 @@ def render_markdown(results: Results, *, template: Path | None = None,
         "run_url": links.run_url, "title": "Agent evaluation",
         "gate": {"passed": gate_passed, "headline": headline, "fail_on": fail_on,
                  "familywise": _familywise(results)},
+        "overrides": overrides_view(results),
     }
     context.update(extra)
     env = environment(template.parent if template else None)

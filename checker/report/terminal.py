@@ -34,6 +34,8 @@ def case_labels(case: CaseResult) -> list[str]:
     labels = [case.change] if case.change in ("regressed", "improved", "new", "changed") else []
     if case.change == "carried":  # main's verdict, not this run's (--changed-since)
         labels.append("carried from main")
+    if case.quarantined is not None:  # runs and is reported, does not gate
+        labels.append(f"quarantined until {case.quarantined.expires}, not gating")
     if case.flaky:
         before = baseline_pass_counts(case)
         labels.append(f"flaky {case_pass_counts(case)} runs passed"

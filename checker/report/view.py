@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
+from ..compare.gate import accepted_keys
 from .changes import ChangeView, Flaky, build_changes, flaky_counts
 from .cost import usage_line
 from .efficiency import token_line
@@ -65,6 +66,8 @@ class CaseRow:
     flaky: Flaky | None = None   # runs disagree: their pass counts
     attention: bool = False      # shown first; otherwise collapsed with the passing cases
     position: int = 0            # in the eval set's file order
+    quarantined: bool = False    # the base branch's quarantine file: reported, not gating
+    accepted: bool = False       # a regression the pull request's accept label accepted
 
 
 @dataclass
@@ -233,7 +236,7 @@ def _row(case: CaseResult, eval_set: EvalSetResult, links: Links) -> CaseRow:
     return CaseRow(eval_id=case.eval_id, status=case.status, url=links.file(eval_set.path, case.line),
                    cells={m.name: _cell(case, m) for m in case.metrics if m.status != "informational"},
                    note=note, change=case.change, flaky=flaky_counts(case) if case.flaky else None,
-                   attention=needs_attention(case))
+                   attention=needs_attention(case), quarantined=case.quarantined is not None)
 
 
 def _set_view(eval_set: EvalSetResult, links: Links, budget: Budget) -> SetView:
@@ -272,6 +275,10 @@ def build_view(results: Results, links: Links | None = None, budget: Budget | No
     links = links or Links()
     budget = budget or Budget()
     sets = [_set_view(s, links, budget) for s in results.eval_sets]
+    accepted = accepted_keys(results)  # regressions the accept label accepted
+    for s in sets:
+        for row in s.attention + s.quiet:
+            row.accepted = (s.eval_set_id, row.eval_id) in accepted
     if budget.max_rows is not None:
         left = budget.max_rows
         for s in sets:

@@ -16,6 +16,7 @@ from pydantic_core import to_json
 
 from ..errors import InputError
 from ..inputs.bulk import paused_gc
+from ..compare.overrides import apply_overrides, say_overrides
 from ..models.results import Results
 from .merge import MergeInputs, merge_recorded_runs, merge_results, read_merge_inputs, shard_of
 
@@ -34,6 +35,10 @@ class MergeRequest:
     fail_on: str = "failure"
     alpha: float = 0.05
     max_token_increase: float | None = None
+    quarantine_ref: str | None = None  # .evalcheck/quarantine.yml of its merge base
+    # The Action: the accept label on the pull request, and a quarantine that may not apply.
+    accept: Any = None
+    quarantine_auto: bool = False
 
 
 def _shard_budgets(inputs: MergeInputs) -> list[dict[str, Any]] | None:
@@ -76,6 +81,7 @@ def merge_files(request: MergeRequest) -> Results:
         check_template(request.template)
     prices = read_prices(request.prices) if request.prices is not None else default_table()
     files = OutputFiles()
+    overrides = merge_overrides(request)  # git read first: bad input found before the work
 
     inputs = read_merge_inputs(request.files)
     merged = merge_results([p for p, _ in inputs.results], [r for _, r in inputs.results])
@@ -100,12 +106,27 @@ def merge_files(request: MergeRequest) -> Results:
     if request.baselines:
         merged = compare_run(request.baselines, merged, alpha=request.alpha,
                              max_token_increase=request.max_token_increase)
+    say_overrides(apply_overrides(merged, overrides))
     write_reports(merged, RunOptions(results=request.results, markdown=request.markdown,
                                      junit=request.junit, template=request.template,
                                      html=request.html, fail_on=request.fail_on), files,
                   runs=_recorded(recorded) if recorded is not None and request.html else None)
     files.check()
     return merged
+
+
+def merge_overrides(request: MergeRequest):
+    """The quarantine (--quarantine-ref) and accept label of the merged results; notes said."""
+    from ..compare.overrides import read_overrides
+    from ..inputs.discover import find_repo_root
+    from ..safety.output import clean, say
+
+    notes: list[str] = []
+    overrides = read_overrides(request.quarantine_ref, request.accept, find_repo_root(Path.cwd()),
+                               notes, auto=request.quarantine_auto)
+    for note in notes:
+        say(f"evalcheck: warning: {clean(note)}", err=True)
+    return overrides
 
 
 def check_merge_inputs(modes: Sequence[str], shard: str) -> None:
@@ -143,7 +164,9 @@ def merge_in_action(pattern: str, run: Any, fail_on: str) -> Results:
                                       template=run.template, inference_out=run.inference_out,
                                       html=run.html, prices=run.prices,
                                       baselines=list(run.baselines), fail_on=fail_on,
-                                      alpha=run.alpha, max_token_increase=run.max_token_increase))
+                                      alpha=run.alpha, max_token_increase=run.max_token_increase,
+                                      quarantine_ref=run.quarantine_ref, accept=run.accept,
+                                      quarantine_auto=run.quarantine_auto))
     say_run_lines(merged, ())
     report_gate(merged, fail_on)
     return merged

@@ -1,0 +1,184 @@
+"""The quarantine file (docs/quarantine.md): read from the base branch - the merge base of
+--quarantine-ref and HEAD - never from the pull request; a quarantined case runs and is
+reported, and never gates; an expired entry gates again with a warning naming its owner; a
+bad entry is bad input naming the file, the entry's path and the fix."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from changed_repo import commit, git
+from checker.compare.gate import gate_failed, gate_headline
+from checker.compare.overrides import apply_quarantine
+from checker.errors import InputError
+from checker.inputs.quarantine import Quarantine, parse_quarantine
+from checker.models.results import Results
+from corehelpers import case, evalset, invocation, replay, run_cli, write_json
+
+REFERENCE = "It is sunny and warm."
+QUARANTINE = ".evalcheck/quarantine.yml"
+MAIN_FILE = """\
+- case: weather/rainy
+  reason: the forecast tool flakes; fix in progress
+  owner: "@alice"
+  expires: 2099-01-31
+- case: "weather/wind*"
+  reason: known bad answer
+  owner: "@bob"
+  expires: 2020-01-01
+"""
+
+
+def _answer(ok: bool) -> list[dict]:
+    return [invocation(query="weather?", response=REFERENCE if ok else "No idea.")]
+
+
+def build(tmp_path: Path, *, failing: tuple[str, ...] = ("rainy", "windy"),
+          quarantine: str | None = MAIN_FILE) -> Path:
+    """main: an eval set of three cases and the quarantine file; the checkout is on a
+    branch "pr" whose recorded runs fail ``failing``."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "t@example.com")
+    git(repo, "config", "user.name", "t")
+    cases = [case(name, invocation(query="weather?", response=REFERENCE)) for name in ("sunny", "rainy", "windy")]
+    write_json(repo / "evals" / "weather.evalset.json", evalset("weather", *cases))
+    write_json(repo / "evals" / "test_config.json", {"criteria": {"response_match_score": 0.8}})
+    if quarantine is not None:
+        (repo / ".evalcheck").mkdir()
+        (repo / QUARANTINE).write_text(quarantine)
+    commit(repo, "main")
+    git(repo, "checkout", "-q", "-b", "pr")
+    write_json(repo / "runs.json", replay(*(("weather", name, 1, _answer(name not in failing))
+                                            for name in ("sunny", "rainy", "windy"))))
+    return repo
+
+
+def run(repo: Path, *args: str):
+    out = run_cli(["run", "evals", "--replay", "runs.json", "--results", "r.json", *args], repo)
+    results = json.loads((repo / "r.json").read_text()) if (repo / "r.json").exists() else None
+    return out, results
+
+
+def cases_of(results: dict) -> dict[str, dict]:
+    return {c["evalId"]: c for s in results["evalSets"] for c in s["cases"]}
+
+
+def test_a_quarantined_case_runs_is_reported_and_does_not_gate(tmp_path):
+    repo = build(tmp_path, failing=("rainy",))
+    plain, _ = run(repo)
+    assert plain.code == 1  # without the quarantine, rainy fails the gate
+    out, results = run(repo, "--quarantine-ref", "main")
+    assert out.code == 0, out.output
+    rainy = cases_of(results)["rainy"]
+    assert rainy["status"] == "failed" and rainy["runs"]  # it ran and failed, as reported
+    assert rainy["quarantined"] == {"reason": "the forecast tool flakes; fix in progress",
+                                    "owner": "@alice", "expires": "2099-01-31"}
+    assert "quarantined" not in cases_of(results)["sunny"]
+    assert results["metadata"]["quarantine"]["quarantined"] == 1
+    assert "1 case quarantined, not gating (1 did not pass)" in out.stdout
+    for fail_on in ("error", "regression"):
+        assert run(repo, "--quarantine-ref", "main", "--fail-on", fail_on)[0].code == 0
+
+
+def test_an_expired_entry_gates_again_with_a_warning_naming_its_owner(tmp_path):
+    repo = build(tmp_path, failing=("windy",))
+    out, results = run(repo, "--quarantine-ref", "main")
+    assert out.code == 1, out.output
+    assert "quarantined" not in cases_of(results)["windy"]
+    warning = next(line for line in out.stderr.splitlines() if "expired" in line)
+    assert warning.startswith("evalcheck: warning: .evalcheck/quarantine.yml (at ")
+    assert ("at $[1]: the quarantine of weather/wind* expired on 2020-01-01 (owner @bob); the case "
+            "it matches gates again: @bob, renew it (a later expires) or remove it on the base "
+            "branch") in warning
+    assert warning.removeprefix("evalcheck: warning: ") in results["metadata"]["warnings"]
+
+
+def test_the_pull_requests_own_quarantine_edits_change_nothing(tmp_path):
+    """The PR quarantines the case it breaks - committed on its branch and in the working
+    tree - and removes main's entry: the base branch's file decides, as without the edits."""
+    repo = build(tmp_path, failing=("rainy", "sunny"))
+    before, results_before = run(repo, "--quarantine-ref", "main")
+    (repo / QUARANTINE).write_text(
+        '- {case: "weather/*", reason: mine now, owner: "@mallory", expires: 2099-12-31}\n')
+    commit(repo, "the PR quarantines everything")
+    (repo / QUARANTINE).write_text("[]\n")  # and, uncommitted, drops main's entries
+    after, results_after = run(repo, "--quarantine-ref", "main")
+    assert before.code == after.code == 1  # sunny is not quarantined on main: it gates
+    assert {k: c.get("quarantined") for k, c in cases_of(results_after).items()} == \
+        {k: c.get("quarantined") for k, c in cases_of(results_before).items()} == \
+        {"sunny": None, "rainy": {"reason": "the forecast tool flakes; fix in progress",
+                                  "owner": "@alice", "expires": "2099-01-31"}, "windy": None}
+
+
+def test_a_base_branch_without_the_file_quarantines_nothing(tmp_path):
+    repo = build(tmp_path, failing=("rainy",), quarantine=None)
+    (repo / ".evalcheck").mkdir()
+    (repo / QUARANTINE).write_text(MAIN_FILE)  # the PR adds one: not the base branch's
+    commit(repo, "PR adds a quarantine file")
+    out, results = run(repo, "--quarantine-ref", "main")
+    assert out.code == 1
+    assert "quarantine" not in results["metadata"]
+
+
+@pytest.mark.parametrize("text, path, message, fix", [
+    ("- {case: weather/rainy, reason: r, owner: '@a', expires: 2026-13-01}\n", "$[0].expires",
+     "expires must be a date YYYY-MM-DD, got '2026-13-01'", "write the last day the quarantine holds"),
+    ("- {case: weather/rainy, reason: r, owner: '@a', expire: 2026-01-01}\n", "$[0].expire",
+     "unknown key 'expire' (did you mean 'expires'?)", "an entry has exactly case, reason, owner and expires"),
+    ("- {case: weather/rainy, reason: r, expires: 2026-01-01}\n", "$[0].owner",
+     "owner must be a non-empty string, got missing", "give each entry case, reason, owner and expires"),
+    ("- {case: rainy, reason: r, owner: '@a', expires: 2026-01-01}\n", "$[0].case",
+     "case 'rainy' names no eval set", "write SET/ID"),
+    ("- case: weather/rainy\n  owner: @alice\n", "$",
+     "not valid YAML (line 2, column 10)", 'quote a value that starts with @ (owner: "@alice")'),
+    ("case: weather/rainy\n", "$", "must be a list of entries, got a dict", "start each entry with '- '"),
+    ("- weather/rainy\n", "$[0]", "an entry must be a mapping", "e.g. - {case: weather/rainy_day"),
+])
+def test_bad_entries_name_the_file_the_path_and_the_fix(text, path, message, fix):
+    with pytest.raises(InputError) as caught:
+        parse_quarantine(text.encode(), ".evalcheck/quarantine.yml")
+    said = str(caught.value)
+    assert said.startswith(f".evalcheck/quarantine.yml at {path}: {message}"), said
+    assert f"({fix}" in said, said
+
+
+def test_a_bad_file_on_the_base_branch_is_bad_input_before_anything_runs(tmp_path):
+    repo = build(tmp_path, quarantine="- {case: weather/rainy, reason: r, owner: '@a', expires: soon}\n")
+    out, results = run(repo, "--quarantine-ref", "main")
+    assert out.code == 2 and results is None
+    base = git(repo, "rev-parse", "main")
+    assert (f"evalcheck: error: .evalcheck/quarantine.yml (at {base[:12]}, the merge base of main) at "
+            "$[0].expires: expires must be a date YYYY-MM-DD, got 'soon'") in out.stderr
+    assert run(repo, "--quarantine-ref", "nope")[0].stderr.count("'nope' names no commit") == 1
+
+
+def test_an_entry_holds_through_its_expiry_day_and_globs_match_set_and_id():
+    entries = parse_quarantine(b"- {case: 'weather/r*', reason: r, owner: '@a', expires: 2026-05-01}\n"
+                               b"- {case: 'shop/[ab]', reason: r, owner: '@b', expires: 2026-05-01}\n", "q.yml")
+    results = Results.model_validate({"passed": False, "summary": {"cases": 4}, "evalSets": [
+        {"evalSetId": "weather", "path": "w.json", "cases": [
+            {"evalId": "rainy", "status": "failed"}, {"evalId": "sunny", "status": "failed"}]},
+        {"evalSetId": "shop", "path": "s.json", "cases": [
+            {"evalId": "a", "status": "passed"}, {"evalId": "c", "status": "passed"}]}]})
+    quarantine = Quarantine(entries, "q.yml")
+    assert apply_quarantine(results, quarantine, date(2026, 5, 1)) == []
+    marked = [(s.eval_set_id, c.eval_id) for s in results.eval_sets for c in s.cases if c.quarantined]
+    assert marked == [("weather", "rainy"), ("shop", "a")]
+    assert gate_failed(results, "failure")  # sunny fails and is not quarantined
+    results.eval_sets[0].cases[1].status = "passed"
+    results.summary.passed, results.summary.failed = 3, 1
+    assert not gate_failed(results, "failure")
+    assert gate_headline(results, "failure")[1] == (
+        "Gate passed (fail-on: failure): 1 case of 4 did not pass; 2 cases quarantined, not "
+        "gating (1 did not pass)")
+    for case_result in (c for s in results.eval_sets for c in s.cases):
+        case_result.quarantined = None
+    warnings = apply_quarantine(results, quarantine, date(2026, 5, 2))
+    assert len(warnings) == 2 and not any(c.quarantined for s in results.eval_sets for c in s.cases)
+    assert gate_failed(results, "failure")
