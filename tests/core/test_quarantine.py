@@ -175,7 +175,7 @@ def test_an_entry_holds_through_its_expiry_day_and_globs_match_set_and_id():
     results.summary.passed, results.summary.failed = 3, 1
     assert not gate_failed(results, "failure")
     assert gate_headline(results, "failure")[1] == (
-        "Gate passed (fail-on: failure): 1 case of 4 did not pass; 2 cases quarantined, not "
+        "Gate passed (fail-on: failure): 1 of 4 cases did not pass; 2 cases quarantined, not "
         "gating (1 did not pass)")
     for case_result in (c for s in results.eval_sets for c in s.cases):
         case_result.quarantined = None
