@@ -25,7 +25,7 @@ NAME = "evalcheck-adk"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 VERSION = PYPROJECT["project"]["version"]
 # The packages the wheel ships, and the folders whose every file it must carry.
-PACKAGES = ("checker", "evalcheck_adk_bridge")
+PACKAGES = ("checker", "evalcheck_adk_bridge", "evalcheck_adk_ts")
 
 
 # --- nobody is told to install the unrelated `evalcheck` -------------------------------
@@ -188,7 +188,8 @@ def test_the_wheel_metadata_and_commands(dists):
     assert "Apache License\n                           Version 2.0, January 2004" in license_text
     entry_points = wheel_text(dists["wheel"], "entry_points.txt")
     scripts = dict(re.findall(r"^(\S+) = (\S+)$", entry_points.split("[console_scripts]")[1].split("\n[")[0], re.M))
-    assert scripts == {"evalcheck": "checker.cli:main", "evalcheck-adk": "evalcheck_adk_bridge:main"}
+    assert scripts == {"evalcheck": "checker.cli:main", "evalcheck-adk": "evalcheck_adk_bridge:main",
+                       "evalcheck-adk-ts": "evalcheck_adk_ts:main"}
 
 
 def test_the_wheel_carries_every_file_of_the_packages_and_nothing_else(dists):
@@ -196,7 +197,7 @@ def test_the_wheel_carries_every_file_of_the_packages_and_nothing_else(dists):
         names = {n for n in archive.namelist() if ".dist-info/" not in n}
     source = {p.relative_to(dists["src"]).as_posix() for package in PACKAGES
               for p in (dists["src"] / package).rglob("*") if p.is_file()}
-    assert "checker/report/templates/report.md.j2" in source
+    assert {"checker/report/templates/report.md.j2", "evalcheck_adk_ts/adapter.mjs"} <= source
     assert names == source, {"missing": sorted(source - names), "extra": sorted(names - source)}
 
 
@@ -239,3 +240,8 @@ def test_the_installed_wheel_runs(dists, tmp_path):
                  "--markdown", "report.md", "--results", "results.json")
     assert report.returncode == 1, report.stdout + report.stderr  # one case fails on purpose
     assert f"evalcheck {VERSION}" in (tmp_path / "report.md").read_text()
+    # The TypeScript adapter runs from the wheel: node starts the adapter it ships.
+    adapter = subprocess.run([str(target / "bin" / "evalcheck-adk-ts")], capture_output=True, text=True,
+                             env=env, cwd=tmp_path, timeout=60)
+    assert (adapter.returncode, adapter.stderr) == (
+        2, "usage: evalcheck-adk-ts [--concurrent N] [--export NAME] MODULE\n")

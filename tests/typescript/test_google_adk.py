@@ -7,11 +7,12 @@ millisecond timestamps read as ADK's."""
 from __future__ import annotations
 
 import json
+import shlex
 import time
 
 import pytest
 
-from tshelpers import (AGENTS, api_server_command, examples_copy, free_port, metric_runs,
+from tshelpers import (ADAPTER, AGENTS, api_server_command, examples_copy, free_port, metric_runs,
                        most_in_flight, run_evalcheck, visits_eval_set)
 
 # The scores of the example's eval set (the same agent logic as tests/adk_agent's Python
@@ -54,11 +55,11 @@ def example_run(tmp_path_factory):
     results, inference, done = run_evalcheck(
         tmp, project / "evals", "--agent-url", f"http://127.0.0.1:{port}",
         "--agent-server-command", api_server_command(project / "agents", port))
-    return results, inference, done, (started, time.time())
+    return results, inference, done, (started, time.time()), project
 
 
 def test_example_agent_scores_as_expected(example_run):
-    results, inference, done, _ = example_run
+    results, inference, done, *_ = example_run
     assert done.returncode == 1, done.stdout + done.stderr
     assert "wrong_expectation: tool_trajectory_avg_score 0.00 < 1.00" in done.stdout
     assert all(r.get("error") is None for r in inference["runs"]), inference["runs"]
@@ -69,7 +70,7 @@ def test_example_agent_scores_as_expected(example_run):
 
 
 def test_tools_state_and_sub_agent_as_adk_records_them(example_run):
-    _, inference, _, _ = example_run
+    _, inference, *_ = example_run
     runs = {(r["evalId"], r["run"]): r for r in inference["runs"]}
     assert len(runs) == 8
     # Session state reached the instruction (the user's name) and the tool (the units).
@@ -95,7 +96,7 @@ def test_tools_state_and_sub_agent_as_adk_records_them(example_run):
 def test_millisecond_timestamps_do_not_leak_into_the_record(example_run):
     """@google/adk stamps events and sessions in milliseconds (Python's ADK: seconds); a
     turn's creation time and duration are evalcheck's own clock, in seconds."""
-    _, inference, _, (started, ended) = example_run
+    _, inference, _, (started, ended), _ = example_run
     for run in inference["runs"]:
         for invocation in run["invocations"]:
             assert started <= invocation["creationTimestamp"] <= ended
@@ -116,3 +117,30 @@ def test_concurrent_sessions_keep_their_own_state(tmp_path):
                if name in ("tool_trajectory_avg_score", "response_match_score") for score in scores)
     assert len(inference["runs"]) == 16
     assert most_in_flight(inference) >= 4
+
+
+def normalized(inference: dict) -> list:
+    """The recorded runs without what differs by nature: ids, timestamps, durations."""
+    def scrub(value):
+        if isinstance(value, dict):
+            return {k: scrub(v) for k, v in value.items()
+                    if k not in ("invocationId", "creationTimestamp", "duration", "id")}
+        if isinstance(value, list):
+            return [scrub(v) for v in value]
+        return value
+    runs = sorted(inference["runs"], key=lambda r: (r["evalId"], r["run"]))
+    return [scrub({k: v for k, v in run.items() if k != "durationSeconds"}) for run in runs]
+
+
+def test_the_adapter_runs_google_agents_in_process_alike(example_run, tmp_path):
+    """evalcheck-adk-ts serves the same @google/adk agent in-process: the same events, the
+    same scores as through adk api_server."""
+    results, inference, _, _, project = example_run
+    command = f"{shlex.quote(str(ADAPTER))} agents/weather_app/agent.ts"
+    in_process, recorded, done = run_evalcheck(tmp_path, project / "evals", "--agent-command",
+                                               command, cwd=project)
+    assert done.returncode == 1, done.stdout + done.stderr  # wrong_expectation
+    assert normalized(recorded) == normalized(inference)
+    assert metric_runs(in_process).keys() == metric_runs(results).keys()
+    assert all(metric_runs(in_process)[key] == scores for key, scores in metric_runs(results).items()
+               if key[1] != "invocation_duration_v1")

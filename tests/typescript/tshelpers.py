@@ -5,6 +5,7 @@ beside them, evalcheck run as a user runs it."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -56,13 +57,13 @@ def evalcheck(*args: str, cwd: Path = REPO, timeout: float = 300) -> subprocess.
                           capture_output=True, text=True, timeout=timeout)
 
 
-def run_evalcheck(tmp: Path, evals: Path, *agent_args: str, runs: int = 2,
-                  concurrency: int = 2) -> tuple[dict, dict, subprocess.CompletedProcess]:
+def run_evalcheck(tmp: Path, evals: Path, *agent_args: str, runs: int = 2, concurrency: int = 2,
+                  cwd: Path = REPO) -> tuple[dict, dict, subprocess.CompletedProcess]:
     """``evalcheck run``: the results, the recorded runs and the finished process."""
     results, inference = tmp / "results.json", tmp / "inference.json"
     done = evalcheck("run", str(evals), *agent_args, "--num-runs", str(runs),
                      "--concurrency", str(concurrency), "--results", str(results),
-                     "--inference-out", str(inference))
+                     "--inference-out", str(inference), cwd=cwd)
     if not results.exists():
         pytest.fail(f"evalcheck wrote no results (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")
     return json.loads(results.read_text()), json.loads(inference.read_text()), done
@@ -109,3 +110,33 @@ def most_in_flight(inference: dict) -> int:
         now += step
         most = max(most, now)
     return most
+
+
+ADAPTER = Path(PY).parent / "evalcheck-adk-ts"
+
+
+def adapter_exchange(module: Path, *args: str, texts: tuple[str, ...] = ("hi",),
+                     cwd: Path | None = None, timeout: float = 120) -> tuple[list[dict], str, int]:
+    """One run through ``evalcheck-adk-ts [ARGS] MODULE``, as the checker drives it: a
+    start, a user message per text, stdin closed. The protocol messages it wrote, its
+    stderr and its exit status."""
+    lines = [{"type": "start", "protocol": 1, "evalSetId": "set", "evalId": "case", "run": 1,
+              "session": {"appName": "app", "userId": "user", "state": {}, "id": "s1"}}]
+    lines += [{"type": "user", "invocationId": f"inv-{i}", "session": "s1",
+               "content": {"role": "user", "parts": [{"text": text}]}} for i, text in enumerate(texts, 1)]
+    cwd = cwd or module.parent
+    done = subprocess.run([str(ADAPTER), *args, os.path.relpath(module, cwd)], cwd=cwd,
+                          input="".join(json.dumps(line) + "\n" for line in lines),
+                          capture_output=True, text=True, timeout=timeout)
+    return [json.loads(line) for line in done.stdout.splitlines()], done.stderr, done.returncode
+
+
+def final_texts(messages: list[dict]) -> list[str]:
+    """The text of each response's last event with text."""
+    texts = []
+    for message in messages:
+        if message.get("type") == "response":
+            parts = [p for e in message["events"] for p in (e.get("content") or {}).get("parts", [])
+                     if p.get("text")]
+            texts.append(parts[-1]["text"] if parts else "")
+    return texts

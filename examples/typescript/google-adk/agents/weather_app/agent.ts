@@ -4,10 +4,10 @@
 //     --agent-server-command "npx adk api_server --port 8000 agents"
 //
 // An LlmAgent with a tool that reads and writes session state, and a sub-agent reached by
-// transfer_to_agent. Its model is scripted (offline, deterministic: ../../scripted_weather.js)
+// transfer_to_agent. Its model is scripted (offline, deterministic: ../../scripted_weather.mjs)
 // so that the example runs without a key; yours names a real one, e.g. "gemini-2.5-flash".
 import { BaseLlm, FunctionTool, LlmAgent, type LlmRequest, type LlmResponse } from "@google/adk";
-import { forecast, nextParts, usage, weather } from "../../../scripted_weather.js";
+import { forecast, nextParts, usage, weather } from "../../../scripted_weather.mjs";
 
 class ScriptedWeatherModel extends BaseLlm {
   constructor() {

@@ -12,13 +12,28 @@ const texts = (content) => (content?.parts ?? []).filter((p) => p.text).map((p) 
 
 const cities = (text) => CITIES.filter((c) => text.includes(c)).sort((a, b) => text.indexOf(a) - text.indexOf(b));
 
-// The latest real user text (other agents' turns are shown to a model as "For context:" text).
+// Other agents' turns, shown to a model as user text: "For context: ..." (both ADKs), and
+// "[agent] said: ..." (@iqai/adk repeats the last one after the tool results).
+const fromOtherAgent = (text) => text.startsWith("For context") || /^\[[\w-]+\] said:/.test(text);
+
+// The latest real user text.
 function lastUserRequest(contents) {
   for (const content of [...contents].reverse()) {
     const text = texts(content);
-    if (content.role === "user" && text && !text.startsWith("For context")) return text;
+    if (content.role === "user" && text && !fromOtherAgent(text)) return text;
   }
   return "";
+}
+
+// The tool results the model has not answered yet: those of the latest content with any,
+// unless the model spoke after it.
+function pendingResults(contents) {
+  for (const content of [...contents].reverse()) {
+    if (content.role === "model") return [];
+    const results = (content.parts ?? []).filter((p) => p.functionResponse).map((p) => p.functionResponse);
+    if (results.length) return results;
+  }
+  return [];
 }
 
 function forecastStep(contents, results) {
@@ -36,8 +51,7 @@ function forecastStep(contents, results) {
  * (`agentName` in @google/adk, `agent_name` in @iqai/adk and in Python's google-adk). */
 export function nextParts(instruction, contents, toolNames, transferArg) {
   const user = (String(instruction ?? "").match(/The user is (\w+)/) ?? [null, "friend"])[1];
-  const last = contents[contents.length - 1] ?? { parts: [] };
-  const results = (last.parts ?? []).filter((p) => p.functionResponse).map((p) => p.functionResponse);
+  const results = pendingResults(contents);
   if (toolNames.includes("get_forecast")) return forecastStep(contents, results);
   if (results.length && results[0].name === "get_weather") {
     const sentences = results.map(({ response: r }) =>

@@ -1,0 +1,31 @@
+"""``evalcheck-adk-ts MODULE``: a TypeScript/JavaScript ADK agent (``@iqai/adk``, or
+``@google/adk`` in-process) as a stdio-protocol agent serving concurrent sessions.
+
+The adapter is ``adapter.mjs`` beside this file, shipped in the wheel; this command only
+finds ``node`` and replaces itself with it (``node adapter.mjs ARGS``), so the checker talks
+to node directly. A top-level name of its own, like ``evalcheck_adk_bridge``: a repository's
+``checker/`` folder cannot shadow it. Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+ADAPTER = Path(__file__).with_name("adapter.mjs")
+NODE_MISSING = ("node is not on PATH: install Node.js 20 or newer (in the GitHub Action: use "
+                "evalcheck's node image, see docs/adk-typescript.md)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    node = shutil.which("node")
+    if node is None:
+        print(f"evalcheck-adk-ts: {NODE_MISSING}", file=sys.stderr, flush=True)
+        print(json.dumps({"type": "error", "message": NODE_MISSING}), flush=True)
+        return 1
+    os.execv(node, [node, str(ADAPTER), *args])
+    return 1  # not reached: execv replaces this process
