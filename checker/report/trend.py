@@ -5,19 +5,33 @@ main pooled as the baseline, with this pull request as the last point.
 passRate, metrics: {name: mean}}]``), so that every rendering - the comment, the job summary,
 the HTML report, a results file published later - can draw it. ``mermaid_charts`` draws one
 Mermaid ``xychart-beta`` per series (xychart has no legend: one line a chart), rendered by
-GitHub itself; ``trend_lines`` says the same in text for the terminal. Only with at least
-``MIN_POINTS`` results of main.
+GitHub itself, main's results named by short commit, oldest first (checked with the real
+mermaid package in both of GitHub's themes: tests/core/test_trend_render.py);
+``trend_lines`` says the same in text for the terminal. Only with at least ``MIN_POINTS``
+results of main.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from ..models.results import Results
+from .text import printable
 
 MIN_POINTS = 2   # results of main needed for a trend
 MAX_METRICS = 4  # gating metrics charted (the first ones of the suite)
+MAX_NAME = 48    # characters of a metric's name in a title (the rest of the title is ours)
+MAX_TITLE = 120  # characters of a chart's title
+MAX_LABEL = 16   # characters of an x label (a file name, when main's commit is unknown)
+# The line's colour: contrast of at least 3:1 (WCAG, graphics) on the chart's background in
+# GitHub's light theme (white) and dark theme (mermaid's #333, on GitHub's #0d1117): 3.75,
+# 3.37 and 5.05. Only the colour is set: the theme stays GitHub's.
+LINE_COLOUR = "#2f81f7"
+INIT = '%%{init: {"themeVariables": {"xyChart": {"plotColorPalette": "' + LINE_COLOUR + '"}}}}%%'
+X_TITLE = "results of main, oldest to newest, then this PR"
+_UNQUOTABLE = str.maketrans({'"': "'", "`": "'", "<": "\u2039", ">": "\u203a"})
 
 
 def _gating(results: Results) -> list[str]:
@@ -61,40 +75,63 @@ def _series(results: Results) -> list[tuple[str, list[str], list[float | None]]]
     trend = (results.comparison.trend if results.comparison is not None else None) or []
     if len(trend) < MIN_POINTS:
         return []
-    labels = [_label(p.get("commit"), i) for i, p in enumerate(trend)] + ["this PR"]
+    labels = _labels(results, trend) + ["this PR"]
     names = [n for n in (trend[-1].get("metrics") or {})]
     here = point(results, names)
     out = [("Suite pass rate", labels, [p.get("passRate") for p in trend] + [here["passRate"]])]
     for name in names:
         values = [(p.get("metrics") or {}).get(name) for p in trend] + [here["metrics"].get(name)]
         if any(v is not None for v in values):
-            out.append((f"{name} (mean)", labels, values))
+            shown = name if len(name) <= MAX_NAME else name[:MAX_NAME - 1] + "\u2026"
+            out.append((f"{shown} (mean)", labels, values))
     return out
 
 
-def _label(commit: Any, index: int) -> str:
-    return commit[:7] if isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{7,64}", commit) \
-        else f"main-{index + 1}"
+def _labels(results: Results, trend: list[dict[str, Any]]) -> list[str]:
+    """Each result of main by its short commit, oldest first. The commits may be known only
+    after the trend was recorded (the Action's automatic baseline names them afterwards, in
+    ``comparison.baseline.history``, newest first); without one, the file's name, else its
+    place counted from the oldest."""
+    history = (results.comparison.baseline.history if results.comparison is not None else None) or []
+    known = list(reversed(history)) if len(history) == len(trend) else []
+    labels = []
+    for index, found in enumerate(trend):
+        commit = found.get("commit") or (known[index].commit if known else None)
+        path = known[index].path if known else None
+        if isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{7,64}", commit):
+            labels.append(commit[:7])
+        elif isinstance(path, str) and path:
+            labels.append(Path(path).name[:MAX_LABEL])
+        else:
+            labels.append(f"#{index + 1}")
+    return labels
 
 
 def _quoted(text: str) -> str:
-    """A Mermaid string: only characters that cannot end the string or the line."""
-    return '"' + re.sub(r"[^A-Za-z0-9_ .()\-]", "_", text)[:80] + '"'
+    """A Mermaid string that keeps the text's punctuation: only what could end the string,
+    the line or the code block is replaced (a quote, a backtick, a newline), markup (mermaid
+    drops a tag's text) and what mermaid reads even inside a string: a directive (``%%{``)
+    and an entity code (``#quot;``)."""
+    text = " ".join(printable(text).split()).translate(_UNQUOTABLE)
+    text = re.sub(r"#(?=\w+;)", "# ", text.replace("%%", "% %"))
+    return '"' + text[:MAX_TITLE].rstrip() + '"'
 
 
 def mermaid_charts(results: Results) -> list[str]:
-    """The Mermaid source of each chart (no fences); [] without a trend."""
+    """The Mermaid source of each chart (no fences); [] without a trend. Each starts with an
+    init line giving the line a colour that shows in GitHub's light and dark themes (the
+    default line is almost white on white)."""
     charts = []
-    count = None
     for title, labels, values in _series(results):
         count = len(labels) - 1
         # A point without a value (a metric that result did not have) is drawn at 0, said
         # in the title: xychart has no gaps.
         missing = " (0 = not measured)" if any(v is None for v in values) else ""
         charts.append("\n".join([
+            INIT,
             "xychart-beta",
             f"    title {_quoted(f'{title}: last {count} results of main, then this PR{missing}')}",
-            f"    x-axis [{', '.join(_quoted(label) for label in labels)}]",
+            f"    x-axis {_quoted(X_TITLE)} [{', '.join(_quoted(label) for label in labels)}]",
             f"    y-axis {_quoted('score' if '(mean)' in title else 'pass rate')} 0 --> 1",
             f"    line [{', '.join(f'{(v or 0):.3f}' for v in values)}]",
         ]))

@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 
+from checker.report.trend import INIT
 from corehelpers import case, evalset, invocation, replay, run_cli, write_json
 
 CASES = ("c1", "c2", "c3", "c4")
@@ -28,23 +29,25 @@ def results_of(repo, name: str, failing: int, *args: str):
 
 
 def parse_xychart(source: str) -> dict:
-    """xychart-beta's grammar as Mermaid 11 documents it, for what evalcheck writes: the
-    keyword, then title "..", x-axis [".." , ..], y-axis ".." MIN --> MAX, line [numbers]."""
+    """xychart-beta's grammar as Mermaid 11 documents it, for what evalcheck writes: the init
+    line (the line's colour), the keyword, then title "..", x-axis ".." [".." , ..], y-axis
+    ".." MIN --> MAX, line [numbers]."""
     lines = [line.strip() for line in source.strip().splitlines()]
-    assert lines[0] == "xychart-beta"
+    assert lines[0] == INIT and lines[1] == "xychart-beta"
     chart = {}
-    for line in lines[1:]:
+    for line in lines[2:]:
         if m := re.fullmatch(r'title "([^"\n]*)"', line):
             chart["title"] = m.group(1)
-        elif m := re.fullmatch(r'x-axis \[((?:"[^"\n]*"(?:, )?)+)\]', line):
-            chart["x"] = re.findall(r'"([^"]*)"', m.group(1))
+        elif m := re.fullmatch(r'x-axis "([^"\n]*)" \[((?:"[^"\n]*"(?:, )?)+)\]', line):
+            chart["x title"] = m.group(1)
+            chart["x"] = re.findall(r'"([^"]*)"', m.group(2))
         elif m := re.fullmatch(r'y-axis "([^"\n]*)" (-?[0-9.]+) --> (-?[0-9.]+)', line):
             chart["y"] = (float(m.group(2)), float(m.group(3)))
         elif m := re.fullmatch(r"line \[((?:-?[0-9.]+(?:, )?)+)\]", line):
             chart["line"] = [float(v) for v in m.group(1).split(", ")]
         else:
             raise AssertionError(f"not xychart-beta: {line!r}")
-    assert len(chart["x"]) == len(chart["line"]) and set(chart) == {"title", "x", "y", "line"}
+    assert len(chart["x"]) == len(chart["line"]) and set(chart) == {"title", "x title", "x", "y", "line"}
     return chart
 
 
@@ -65,9 +68,11 @@ def test_five_results_of_main_make_a_chart_this_pr_last(repo, history):
     assert len(found) == 2  # the pass rate and response_match_score's mean
     rate, metric = (parse_xychart(c) for c in found)
     assert rate["line"] == [1.0, 0.75, 1.0, 0.5, 0.75, 0.25]  # oldest first, this PR last
-    assert rate["x"][-1] == "this PR" and len(rate["x"]) == 6 and rate["y"] == (0.0, 1.0)
-    assert "last 5 results of main" in rate["title"]
-    assert metric["title"].startswith("response_match_score (mean)")
+    # Main's results named by their files here (no commit known), oldest first, said once.
+    assert rate["x"] == ["main5.json", "main4.json", "main3.json", "main2.json", "main1.json", "this PR"]
+    assert rate["x title"] == "results of main, oldest to newest, then this PR" and rate["y"] == (0.0, 1.0)
+    assert rate["title"] == "Suite pass rate: last 5 results of main, then this PR"  # punctuation kept
+    assert metric["title"] == "response_match_score (mean): last 5 results of main, then this PR"
     assert "trend of main: Suite pass rate over 5 results: 1.00 0.75 1.00 0.50 0.75 -> this PR 0.25" \
         in out.output
 
