@@ -21,7 +21,7 @@ from ..models.evalset import EvalCase
 from ..models.records import RecordedRun
 from ..judges.meter import metering
 from ..models.setkey import shown
-from ..models.usage import TokenBudget, agent_tokens
+from ..models.usage import TokenBudget, agent_tokens, usage_left_out
 from ..safety.output import GuardedStream, clean, say
 from ..safety.redact import Redactor
 from .base import AgentRunner, RunJob
@@ -318,6 +318,8 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
                 run = await _attempt(runner, job)
         if retries:
             run.retries = retries
+        if (left_out := usage_left_out(run)) is not None:
+            say(f"evalcheck: warning: {clean(left_out, 300)}", err=True)
         run.simulator_usage = meter.tokens
         if budget is not None:  # running a case costs the agent's and its simulated user's tokens
             budget.charge(getattr(agent_tokens(run.invocations), "total", 0)

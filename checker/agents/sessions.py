@@ -40,6 +40,10 @@ from .protocol import (
 from .turns import UserTurns
 
 _BROKEN = object()  # put in every inbox when the process is given up
+# Messages of one session read but not yet taken by its run: a run has one question out
+# at a time (its start or a turn), so one answer is due; a few more are allowed for an
+# answer that crossed a timeout, past that the process is given up.
+MAX_PENDING = 4
 
 # (invocation id, user content, created, began, deadline) of a turn 1 already sent.
 Turn1 = tuple[str, Any, float, float, float]
@@ -125,6 +129,11 @@ class SharedWorker:
                     what = ("without a \"session\"" if session is None
                             else f"for session {str(session)[:40]!r}, which is not in flight")
                     self.give_up(f"the agent sent a {str(item.get('type'))[:20]!r} message {what}")
+                elif inbox.qsize() >= MAX_PENDING:
+                    # A run asks one thing at a time; more unread answers than this is a flood
+                    # (each line may be up to --max-line-bytes): never held in memory.
+                    self.give_up(f"the agent sent more than {MAX_PENDING} messages for "
+                                 f"{self.names[session]} without being asked")
                 else:
                     self.heard.add(session)
                     inbox.put_nowait(item)

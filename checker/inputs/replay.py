@@ -22,6 +22,8 @@ from .jsonscan import Element, Irregular, scan_array_member
 from ..models.records import RecordedRun, RecordedRuns
 from ..scoring.pipeline import RunKey, group_replay, load_replay, match_recorded
 from ..models.setkey import set_key
+from ..models.usage import usage_left_out
+from ..safety.output import clean, say
 from .validation import decode_at, validate
 
 if TYPE_CHECKING:
@@ -41,7 +43,7 @@ class ReplayRuns(Mapping[RunKey, list[RecordedRun]]):
         runs = []
         for index, text in self._spans[key]:
             data, _ = decode_at(text, 0, self._display, ("runs", index))
-            runs.append(validate(RecordedRun, data, self._display, ("runs", index)))
+            runs.append(checked_usage(validate(RecordedRun, data, self._display, ("runs", index))))
         return runs
 
     def __iter__(self) -> Iterator[RunKey]:
@@ -52,6 +54,14 @@ class ReplayRuns(Mapping[RunKey, list[RecordedRun]]):
 
     def run_counts(self) -> Iterator[int]:
         return (len(spans) for spans in self._spans.values())
+
+
+def checked_usage(run: RecordedRun) -> RecordedRun:
+    """A recorded run whose usage counts are not counts loses its usage, with a warning
+    (as a live run does): the file is outside input."""
+    if (left_out := usage_left_out(run)) is not None:
+        say(f"evalcheck: warning: {clean(left_out, 300)}", err=True)
+    return run
 
 
 def _key_of(data: Any) -> tuple[str, str | None, str, int] | None:
@@ -98,7 +108,8 @@ def index_replay(path: Path, targets: list[EvalTarget]) -> Mapping[RunKey, list[
         others, runs = _scan(path, display, selected, ambiguous)
     except (Irregular, json.JSONDecodeError, RecursionError, OSError, UnicodeDecodeError):
         # Unreadable or irregular: the whole-file reader raises the precise error (or reads it).
-        return group_replay(targets, load_replay(path), display)
+        return {key: [checked_usage(run) for run in runs]
+                for key, runs in group_replay(targets, load_replay(path), display).items()}
     version = others.get("version")
     if version not in (1, None):
         raise InputError(f"unsupported replay file version {version!r}", file=display,

@@ -15,6 +15,7 @@ judge scored): absent is "not reported", never 0.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -92,6 +93,67 @@ def sum_usage(items: Iterable[Usage | None]) -> Usage | None:
                   simulator=sum_tokens(u.simulator for u in items),
                   vertex_instances=sum(instances) if instances else None)
     return None if usage.empty() else usage
+
+
+MAX_TOKEN_COUNT = 2 ** 53  # past this a count is not a count (and no float holds it exactly)
+
+
+def _bad_count(value: Any) -> bool:
+    """A token count that is not an integer in [0, 2^53]: what genai's model reads as an int
+    (an int, an integral float, a string of digits) within the bounds is fine; None is
+    "not reported"."""
+    if value is None:
+        return False
+    if isinstance(value, str):
+        text = value.strip()
+        if not text.isdigit() or len(text) > 16:
+            return True
+        value = int(text)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return True
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return True
+    return not 0 <= value <= MAX_TOKEN_COUNT
+
+
+def bad_usage(usage: Mapping[str, Any]) -> str | None:
+    """Why one model call's usage metadata cannot be counted (a ``*_token_count`` /
+    ``*TokenCount`` that is not an integer in [0, 2^53]), or None."""
+    for key, value in usage.items():
+        if isinstance(key, str) and (key.endswith("_token_count") or key.endswith("TokenCount")) \
+                and _bad_count(value):
+            shown = repr(value) if len(repr(value)) <= 24 else repr(value)[:21] + "..."
+            return f"{key[:40]} is {shown}, not a token count (an integer from 0 to 2^53)"
+    return None
+
+
+def drop_bad_usage(invocations: Iterable[Any]) -> str | None:
+    """Checks every usage count an agent reported in a run's invocations: when one is not an
+    integer in [0, 2^53], the run's usage is dropped (every event's ``usage_metadata``, so
+    neither the token metrics nor the budgets nor the cost count any of it) and the reason
+    is returned. The agent's numbers are outside input: a huge or infinite count must not
+    crash the checker or spend a budget."""
+    from .evalset import InvocationEvents
+
+    events = [event for invocation in invocations
+              if isinstance(invocation.intermediate_data, InvocationEvents)
+              for event in invocation.intermediate_data.invocation_events]
+    why = next((w for e in events if e.usage_metadata and (w := bad_usage(e.usage_metadata))), None)
+    if why is not None:
+        for event in events:
+            event.usage_metadata = None
+    return why
+
+
+def usage_left_out(run: Any) -> str | None:
+    """``drop_bad_usage`` on a recorded run: the warning to print (naming the run, its
+    untrusted parts as they are: the caller cleans them), or None."""
+    why = drop_bad_usage(run.invocations)
+    if why is None:
+        return None
+    from .setkey import shown
+
+    return f"{shown(run.key)}/{run.eval_id} run {run.run}: the agent's token usage was left out: {why}"
 
 
 def _count(usage: Mapping[str, Any], snake: str) -> int | None:

@@ -105,3 +105,70 @@ def test_budgets_are_per_shard_and_merge_exits_2_naming_the_shard(tmp_path):
     merged = json.loads((tmp_path / "merged.json").read_text())
     assert merged["passed"] is False and [b["shard"] for b in merged["budgets"]] == ["1/2"]
     assert merged["summary"]["notEvaluated"] == 1 and merged["summary"]["passed"] == 3
+
+
+# An agent whose usage counts are not counts: 1e400 (read as infinity), a 29-digit count,
+# a negative one. Its answers are right; only its usage must be left out, with a warning.
+BAD_USAGE = {"huge": '{"promptTokenCount": 1e400, "candidatesTokenCount": 3}',
+             "digits": '{"promptTokenCount": 12345678901234567890123456789}',
+             "negative": '{"candidatesTokenCount": -5}',
+             "fine": '{"promptTokenCount": 10, "candidatesTokenCount": 3}'}
+USAGE_AGENT = '''
+import json, os, sys
+usage = USAGES[os.environ["EVALCHECK_EVAL_ID"]]
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg["type"] == "user":
+        text = msg["content"]["parts"][0]["text"]
+        sys.stdout.write('{"type": "response", "invocationId": "%s", "finalResponse": %s, '
+                         '"usage": %s}\\n' % (msg["invocationId"], json.dumps("echo: " + text), usage))
+        sys.stdout.flush()
+'''
+
+
+def test_usage_counts_that_are_not_counts_are_left_out_with_a_warning(tmp_path):
+    suite(tmp_path, cases=0)
+    write_eval_set(tmp_path / "evals", "s", [case(name, turns=1) for name in BAD_USAGE])
+    (tmp_path / "agent.py").write_text(f"USAGES = {BAD_USAGE!r}\n{USAGE_AGENT}")
+    done = subprocess.run([PY, "-m", "checker.cli", "run", "evals", "--agent-command",
+                           f"{PY} agent.py", "--num-runs", "1", "--results", "r.json",
+                           "--max-agent-tokens", "1000", "--inference-out", "recorded.json"],
+                          cwd=tmp_path, env=cli_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr  # every answer right; the budget is not spent
+    for name, key, value in (("huge", "promptTokenCount", "inf"),
+                             ("digits", "promptTokenCount", "123456789012345678901..."),
+                             ("negative", "candidatesTokenCount", "-5")):
+        assert (f"evalcheck: warning: s/{name} run 1: the agent's token usage was left out: "
+                f"{key} is {value}, not a token count (an integer from 0 to 2^53)") in done.stderr
+    assert "fine run 1" not in done.stderr
+    results = json.loads((tmp_path / "r.json").read_text())
+    usage = {c["evalId"]: c["runs"][0].get("usage") for c in results["evalSets"][0]["cases"]}
+    assert usage == {"huge": None, "digits": None, "negative": None,
+                     "fine": {"agent": {"input": 10, "output": 3,
+                                        "models": {"": {"input": 10, "output": 3}}}}}
+    assert results["summary"]["usage"]["agent"]["input"] == 10
+
+    # The recorded runs keep no usage for them; replaying a file that has such counts
+    # (written by hand, as a pull request may) leaves them out the same way.
+    recorded = json.loads((tmp_path / "recorded.json").read_text())
+    for run in recorded["runs"]:
+        if run["evalId"] == "digits":
+            run["invocations"][0]["intermediateData"] = {"invocationEvents": [
+                {"author": "agent", "usageMetadata": {"promptTokenCount": 1e300}}]}
+    (tmp_path / "hand.json").write_text(json.dumps(recorded))
+    replayed = subprocess.run([PY, "-m", "checker.cli", "run", "evals", "--replay", "hand.json",
+                               "--results", "r2.json"], cwd=tmp_path, env=cli_env(),
+                              capture_output=True, text=True, timeout=120)
+    assert replayed.returncode == 0, replayed.stderr
+    assert ("s/digits run 1: the agent's token usage was left out: promptTokenCount is 1e+300"
+            in replayed.stderr)
+
+
+def test_a_token_count_is_an_integer_from_0_to_2_to_the_53():
+    from checker.models.usage import bad_usage
+
+    fine = [0, 812, 812.0, "12", " 7 ", 2 ** 53, None]
+    bad = [-1, 2 ** 53 + 1, 812.5, float("inf"), float("nan"), True, "1e400", "12a", [], {}]
+    assert [bad_usage({"promptTokenCount": v}) for v in fine] == [None] * len(fine)
+    assert all(bad_usage({"prompt_token_count": v}) for v in bad)
+    assert bad_usage({"trafficType": "ON_DEMAND", "promptTokensDetails": [1e400]}) is None
