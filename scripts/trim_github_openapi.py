@@ -41,6 +41,8 @@ OPERATIONS: list[tuple[str, str]] = [
     ("/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/{archive_format}", "get"),
     # which run uploaded a candidate: a push on the base branch of this repository only
     ("/repos/{owner}/{repo}/actions/runs/{run_id}", "get"),
+    # accept-label: who added the label to the pull request, and when (github/labels.py)
+    ("/repos/{owner}/{repo}/issues/{issue_number}/timeline", "get"),
 ]
 
 

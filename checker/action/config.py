@@ -28,8 +28,9 @@ INPUTS = (
     "baseline", "baseline-depth", "verdict", "max-runs", "confirm-runs", "alpha",
     "adk-eval-history",
     "html", "prices", "max-agent-tokens", "max-judge-tokens", "max-token-increase",
-    "only-changed", "agent-paths",
+    "only-changed", "agent-paths", "accept-label",
 )
+DEFAULT_ACCEPT_LABEL = "evalcheck:accept-regression"
 ONLY_CHANGED = ("auto", "off")
 
 
@@ -48,6 +49,7 @@ class ActionConfig:
     auto_baseline: bool = True  # `baseline: auto`: the PR's merge base's results artifact
     baseline_depth: int = 5  # results of main pooled by `baseline: auto`
     only_changed: str = "off"  # `auto`: a pull request runs only the eval sets it can change
+    accept_label: str = DEFAULT_ACCEPT_LABEL  # "": no label accepts regressions
 
 
 def _path(inputs: Inputs, name: str, base: Path, *, must_exist: bool = False,
@@ -143,7 +145,38 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
                         results_path=results_path, markdown_path=markdown_path, merge=merge,
                         publish_enabled=inputs.flag("publish", True),
                         auto_baseline=baseline.lower() == "auto", baseline_depth=baseline_depth,
-                        only_changed=only_changed)
+                        only_changed=only_changed,
+                        accept_label=_accept_label(env, inputs))
+
+
+def _accept_label(env: Mapping[str, str], inputs: Inputs) -> str:
+    """The label that accepts regressions; an input set to "" turns it off (the runner
+    passes every input declared in action.yml, so a missing one is the default)."""
+    from .github.workflow import input_env_name
+
+    if input_env_name("accept-label") not in env:
+        return DEFAULT_ACCEPT_LABEL
+    label = inputs.text("accept-label")
+    if len(label) > 50 or any(ch in label for ch in "\n\r,"):
+        raise InputError(f"input 'accept-label' {label[:60]!r} is not a label name",
+                         fix="a GitHub label name (at most 50 characters, no comma), or empty for none")
+    return label
+
+
+def quarantine_ref(event_name: str, event: Mapping[str, object]) -> str | None:
+    """The commit whose .evalcheck/quarantine.yml applies: a pull request's base (its merge
+    base with HEAD is read, never the pull request's own copy); on a push to the default
+    branch that branch itself (HEAD); else none (docs/quarantine.md)."""
+    pull_request = event.get("pull_request")
+    base = pull_request.get("base") if isinstance(pull_request, dict) else None
+    sha = base.get("sha") if isinstance(base, dict) else None
+    if isinstance(sha, str) and sha:
+        return sha
+    repository = event.get("repository")
+    default = repository.get("default_branch") if isinstance(repository, dict) else None
+    if event_name == "push" and isinstance(default, str) and event.get("ref") == f"refs/heads/{default}":
+        return "HEAD"
+    return None
 
 
 def _alpha(raw: str) -> float:

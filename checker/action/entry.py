@@ -21,7 +21,7 @@ from ..errors import InputError
 from ..option_checks import check_judge_cache_outside
 from .github.publish import PublishOptions, PublishOutcome
 from .github.workflow import Commands, Inputs, RunContext, summary_room, write_outputs, write_summary
-from .config import ActionConfig, changed_since, read_config
+from .config import ActionConfig, changed_since, quarantine_ref, read_config
 from ..models.results import Results
 from ..safety.output import clean, guarded, say
 from ..safety.redact import secret_values
@@ -30,6 +30,7 @@ from ..agents.setup_command import run_setup
 from ..report.writes import OutputFiles
 
 if TYPE_CHECKING:
+    from ..compare.overrides import AcceptLabel
     from .github.baseline import BaselineSearch
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -77,6 +78,28 @@ def find_auto_baseline(config: ActionConfig, ctx: RunContext) -> BaselineSearch 
         config.run.baselines = [found.path for found in search.history]
         config.run.baselines_found = True
     return search
+
+
+def find_accept_label(config: ActionConfig, ctx: RunContext, commands: Commands) -> AcceptLabel | None:
+    """On a pull request, the accept label as its timeline shows it (who added it, when), or
+    None; a timeline that cannot be read accepts nothing, with a warning."""
+    number = ctx.pr_number
+    owner, repo = ctx.owner_repo
+    if not config.accept_label or number is None or not owner or not config.token or config.run.shard:
+        return None
+    from ..version import evalcheck_version
+    from .github.client import GitHubClient
+    from .github.labels import find_accept_label as on_timeline
+
+    with GitHubClient(config.token, ctx.api_url, user_agent=f"evalcheck/{evalcheck_version() or 'dev'}",
+                      budget=config.publish.budget) as client:
+        found, warning = on_timeline(client, owner, repo, number, config.accept_label)
+    if warning:
+        commands.warning(f"evalcheck: {clean(warning)}")
+    elif found is not None:
+        say(clean(f"evalcheck: label {found.label!r} on pull request #{number}, added by "
+                  f"@{found.actor} at {found.time}: confirmed regressions will not fail the gate"))
+    return found
 
 
 def record_baseline(results: Results, search: BaselineSearch, config: ActionConfig,
@@ -241,6 +264,11 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
             sandboxes.append(sandbox)
             config.run.sandbox = sandbox
         search = find_auto_baseline(config, ctx)
+        # Overrides (docs/quarantine.md): the base branch's quarantine file, read with git
+        # before any of the PR's code runs; the accept label, from the PR's timeline.
+        config.run.quarantine_ref = quarantine_ref(ctx.event_name, ctx.event)
+        config.run.quarantine_auto = True
+        config.run.accept = find_accept_label(config, ctx, commands)
         config.run.changed_since = changed_since(config, ctx.pull_request, ctx.event_name,
                                                  search.found.commit if search and search.found else None)
         config.run.changed_since_auto = True

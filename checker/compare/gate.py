@@ -179,8 +179,11 @@ def gate_headline(results: Results, fail_on: str) -> tuple[bool, str]:
         counts = Counter(why for _, _, why in found)
         parts += [f"{plural(n, 'case')} {why}" for why, n in sorted(counts.items())]
     elif not accepted_keys(results):  # accepted ones are said below, with the label
-        parts.append("no confirmed regression" if results.comparison.familywise and
-                     results.comparison.familywise.get("confirmed") else "no regression")
+        parts.append(("no confirmed regression" if results.comparison.familywise and
+                      results.comparison.familywise.get("confirmed") else "no regression")
+                     + (" outside the quarantined cases" if any(
+                         c.change == "regressed" and c.quarantined is not None
+                         for es in results.eval_sets for c in es.cases) else ""))
     drops = gating_drops(results)
     if drops:
         parts.append("the suite dropped: " + ", ".join(map(str, drops)))

@@ -138,9 +138,11 @@ def override_parts(results: Results) -> list[str]:
     quarantined = [c for s in results.eval_sets for c in s.cases if c.quarantined is not None]
     if quarantined:
         failing = sum(c.status != "passed" for c in quarantined)
+        regressed = sum(c.change == "regressed" for c in quarantined)
+        said = [f"{failing} did not pass" if failing else "", f"{regressed} regressed" if regressed else ""]
         n = len(quarantined)
         parts.append(f"{n} case{'s' if n != 1 else ''} quarantined, not gating"
-                     + (f" ({failing} did not pass)" if failing else ""))
+                     + (f" ({', '.join(x for x in said if x)})" if failing or regressed else ""))
     quarantine = results.metadata.get("quarantine")
     expired = quarantine.get("expired") if isinstance(quarantine, dict) else None
     if isinstance(expired, list) and expired:

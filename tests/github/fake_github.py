@@ -135,6 +135,8 @@ class FakeGitHub:
     blobs: dict[int, bytes] = field(default_factory=dict)
     downloads: list[Recorded] = field(default_factory=list)  # requests to the download host
     runs: dict[int, dict[str, Any]] = field(default_factory=dict)  # workflow runs by id
+    # an issue's (a pull request's) timeline, oldest first: label events and others
+    timeline: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     repository_id: int = 42
     _blob_server: ThreadingHTTPServer | None = None
     blob_url: str = ""
@@ -175,6 +177,28 @@ class FakeGitHub:
         self.artifacts.insert(0, artifact)  # GitHub lists the newest first
         self.blobs[aid] = zip_bytes
         return artifact
+
+    def add_label_event(self, issue: int, label: str, *, actor: str = "alice", event: str = "labeled",
+                        created_at: str = "2026-11-20T10:00:00Z", actor_type: str = "User") -> dict[str, Any]:
+        """A labeled or unlabeled event on the issue's timeline, as GitHub's description
+        shapes it (labeled-issue-event / unlabeled-issue-event)."""
+        schema = "labeled-issue-event" if event == "labeled" else "unlabeled-issue-event"
+        item = instance(self.spec, {"$ref": f"#/components/schemas/{schema}"})
+        user = instance(self.spec, {"$ref": "#/components/schemas/simple-user"})
+        user.update(login=actor, type=actor_type)
+        item.update(id=self._new_id(), event=event, actor=user, created_at=created_at,
+                    label={"name": label, "color": "ededed"}, commit_id=None, commit_url=None,
+                    performed_via_github_app=None)
+        self.timeline.setdefault(issue, []).append(item)
+        return item
+
+    def add_timeline_comment(self, issue: int, body: str) -> dict[str, Any]:
+        """Another kind of timeline event (a comment), which the label search must skip."""
+        item = instance(self.spec, {"$ref": "#/components/schemas/timeline-comment-event"})
+        user = instance(self.spec, {"$ref": "#/components/schemas/simple-user"})
+        item.update(id=self._new_id(), event="commented", body=body, actor=user, user=user)
+        self.timeline.setdefault(issue, []).append(item)
+        return item
 
     def writes(self) -> list[Recorded]:
         return [r for r in self.requests if r.method != "GET"]
@@ -347,6 +371,8 @@ class FakeGitHub:
                 comment = self._comment(issue, body["body"], "github-actions[bot]", "Bot", owner, repo)
                 self.comments.setdefault(issue, []).append(comment)
                 return 201, {}, comment
+            if (mm := re.fullmatch(r"issues/(\d+)/timeline", rest)) and method == "GET":
+                return self._list_timeline(owner, repo, int(mm.group(1)), query)
             if (mm := re.fullmatch(r"issues/comments/(\d+)", rest)) and method == "PATCH":
                 cid = int(mm.group(1))
                 for comment in (c for cs in self.comments.values() for c in cs):
@@ -463,6 +489,17 @@ class FakeGitHub:
             links.append(f'<{url}&page={last}>; rel="last"')
         if links:
             headers["Link"] = ", ".join(links)
+        return 200, headers, items[(page - 1) * per_page: page * per_page]
+
+    def _list_timeline(self, owner: str, repo: str, issue: int,
+                       query: dict[str, list[str]]) -> tuple[int, dict[str, str], Any]:
+        per_page = int(query.get("per_page", ["30"])[0])
+        page = int(query.get("page", ["1"])[0])
+        items = self.timeline.get(issue, [])
+        headers = {}
+        if page * per_page < len(items):  # as GitHub pages: Link rel="next"
+            url = f"{self.base_url}/repos/{owner}/{repo}/issues/{issue}/timeline?per_page={per_page}"
+            headers["Link"] = f'<{url}&page={page + 1}>; rel="next"'
         return 200, headers, items[(page - 1) * per_page: page * per_page]
 
     def _new_id(self) -> int:

@@ -272,6 +272,10 @@ class GitHubClient:
         return self.json(self.request("POST", f"/repos/{owner}/{repo}/statuses/{sha}", json=payload,
                                       idempotent=True))
 
+    def list_issue_timeline(self, owner: str, repo: str, number: int) -> Iterator[dict[str, Any]]:
+        """The issue's (a pull request's) timeline events, oldest first (needs read access)."""
+        return self.paginate(f"/repos/{owner}/{repo}/issues/{number}/timeline")
+
     def get_pull(self, owner: str, repo: str, number: int) -> dict[str, Any]:
         return self.json(self.request("GET", f"/repos/{owner}/{repo}/pulls/{number}"))
 
