@@ -138,6 +138,8 @@ def _case(eval_set: EvalSetResult, case: CaseResult, recorded: list[RecordedRun]
         summary += _badge(case.change, f"change-{case.change}")
     if case.flaky:
         summary += _badge("flaky", "flaky")
+    if case.quarantined is not None:  # the base branch's quarantine file: reported, not gating
+        summary += _badge("quarantined", "quarantined")
     tokens = case_tokens(case.usage)
     if tokens:
         summary += tag("span", " " + esc(tokens), "note")
@@ -145,6 +147,10 @@ def _case(eval_set: EvalSetResult, case: CaseResult, recorded: list[RecordedRun]
     if case.change == "carried":  # --changed-since: main's results, not this run's
         body.insert(1, tag("p", "Carried from main, not re-run: nothing it depends on changed. "
                                 "Status, scores and runs are main's.", "note"))
+    if case.quarantined is not None:
+        q = case.quarantined
+        body.insert(1, tag("p", f"Quarantined until {esc(q.expires)} by the base branch's quarantine "
+                                f"file ({esc(q.owner)}: {esc(q.reason)}): reported, not gating.", "note"))
     change = case.token_change or {}
     if change:
         percent = change.get("percent")

@@ -84,6 +84,14 @@ def test_a_quarantined_case_runs_is_reported_and_does_not_gate(tmp_path):
     assert "1 case quarantined, not gating (1 did not pass)" in out.stdout
     for fail_on in ("error", "regression"):
         assert run(repo, "--quarantine-ref", "main", "--fail-on", fail_on)[0].code == 0
+    run(repo, "--quarantine-ref", "main", "--html", "r.html", "--markdown", "r.md")
+    assert ("Quarantined until 2099-01-31 by the base branch's quarantine file (@alice: the "
+            "forecast tool flakes; fix in progress): reported, not gating.") in (repo / "r.html").read_text()
+    markdown = (repo / "r.md").read_text()
+    assert "| rainy | ❌ failed · 🔒 quarantined |" in markdown
+    assert ("**Quarantined** (run and reported, never gating) by the base branch's "
+            ".evalcheck/quarantine.yml (at ") in markdown
+    assert "weather/rainy (failed) until 2099-01-31, @​alice: the forecast tool flakes; fix in progress." in markdown
 
 
 def test_an_expired_entry_gates_again_with_a_warning_naming_its_owner(tmp_path):
