@@ -57,6 +57,14 @@ class BaselineView:
     behind: int | None = None  # commits behind the merge base; 0: the merge base itself
     path: str = ""
 
+    def __str__(self) -> str:
+        """As plain text (the HTML report's footer; the markdown template links the commit)."""
+        if not self.commit:
+            return (f"{self.ref} " if self.ref else "") + (self.path or "the baseline")
+        behind = (" (merge base)" if self.behind == 0 else f" ({self.behind} commit"
+                  f"{'' if self.behind == 1 else 's'} behind the merge base)" if self.behind else "")
+        return (f"{self.ref} at " if self.ref else "") + self.commit + behind
+
 
 @dataclass
 class SuiteRow:

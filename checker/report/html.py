@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING
 
 from ..compare.verdict import rule_of
 from ..models.records import RecordedRun
-from ..models.results import CaseResult, EvalSetResult, Results
+from ..compare.gate import plural
+from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
 from .cost import case_tokens, usage_line
 from .explain import explain, fmt_score
 from .html_parts import esc, explanation, pre, run_turns, table, tag
+from .scores import fmt_p
 from .text import fmt_duration
 
 if TYPE_CHECKING:
@@ -53,6 +55,7 @@ tr.divergence td{background:#ffebe9;font-weight:600}tr.differs td{background:#ff
  background:#f6f8fa;cursor:pointer}.filters button[aria-pressed=true]{background:#0969da;color:#fff}
 .note{color:#59636e}.error{background:#ffebe9}ol.turns>li{margin-bottom:8px}
 blockquote{border-left:3px solid #d1d9e0;margin:4px 0;padding:0 10px;color:#424a53}
+h5{font-size:14px;margin:12px 0 4px}h6{font-size:13px;font-weight:600;color:#424a53;margin:8px 0 2px}
 .hidden{display:none}
 """
 
@@ -89,18 +92,32 @@ def _badge(text: str, cls: str) -> str:
 
 def _metrics(case: CaseResult) -> str:
     compared = any(m.baseline_score is not None for m in case.metrics)
-    head = ["metric", "status", "score", "threshold", "per run"] + (["baseline", "change"] if compared else [])
+    confirmed = any(m.confirm_runs is not None for m in case.metrics)
+    head = (["metric", "status", "score", "threshold", "per run"] + (["baseline", "change"] if compared else [])
+            + (["confirmation runs"] if confirmed else []))
     rows = []
     for m in case.metrics:
         row = [tag("code", esc(m.name)), _badge(m.status, f"status-{m.status}"), fmt_score(m.score),
                fmt_score(m.threshold), esc(", ".join(fmt_score(s) if s is not None else "n/a" for s in m.runs))]
         if compared:
             row += [fmt_score(m.baseline_score),
-                    "" if m.delta is None else f"{m.delta:+.2f}" + (f" (p {m.p_value:.2f})" if m.p_value is not None else "")]
+                    "" if m.delta is None else f"{m.delta:+.2f}" + (f" (p {fmt_p(m.p_value)})" if m.p_value is not None else "")]
+        if confirmed:
+            row.append(_confirmation(m))
         rows.append(row)
         if m.error:
             rows.append([tag("span", esc(m.error, 1000), "note")] + [""] * (len(head) - 1))
     return table(head, rows, "metrics")
+
+
+def _confirmation(metric: MetricResult) -> str:
+    """The fresh runs a screened metric's decision read: how many, how many passed, its budget."""
+    fresh = metric.confirm_runs
+    if fresh is None:
+        return ""
+    passed = sum(1 for s in fresh if s is not None and metric.threshold is not None and s >= metric.threshold)
+    budget = f" (budget {metric.confirm_budget})" if metric.confirm_budget is not None else ""
+    return f"{plural(len(fresh), 'fresh run')}, {passed} passed{budget}"
 
 
 def _runs(case: CaseResult, recorded: list[RecordedRun]) -> str:
@@ -177,7 +194,7 @@ def _summary(results: Results, fail_on: str) -> str:
     passed, headline = gate_headline(results, fail_on)
     s = results.summary
     parts = [tag("h1", esc(headline), f"gate {'passed' if passed else 'failed'}"),
-             tag("p", f"{s.passed} of {s.cases} eval cases passed in {s.eval_sets} eval sets"
+             tag("p", f"{s.passed} of {plural(s.cases, 'eval case')} passed in {plural(s.eval_sets, 'eval set')}"
                       f" \u00b7 {s.failed} failed \u00b7 {s.errored} errored \u00b7 "
                       f"{s.not_evaluated} not evaluated"
                       + (f" \u00b7 {s.carried} carried from main (not re-run)" if s.carried else ""), "summary")]
@@ -198,6 +215,26 @@ def _summary(results: Results, fail_on: str) -> str:
     for error in results.file_errors or []:
         parts.append(tag("p", esc(error.error), "error"))
     return "".join(parts)
+
+
+def _footer(results: Results, fail_on: str) -> str:
+    """What the comment's footer says: evalcheck, the run's time, the verdict rule and the
+    gate's, the baseline, how regressions were decided (alpha, method, results of main
+    pooled), the judges and what they cost; then the settings read but not acted on."""
+    from .changes import build_changes
+    from .view import build_footer, familywise_line
+
+    f = build_footer(results)
+    baseline = build_changes(results).baseline if results.comparison is not None else None
+    said = [f"evalcheck {f.version}".strip(), f.duration, f"verdict rule {results.verdict_rule}",
+            f"fail-on {fail_on}", f"baseline {baseline}" if baseline is not None else "",
+            familywise_line(results), ("judged by " + ", ".join(f.judges)) if f.judges else "",
+            (f"{plural(f.judge_calls, 'judge call')}, {plural(f.judge_cached, 'cached answer')}"
+             if f.judge_calls is not None else ""), f.usage, f.tokens]
+    out = tag("p", esc(" \u00b7 ".join(x for x in said if x)), "note footer")
+    if f.warnings:
+        out += tag("ul", "".join(tag("li", esc(w)) for w in f.warnings), "warnings")
+    return out
 
 
 def render_html(results: Results, runs: RunsByCase | None = None, *, fail_on: str = "failure",
@@ -222,9 +259,7 @@ def render_html(results: Results, runs: RunsByCase | None = None, *, fail_on: st
                           aria_pressed="true" if name == "all" else "false") for name, label in FILTERS)
     filters = tag("div", buttons + tag("span", f" showing <span id=\"shown\">{counts['all']}</span> cases",
                                        "note"), "filters")
-    meta = results.metadata if isinstance(results.metadata, dict) else {}
-    footer = tag("p", esc(f"evalcheck {meta.get('evalcheckVersion', '')} \u00b7 verdict rule "
-                          f"{results.verdict_rule} \u00b7 fail-on {fail_on}"), "note")
+    footer = _footer(results, fail_on)
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{_csp()}\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

@@ -25,8 +25,8 @@ from ..models.results import Results
 from .user_template import BoundedSandbox, render_bounded
 from .explain import explain, fmt_call, fmt_score  # noqa: F401  (re-exported)
 from .text import md_code, md_fence, printable
-from .view import (Budget, Links, ReportView, build_view, columns_for, fmt_range,  # noqa: F401
-                   omitted_notes)
+from .view import (Budget, Links, ReportView, build_view, columns_for, familywise_line,  # noqa: F401
+                   fmt_range, omitted_notes)
 
 TEMPLATES = Path(__file__).parent / "templates"
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
@@ -99,7 +99,7 @@ def render_markdown(results: Results, *, template: Path | None = None,
         "results": results, "report": view, "budget": budget, "omitted": omitted_notes(view),
         "run_url": links.run_url, "title": "Agent evaluation",
         "gate": {"passed": gate_passed, "headline": headline, "fail_on": fail_on,
-                 "familywise": _familywise(results)},
+                 "familywise": familywise_line(results)},
         "overrides": overrides_view(results),
     }
     context.update(extra)
@@ -112,27 +112,6 @@ def render_markdown(results: Results, *, template: Path | None = None,
         if template is None:
             raise
         raise _template_error(exc, template) from None
-
-
-def _familywise(results: Results) -> str:
-    """The footer's statement of how regressions were decided."""
-    comparison = results.comparison
-    if comparison is None or not comparison.familywise:
-        return ""
-    fw = comparison.familywise
-    history = comparison.baseline.history
-    # Given is not pooled: a change point or other eval data stops a case's pooling.
-    most = max((len(c.baseline_pool or []) for s in results.eval_sets for c in s.cases), default=0)
-    pooled = ("1 result of main" if not history else f"{len(history)} results of main pooled"
-              if most >= len(history) else f"up to {max(most, 1)} of {len(history)} results of main pooled")
-    if fw.get("confirmed") and not fw.get("tests"):
-        how = "no case looked worse than main, nothing to confirm"
-    elif fw.get("confirmed"):
-        how = "decided on fresh confirmation runs"
-    else:  # replay, compare, merge, or --confirm-runs 0
-        how = "decided on the runs recorded, with no confirmation runs"
-    return (f"regressions at family-wise alpha {fw.get('alpha')} (Tarone, {fw.get('tests')} "
-            f"test{'' if fw.get('tests') == 1 else 's'}), {how}; {pooled}")
 
 
 def check_template(template: Path) -> None:

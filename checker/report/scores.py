@@ -10,6 +10,14 @@ def fmt_score(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
+def fmt_p(p: float) -> str:
+    """A p-value with the digits that matter: ``0.05``, ``0.0025``, ``5.75e-08`` - never
+    ``0.00`` for a drop that is certain."""
+    if p >= 0.01 or p == 0:
+        return f"{p:.2f}"
+    return f"{p:.2g}" if p >= 0.001 else f"{p:.2e}"
+
+
 def _runs_short(metric: MetricResult, rule: VerdictRule) -> tuple[int, int, int]:
     """(runs reaching the threshold, runs scored, runs the rule needs)."""
     passed, scored = run_passes(metric)

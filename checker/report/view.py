@@ -18,6 +18,7 @@ from .cost import usage_line
 from .efficiency import token_line
 from ..compare.verdict import rule_of
 from .explain import Explanation, case_headline, explain, fmt_score
+from .scores import fmt_p
 from .text import fmt_duration
 
 
@@ -178,6 +179,29 @@ def build_footer(results: Results) -> Footer:
     return footer
 
 
+def familywise_line(results: Results) -> str:
+    """The footer's statement of how regressions were decided (the comment's and the HTML
+    report's): the alpha, the method, the tests, whether fresh runs decided, the results of
+    main pooled."""
+    comparison = results.comparison
+    if comparison is None or not comparison.familywise:
+        return ""
+    fw = comparison.familywise
+    history = comparison.baseline.history
+    # Given is not pooled: a change point or other eval data stops a case's pooling.
+    most = max((len(c.baseline_pool or []) for s in results.eval_sets for c in s.cases), default=0)
+    pooled = ("1 result of main" if not history else f"{len(history)} results of main pooled"
+              if most >= len(history) else f"up to {max(most, 1)} of {len(history)} results of main pooled")
+    if fw.get("confirmed") and not fw.get("tests"):
+        how = "no case looked worse than main, nothing to confirm"
+    elif fw.get("confirmed"):
+        how = "decided on fresh confirmation runs"
+    else:  # replay, compare, merge, or --confirm-runs 0
+        how = "decided on the runs recorded, with no confirmation runs"
+    return (f"regressions at family-wise alpha {fw.get('alpha')} (Tarone, {fw.get('tests')} "
+            f"test{'' if fw.get('tests') == 1 else 's'}), {how}; {pooled}")
+
+
 @dataclass
 class Links:
     """Where the report may link to; all optional (a local CLI run has none)."""
@@ -224,7 +248,7 @@ def _cell(case: CaseResult, metric: MetricResult) -> Cell:
         cell.delta = f"{metric.delta:+.2f}"
         # a drop the case's label does not call a regression: say how likely noise is
         if metric.delta < 0 and metric.p_value is not None and case.change != "regressed":
-            cell.p_value = f"{metric.p_value:.2f}"
+            cell.p_value = fmt_p(metric.p_value)
     return cell
 
 
