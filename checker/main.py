@@ -22,8 +22,9 @@ from .inputs.bulk import fewer_collections
 from .inputs.discover import EvalTarget, discover, find_repo_root
 from .metrics.base import ScoringContext
 from .models.records import RecordedRun
-from .models.results import FileError, Results
+from .models.results import FileError, PullRequestFile, Results
 from .models.usage import TokenBudget
+from .inputs.pr_files import replay_claim
 from .option_checks import (check_input_files, check_run_files, check_run_options,
                             tracked_cache_note)
 from .options import RunOptions
@@ -59,6 +60,8 @@ class Inputs:
     changed: Changes | None = None  # --changed-since: what changed (None: run everything)
     agent_paths: list[AgentMapping] = field(default_factory=list)
     overrides: Overrides | None = None  # quarantine (base branch) and accept label
+    # Files the gate reads that the change under test added or changed (inputs/pr_files.py)
+    claims: list[PullRequestFile] = field(default_factory=list)
 
 
 @dataclass
@@ -168,6 +171,10 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles,
 
             shutil.rmtree(plan.metric_sources, ignore_errors=True)
     results = compare_with_baseline(options, inputs.baselines, plan, results)
+    if inputs.claims:
+        from .compare.baseline_change import record_claims
+
+        results = record_claims(results, inputs.claims)
     say_overrides(apply_overrides(results, inputs.overrides))
     return write(options, plan, runs.redactor, results, files, runs.by_case)
 
@@ -176,9 +183,12 @@ def read_inputs(options: RunOptions) -> Inputs:
     """Check the options, read the baseline, find the eval files: all bad input, found before
     any agent runs."""
     rule = check_run_options(options)
-    baselines = read_baselines(options)  # bad input is found before any agent runs
     root = find_repo_root(Path.cwd())
+    # bad input is found before any agent runs; a baseline file of the repository that the
+    # change under test changed is read as its base commit has it (inputs/pr_files.py)
+    baselines, claims = read_baselines(options, root)
     check_input_files(options)
+    claims += filter(None, [replay_claim(options.replay, root, options.base_ref)])
     notes: list[str] = []
     if options.confine is None:  # (under --confine a judge cache in the checkout is refused)
         notes += filter(None, [tracked_cache_note(options.judge_cache, root)])
@@ -199,7 +209,7 @@ def read_inputs(options: RunOptions) -> Inputs:
 
     prices = read_prices(options.prices) if options.prices is not None else default_table()
     inputs = Inputs(root=root, rule=rule, baselines=baselines, targets=targets, notes=notes,
-                    problems=problems, prices=prices)
+                    problems=problems, prices=prices, claims=claims)
     if options.changed_since is not None or options.agent_paths:  # git read before PR code runs
         from .scale.changed import read_changed
         from .scale.depends import parse_agent_paths

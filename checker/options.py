@@ -49,6 +49,10 @@ class RunOptions:
     # --changed-since REF: only the eval sets whose eval file, criteria or agent changed since
     # the merge base of REF run; the others are carried from the baseline (scale/changed.py).
     changed_since: str | None = None
+    # --base REF (the Action: the pull request's base): the checkout is a change of REF, so a
+    # baseline or replay file it tracks is its claim, compared with the merge base of REF and
+    # HEAD (inputs/pr_files.py). None: --changed-since's REF, or no base (files used as given).
+    base: str | None = None
     # --agent-paths EVALS=PATH[,PATH...]: where the agent of eval files under EVALS lives.
     agent_paths: list[str] = field(default_factory=list)
     # The Action's only-changed: auto: what cannot be selected (no baseline, no base commit
@@ -83,6 +87,11 @@ class RunOptions:
     # Files the caller writes after the run (the Action's markdown report): checked against
     # the inputs with the run's own outputs (checker/report/writes.py check_outputs).
     written_after: tuple[tuple[str, Path], ...] = ()
+
+    @property
+    def base_ref(self) -> str | None:
+        """The commit the checkout is a change of: --base, else --changed-since's REF."""
+        return self.base or self.changed_since
 
     @property
     def baseline(self) -> Path | None:

@@ -228,9 +228,16 @@ def changed_since(config: ActionConfig, pull_request: Mapping[str, object], even
 
     if config.only_changed != "auto":
         return None
-    base = pull_request.get("base")
-    sha = base.get("sha") if isinstance(base, dict) else None
-    if not isinstance(sha, str) or not sha:
+    sha = pull_request_base(pull_request)
+    if sha is None:
         say(f"evalcheck: only-changed: auto: not a pull request ({event or 'no event'}): every eval set runs")
         return None
     return baseline_commit or sha
+
+
+def pull_request_base(pull_request: Mapping[str, object]) -> str | None:
+    """The base commit of the event's pull request (``pull_request.base.sha``); None on a
+    push or any event without one."""
+    base = pull_request.get("base")
+    sha = base.get("sha") if isinstance(base, dict) else None
+    return sha if isinstance(sha, str) and sha else None

@@ -21,7 +21,7 @@ from ..errors import InputError
 from ..option_checks import check_judge_cache_outside
 from .github.publish import PublishOptions, PublishOutcome
 from .github.workflow import Commands, Inputs, RunContext, summary_room, write_outputs, write_summary
-from .config import ActionConfig, changed_since, quarantine_ref, read_config
+from .config import ActionConfig, changed_since, pull_request_base, quarantine_ref, read_config
 from ..models.results import Results
 from ..safety.output import clean, guarded, say
 from ..safety.redact import secret_values
@@ -272,6 +272,9 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
         config.run.changed_since = changed_since(config, ctx.pull_request, ctx.event_name,
                                                  search.found.commit if search and search.found else None)
         config.run.changed_since_auto = True
+        # On a pull request, files of the repository the gate reads are its claim, compared
+        # with its base commit (a baseline file it changed is read as the base has it).
+        config.run.base = pull_request_base(ctx.pull_request)
         from ..report.finish import report_gate, results_from_file
         from ..main import evaluate, prepare
 

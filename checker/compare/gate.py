@@ -148,6 +148,14 @@ def plural(n: int, one: str, many: str | None = None) -> str:
 
 
 def gate_headline(results: Results, fail_on: str) -> tuple[bool, str]:
+    """(passed, the report's first line): the gate's decision and why (``decided_headline``),
+    then what the pull request brought that the gate read: a baseline file it changed (the
+    gate used the base commit's), its own recorded runs (checker/inputs/pr_files.py)."""
+    passed, line = decided_headline(results, fail_on)
+    return passed, "; ".join([line, *(f.said for f in results.pull_request_files or [])])
+
+
+def decided_headline(results: Results, fail_on: str) -> tuple[bool, str]:
     """(passed, the report's first line): the gate's decision, its rule and what decided it,
     e.g. "Gate passed (fail-on: regression): no confirmed regression; 3 cases fail, as on
     main". Never "failed" over a gate that passed (the check would be green)."""

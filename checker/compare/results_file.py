@@ -2,37 +2,43 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from ..errors import InputError
-from ..models.results import Results
-from ..inputs.validation import read_json, validate
+from ..models.results import PullRequestFile, Results
+from ..inputs.validation import parse_json_text, read_json, validate
 from ..inputs.bulk import paused_gc
 
 if TYPE_CHECKING:
     from ..options import RunOptions
 
 
-def load_suite_results(path: Path, what: str) -> Results:
+def load_suite_results(path: Path, what: str, data: bytes | None = None, display: str | None = None) -> Results:
     """A results file of a whole suite (a baseline, a side of ``compare``): one shard's file
-    would show every other shard's case as removed or new, so it is refused."""
-    results = load_results_file(path, what)
+    would show every other shard's case as removed or new, so it is refused. ``data``: the
+    file's content, read elsewhere (a baseline at the base commit), shown as ``display``."""
+    results = load_results_file(path, what, data, display)
     if results.shard is not None:
         raise InputError(f"the {what} is one shard's results (shard {results.shard.index}/"
-                         f"{results.shard.count}), not the whole suite's", file=str(path),
+                         f"{results.shard.count}), not the whole suite's", file=display or str(path),
                          path="$.shard", fix="merge the shards first: evalcheck merge SHARD_FILES "
                          "--results merged.json, and give merged.json")
     return results
 
 
-def load_baselines(paths: list[Path], skip_foreign: list[Path] | None = None) -> list[Results]:
+def load_baselines(paths: list[Path], skip_foreign: list[Path] | None = None,
+                   at_base: Mapping[Path, tuple[bytes, str]] | None = None) -> list[Results]:
     """Main's results files, newest first. An older file whose cases share ids with the
     newest's but none of their fingerprints is another suite: bad input, not history - or,
-    with ``skip_foreign`` (the Action's automatic history), left out with a note there."""
-    files = [load_suite_results(path, "baseline") for path in paths]
+    with ``skip_foreign`` (the Action's automatic history), left out with a note there.
+    ``at_base``: the content to read instead of a file's own, and how to name it (a
+    baseline file the pull request changed, as the base commit has it)."""
+    at_base = at_base or {}
+    files = [load_suite_results(path, "baseline", *at_base.get(path, (None, None))) for path in paths]
     if not files:
         return files
     kept = [files[0]]
@@ -58,13 +64,14 @@ def load_baselines(paths: list[Path], skip_foreign: list[Path] | None = None) ->
     return kept
 
 
-def load_results_file(path: Path, what: str = "results file") -> Results:
-    """The Results in ``path``; anything else is an InputError naming the file, the JSON
-    path and the fix. A well-formed file takes the fast path (pydantic's JSON parser); only
-    a bad one is re-read to say exactly where it is wrong."""
-    display = str(path)
+def load_results_file(path: Path, what: str = "results file", content: bytes | None = None,
+                      display: str | None = None) -> Results:
+    """The Results in ``path`` (or in ``content``, shown as ``display``); anything else is an
+    InputError naming the file, the JSON path and the fix. A well-formed file takes the fast
+    path (pydantic's JSON parser); only a bad one is re-read to say exactly where it is wrong."""
+    display = display or str(path)
     try:
-        text = path.read_bytes()
+        text = path.read_bytes() if content is None else content
     except FileNotFoundError:
         raise InputError(f"{what} not found", file=display,
                          fix="give the results.json written by `evalcheck run --results`") from None
@@ -75,7 +82,8 @@ def load_results_file(path: Path, what: str = "results file") -> Results:
             return Results.model_validate_json(text)
     except ValidationError:
         pass
-    data = read_json(path, display)
+    data = read_json(path, display) if content is None else parse_json_text(
+        content.decode("utf-8-sig", "replace"), display)
     fix = f"give the results.json written by `evalcheck run --results` as the {what}"
     if not isinstance(data, dict):
         raise InputError(f"not a {what}: expected a JSON object", file=display, path="$", fix=fix)
@@ -99,17 +107,52 @@ def load_results_file(path: Path, what: str = "results file") -> Results:
                          fix=exc.fix or fix) from None
 
 
-def read_baselines(options: RunOptions) -> list[Results]:
-    """``--baseline``'s files, read before any agent runs. In the Action's automatic history
-    an older result of another suite is left out, said, and dropped from ``options.baselines``."""
+def read_baselines(options: RunOptions, root: Path) -> tuple[list[Results], list[PullRequestFile]]:
+    """``--baseline``'s files, read before any agent runs, and what the pull request did to
+    those the repository tracks. In the Action's automatic history an older result of
+    another suite is left out, said, and dropped from ``options.baselines``. With a base
+    (``options.base_ref``), a baseline file the pull request changed is read as the base
+    commit has it, and one it added is dropped: neither is the pull request's to decide
+    (checker/inputs/pr_files.py); what it did is returned, to be said in every report."""
     if not options.baselines:
-        return []
+        return [], []
     from ..safety.output import say
 
+    at_base, claims = ({}, []) if options.baselines_found else _baselines_at_base(options, root)
     skipped: list[Path] | None = [] if options.baselines_found else None
-    files = load_baselines(list(options.baselines), skipped)
+    files = load_baselines(list(options.baselines), skipped, at_base)
     if skipped:
         say(f"evalcheck: note: {len(skipped)} older result(s) of main evaluated other eval data "
             "for every shared case (another suite): not pooled", err=True)
         options.baselines = [p for p in options.baselines if p not in skipped]
-    return files
+    return files, claims
+
+
+def _baselines_at_base(options: RunOptions, root: Path
+                       ) -> tuple[dict[Path, tuple[bytes, str]], list[PullRequestFile]]:
+    """The base commit's content of each baseline file the pull request changed (to read
+    instead), and the claims; a file it added leaves ``options.baselines``."""
+    from ..inputs.pr_files import tracked_file
+    from .baseline_change import baseline_added, baseline_change
+
+    at_base: dict[Path, tuple[bytes, str]] = {}
+    claims: list[PullRequestFile] = []
+    for path in list(options.baselines):
+        tracked = tracked_file(path, root, options.base_ref, "the baseline file")
+        if tracked is None or tracked.change == "unchanged" or tracked.base is None:
+            continue
+        commit = tracked.base.commit
+        if tracked.change == "added":
+            options.baselines = [p for p in options.baselines if p != path]
+            claims.append(baseline_added(tracked.shown, commit))
+            continue
+        assert tracked.base.data is not None
+        display = f"{tracked.shown} at the base commit {commit[:12]}"
+        at_base[path] = (tracked.base.data, display)
+        base = load_suite_results(path, "baseline", tracked.base.data, display)
+        try:
+            mine: Results | str = load_results_file(path, "baseline")
+        except InputError as exc:
+            mine = exc.message
+        claims.append(baseline_change(tracked.shown, commit, base, mine))
+    return at_base, claims

@@ -75,7 +75,7 @@ def check_repository(root: Path, option: str, fix: str = FIX) -> None:
     """``root`` is the top of a git repository git can read (not a folder inside another)."""
     if not (root / ".git").exists():
         raise InputError(f"{option}: not a git repository (no .git folder)", file=str(root),
-                         fix="run evalcheck in a git checkout of the repository")
+                         fix=fix if fix != FIX else "run evalcheck in a git checkout of the repository")
     not_repo = f"{option}: not a git repository git can read"
     top = run_git(root, "rev-parse", "--show-toplevel", missing=not_repo, option=option,
                   fix=fix).decode("utf-8", "replace").strip()

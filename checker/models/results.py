@@ -234,6 +234,21 @@ class Comparison(ResultsModel):
     accepted: Acceptance | None = optional()
 
 
+class PullRequestFile(ResultsModel):
+    """A file of the repository the gate read that the change under test added or changed
+    (inputs/pr_files.py): its claim, which the headline says."""
+
+    kind: Literal["baseline", "replay"]
+    path: str  # relative to the repository root
+    # "unknown": the base commit was not in the checkout to tell (a replay file)
+    change: Literal["added", "changed", "unknown"]
+    base_commit: str | None = optional()  # the merge base it was compared with
+    said: str  # "baseline file changed by this PR: 3 cases' baselines lowered"
+    # What the pull request's version says (a baseline's: the cases it lowered, raised, ...):
+    # reported, never used for the gate.
+    details: list[str] = Field(default_factory=list)
+
+
 class FileError(ResultsModel):
     """An eval file that could not be read: bad input for that file alone; the others were
     evaluated (the run exits 2 after reporting them)."""
@@ -256,6 +271,9 @@ class Results(ResultsModel):
     # Token budgets that were spent (--max-agent-tokens, --max-judge-tokens): the runs or
     # judge calls not started and the cases left not evaluated; the exit status is then 2.
     budgets: list[dict[str, Any]] | None = optional()
+    # Files the gate read that the pull request added or changed (a baseline file in the
+    # repository, the replay file): said in the headline, the terminal and every report.
+    pull_request_files: list[PullRequestFile] | None = optional()
 
     def set_keys(self, also_ambiguous: set[str] | frozenset[str] = frozenset()) -> list[str]:
         """Each eval set's key (checker/models/setkey.py), in order: its id, qualified by its

@@ -157,6 +157,8 @@ def build_changes(results: Results, commit_url: Any = None) -> ChangeView:
     notes = [n for n in search_notes if isinstance(n, str)] if isinstance(search_notes, list) else []
     since, selection_notes = _selection_notes(meta)
     notes += selection_notes
+    for claim in results.pull_request_files or []:  # the headline says each; here what its version says
+        notes += ([claim.said] if claim.change == "added" else []) + claim.details
     carried = carried_sets(results)
     comparison = results.comparison
     if comparison is None:

@@ -13,7 +13,7 @@ from ..errors import InputError
 from ..models.results import Results
 from ..options import RunOptions
 from ..safety.output import clean, say
-from .terminal import comparison_lines, failure_lines, retries_line, summary_line
+from .terminal import claim_lines, comparison_lines, failure_lines, retries_line, summary_line
 from .writes import OutputFiles, say_error
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def report_gate(results: Results, fail_on: str, *, timed: bool = True) -> bool:
     from ..compare.gate import gate_failed, gate_message
     from ..compare.tokens import token_gate_failed, token_gate_message
 
-    for line in comparison_lines(results):
+    for line in [*claim_lines(results), *comparison_lines(results)]:
         say(clean(line))
     if token_gate_message(results):
         say(clean(token_gate_message(results)))

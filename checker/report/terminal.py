@@ -101,6 +101,16 @@ def failure_lines(results: Results) -> list[str]:
     return lines
 
 
+def claim_lines(results: Results) -> list[str]:
+    """What the pull request brought that the gate read (a baseline file it changed, its own
+    recorded runs), each with what its version says."""
+    lines = []
+    for claim in results.pull_request_files or []:
+        lines.append(f"warning: {claim.said}")
+        lines += [f"  {detail}" for detail in claim.details]
+    return lines
+
+
 def comparison_lines(results: Results, limit: int = 20) -> list[str]:
     """Against a baseline: passing cases that still need a look (regressed, flaky), the
     removed cases, the notes, then one line of counts. Failing cases are in failure_lines."""

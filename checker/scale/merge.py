@@ -191,6 +191,7 @@ def merge_results(paths: Sequence[Path], loaded: Sequence[Results] | None = None
     merged.metadata = _merged_metadata(shards)
     if first.file_errors:  # every shard found the same unreadable files: said once
         merged.file_errors, merged.passed = first.file_errors, False
+    merged.pull_request_files = first.pull_request_files  # the same files, read by every shard
     return merged
 
 

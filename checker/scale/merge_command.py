@@ -39,6 +39,9 @@ class MergeRequest:
     # The Action: the accept label on the pull request, and a quarantine that may not apply.
     accept: Any = None
     quarantine_auto: bool = False
+    # The Action's merge job on a pull request: its base (a baseline file of the repository
+    # that the pull request changed is read as the base commit has it: inputs/pr_files.py).
+    base: str | None = None
 
 
 def _shard_budgets(inputs: MergeInputs) -> list[dict[str, Any]] | None:
@@ -103,9 +106,21 @@ def merge_files(request: MergeRequest) -> Results:
     if merged.budgets:
         merged.passed = False  # as the shard that spent it: never a pass
     apply_prices(merged, prices)  # each shard's summary cost is gone with its summary
+    claims = [c for c in merged.pull_request_files or [] if c.kind != "baseline"]  # the shards' replay
     if request.baselines:
-        merged = compare_run(request.baselines, merged, alpha=request.alpha,
-                             max_token_increase=request.max_token_increase)
+        from ..compare.results_file import read_baselines
+        from ..inputs.discover import find_repo_root
+
+        chosen = RunOptions(baselines=list(request.baselines), base=request.base)
+        baselines, said = read_baselines(chosen, find_repo_root(Path.cwd()))
+        claims += said
+        if baselines:
+            merged = compare_run(chosen.baselines, merged, baselines, alpha=request.alpha,
+                                 max_token_increase=request.max_token_increase)
+    if claims or merged.pull_request_files:
+        from ..compare.baseline_change import record_claims
+
+        merged = record_claims(merged, claims)
     say_overrides(apply_overrides(merged, overrides))
     write_reports(merged, RunOptions(results=request.results, markdown=request.markdown,
                                      junit=request.junit, template=request.template,
@@ -166,7 +181,7 @@ def merge_in_action(pattern: str, run: Any, fail_on: str) -> Results:
                                       baselines=list(run.baselines), fail_on=fail_on,
                                       alpha=run.alpha, max_token_increase=run.max_token_increase,
                                       quarantine_ref=run.quarantine_ref, accept=run.accept,
-                                      quarantine_auto=run.quarantine_auto))
+                                      quarantine_auto=run.quarantine_auto, base=run.base))
     say_run_lines(merged, ())
     report_gate(merged, fail_on)
     return merged

@@ -161,3 +161,167 @@ def test_a_judge_cache_outside_the_checkout_works_as_before_under_confine(tmp_pa
     second, results = judged_run(root, "--judge-cache", str(cache), "--confine", ".")
     assert second.code == 1 and results["metadata"]["judge"]["cacheHits"] == 1, second.output
     assert len(judge.requests) == 1 and "warning" not in first.stderr + second.stderr
+
+
+# --------------------------------------------------------------------- a baseline file in the repository
+
+from corehelpers import case, evalset, invocation, replay  # noqa: E402
+
+RUNS = 8  # per case: enough for a drop from 8/8 to 0/8 to be a confirmed regression
+
+
+def recorded(wrong: set[str]) -> dict:
+    return replay(*[("s", eval_id, n, [invocation("hi", "Goodbye." if eval_id in wrong else "Hello there!")])
+                    for eval_id in ("a", "b") for n in range(1, RUNS + 1)])
+
+
+@pytest.fixture
+def baseline_repo(tmp_path) -> Path:
+    """main: two passing cases, their results committed as baseline.json; then a branch pr
+    whose agent (its recorded runs) fails case a."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.email", "t@example.com")
+    git(root, "config", "user.name", "t")
+    write_json(root / "evals" / "s.evalset.json", evalset("s", case("a", invocation("hi", "Hello there!")),
+                                                         case("b", invocation("hi", "Hello there!"))))
+    write_json(root / "evals" / "test_config.json", {"criteria": {"response_match_score": 0.8}})
+    write_json(root / "runs.json", recorded(set()))
+    done = run_cli(["run", "evals", "--replay", "runs.json", "--results", "baseline.json"], root)
+    assert done.code == 0, done.output
+    commit(root, "main")
+    git(root, "checkout", "-q", "-b", "pr")
+    write_json(root / "runs.json", recorded({"a"}))
+    commit(root, "pr: the agent breaks case a")
+    return root
+
+
+def gate(root: Path, *extra: str):
+    done = run_cli(["run", "evals", "--replay", "runs.json", "--baseline", "baseline.json",
+                    "--fail-on", "regression", "--results", "../r.json", "--markdown", "../r.md", *extra], root)
+    results = json.loads((root.parent / "r.json").read_text()) if (root.parent / "r.json").exists() else None
+    markdown = (root.parent / "r.md").read_text() if (root.parent / "r.md").exists() else ""
+    for name in ("r.json", "r.md"):
+        (root.parent / name).unlink(missing_ok=True)
+    return done, results, markdown
+
+
+def test_an_honest_pull_request_is_compared_with_the_committed_baseline(baseline_repo):
+    done, results, _ = gate(baseline_repo, "--base", "main")
+    assert done.code == 1, done.output
+    assert results["comparison"]["summary"]["regressed"] == 1
+    # the pull request left baseline.json alone (its recordings are its own: said apart)
+    assert [c["kind"] for c in results["pullRequestFiles"]] == ["replay"]
+    assert "baseline file" not in done.output
+
+
+def test_a_baseline_file_the_pull_request_rewrote_is_read_at_the_base_commit(baseline_repo):
+    base = git(baseline_repo, "rev-parse", "main")
+    # The attack: the pull request rewrites the baseline so that main "failed" case a too.
+    done = run_cli(["run", "evals", "--replay", "runs.json", "--results", "baseline.json"], baseline_repo)
+    assert done.code == 1, done.output
+    commit(baseline_repo, "pr: main failed a too, says the baseline")
+    plain, _, _ = gate(baseline_repo)  # no base: the file is taken as given, as any tool does
+    assert plain.code == 0, plain.output
+
+    done, results, markdown = gate(baseline_repo, "--base", "main")
+    assert done.code == 1, done.output
+    assert results["comparison"]["summary"]["regressed"] == 1
+    said = (f"baseline file baseline.json changed by this PR: 1 case's baseline lowered (the gate "
+            f"used the base commit's version, {base[:7]})")
+    assert f"warning: {said}" in done.stdout
+    detail = ("lowered by the PR's version of baseline.json (not used for the gate): s/a (passed -> "
+              "failed; response_match_score 1.00 -> 0.00)")
+    assert f"  {detail}" in done.stdout
+    claim, _ = results["pullRequestFiles"]  # and the replay file's
+    assert (claim["kind"], claim["path"], claim["change"], claim["baseCommit"], claim["said"]) == (
+        "baseline", "baseline.json", "changed", base, said)
+    assert results["comparison"]["baseline"]["commit"] == base
+    headline = markdown.splitlines()[0]
+    assert headline.startswith("## ❌ Gate failed (fail-on: regression): 1 case regressed") and said in headline
+    assert "> - " + detail.replace(">", "&gt;").replace("_", "\\_") in markdown
+    assert f"compared with `baseline.json` at `{base[:7]}`" in markdown
+
+
+def test_a_baseline_file_the_pull_request_added_is_not_used(baseline_repo):
+    git(baseline_repo, "checkout", "-q", "main")
+    git(baseline_repo, "rm", "-q", "baseline.json")
+    commit(baseline_repo, "main keeps no baseline")
+    git(baseline_repo, "checkout", "-q", "pr")
+    git(baseline_repo, "rebase", "-q", "main")
+    done = run_cli(["run", "evals", "--replay", "runs.json", "--results", "baseline.json"], baseline_repo)
+    commit(baseline_repo, "pr: adds a baseline in which a fails")
+    done, results, markdown = gate(baseline_repo, "--base", "main")
+    assert done.code == 1 and "comparison" not in results, done.output
+    assert "baseline file baseline.json added by this PR: not used for the gate" in done.stdout
+    assert "no baseline to compare with" in done.stdout
+    assert "baseline file baseline.json added by this PR" in markdown.splitlines()[0]
+
+
+def test_a_base_the_checkout_lacks_is_bad_input(baseline_repo):
+    done, results, _ = gate(baseline_repo, "--base", "f" * 40)
+    assert done.code == 2 and results is None, done.output
+    assert "the baseline file baseline.json: " in done.stderr and "names no commit of this repository" in done.stderr
+    assert "fetch-depth: 0" in done.stderr and "Traceback" not in done.output
+
+
+# ------------------------------------------------------------------------ a replay file of the change
+
+REPLAYED = "the verdict is the PR's own recordings, not a run of its agent"
+
+
+def test_a_replay_file_the_pull_request_changed_is_said_to_be_its_own(baseline_repo):
+    base = git(baseline_repo, "rev-parse", "main")
+    done, results, markdown = gate(baseline_repo, "--base", "main")
+    said = f"replay file runs.json changed by this PR: {REPLAYED}"
+    assert f"warning: {said}" in done.stdout
+    assert said in markdown.splitlines()[0]
+    (claim,) = results["pullRequestFiles"]
+    assert (claim["kind"], claim["change"], claim["baseCommit"]) == ("replay", "changed", base)
+
+
+def test_a_replay_file_the_pull_request_added_is_said_to_be_its_own(baseline_repo):
+    write_json(baseline_repo / "mine.json", recorded(set()))
+    commit(baseline_repo, "pr: recordings of its own")
+    done = run_cli(["run", "evals", "--replay", "mine.json", "--base", "main"], baseline_repo)
+    assert done.code == 0, done.output  # the recordings pass: the verdict stands, said to be theirs
+    assert f"warning: replay file mine.json added by this PR: {REPLAYED}" in done.stdout
+
+
+def test_recordings_the_pull_request_left_alone_say_nothing(baseline_repo):
+    git(baseline_repo, "checkout", "-q", "main")
+    done = run_cli(["run", "evals", "--replay", "runs.json", "--base", "main", "--results", "../r.json"],
+                   baseline_repo)
+    assert done.code == 0 and "warning" not in done.output, done.output
+    assert "pullRequestFiles" not in json.loads((baseline_repo.parent / "r.json").read_text())
+
+
+def test_a_shallow_checkout_says_the_recordings_may_be_the_pull_requests(baseline_repo, tmp_path):
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", "--branch", "pr", f"file://{baseline_repo}", str(shallow))
+    main = git(baseline_repo, "rev-parse", "main")
+    done = run_cli(["run", "evals", "--replay", "runs.json", "--base", main], shallow)
+    assert done.code == 1, done.output
+    assert ("warning: replay file runs.json: whether this PR changed it is unknown (its base commit "
+            "is not in the checkout; fetch-depth: 0 tells)") in done.stdout
+
+
+def test_the_merge_job_reads_a_rewritten_baseline_at_the_base_commit(baseline_repo, monkeypatch):
+    """The Action's merge job compares the shards with the baseline file: the same rule."""
+    from checker.scale.merge_command import MergeRequest, merge_files
+
+    run_cli(["run", "evals", "--replay", "runs.json", "--results", "baseline.json"], baseline_repo)
+    commit(baseline_repo, "pr: main failed a too, says the baseline")
+    for shard in (1, 2):
+        run_cli(["run", "evals", "--replay", "runs.json", "--shard", f"{shard}/2",
+                 "--results", f"../shard-{shard}.json"], baseline_repo)
+    monkeypatch.chdir(baseline_repo)
+    shards = [baseline_repo.parent / f"shard-{n}.json" for n in (1, 2)]
+    merged = merge_files(MergeRequest(files=shards, baselines=[Path("baseline.json")], base="main",
+                                      fail_on="regression"))
+    assert merged.comparison.summary.regressed == 1
+    (claim,) = [c for c in merged.pull_request_files if c.kind == "baseline"]
+    assert claim.said.startswith("baseline file baseline.json changed by this PR: 1 case's baseline lowered")
+    unguarded = merge_files(MergeRequest(files=shards, baselines=[Path("baseline.json")], fail_on="regression"))
+    assert unguarded.comparison.summary.regressed == 0  # no base: the file as given

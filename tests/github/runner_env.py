@@ -113,6 +113,25 @@ class Runner:
         return (self.file_commands / self.summary_name).read_text(encoding="utf-8")
 
 
+def as_checkout(runner: Runner) -> str:
+    """The workspace as actions/checkout leaves it, a git repository, its files committed in
+    one commit that the event names as the pull request's base (the pull request changed
+    nothing yet); returns that commit's SHA. Files written afterwards are untracked, as a
+    workflow step's (actions/cache) are."""
+    ws = runner.workspace
+    shutil.rmtree(ws / ".git")
+    git = ["git", "-C", str(ws), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "main"], check=True)
+    sha = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    event_path = runner.workflow / "event.json"
+    event = json.loads(event_path.read_text(encoding="utf-8"))
+    event["pull_request"]["base"]["sha"] = sha
+    event_path.write_text(json.dumps(event), encoding="utf-8")
+    return sha
+
+
 def run_in_workspace(runner: Runner, env: dict[str, str]) -> int:
     """The action's entrypoint in-process, in the workspace (the runner's --workdir)."""
     import os

@@ -14,13 +14,16 @@ import pytest
 from github_data import pr_event
 from fake_github import FakeGitHub
 from action_manifest import manifest_problems
-from runner_env import ROOT, Runner, action_inputs, input_env, run_in_workspace
+from runner_env import ROOT, Runner, action_inputs, as_checkout, input_env, run_in_workspace
 
 HEAD = "a" * 40
 
 
-def run_action(tmp_path: Path, fake: FakeGitHub, capfd, event=None, files=None, **inputs: str):
+def run_action(tmp_path: Path, fake: FakeGitHub, capfd, event=None, files=None, checkout=False,
+               **inputs: str):
     runner = Runner.create(tmp_path, event or pr_event(head_sha=HEAD))
+    if checkout:  # a git checkout (the baseline file's origin is then known)
+        as_checkout(runner)
     for name, text in (files or {}).items():
         (runner.workspace / name).parent.mkdir(parents=True, exist_ok=True)
         (runner.workspace / name).write_text(text, encoding="utf-8")
@@ -208,7 +211,7 @@ def test_the_markdown_input_may_not_overwrite_an_input_but_a_restored_baseline_m
     main_results = (runner.workspace / "baseline" / "results.json").read_text()
     code, runner, log = run_action(tmp_path / "restored", fake, capfd,
                                    files={"evalcheck-report/results.json": main_results},
-                                   baseline="evalcheck-report/results.json")
+                                   baseline="evalcheck-report/results.json", checkout=True)
     assert code == 1, log  # the evaluation's verdict: the baseline was read, then replaced
     # Named relative to the workspace, as the eval files are: not the container's path.
     assert "compared with baseline evalcheck-report/results.json: " in log

@@ -113,7 +113,7 @@ def test_baseline_off_and_a_path(tmp_path, fake, capfd):
     on_main(fake).add_artifact(MERGE_BASE, main_results_zip())
     run_action(tmp_path / "off", fake, capfd, event=event(), baseline="off")
     assert not any("artifacts" in r.path or "compare" in r.path for r in fake.requests)
-    code, runner, _ = run_action(tmp_path / "path", fake, capfd, event=event(),
+    code, runner, _ = run_action(tmp_path / "path", fake, capfd, event=event(), checkout=True,
                                  baseline="baseline/results.json", verdict="all-runs")
     data = results_of(runner)
     assert data["comparison"]["baseline"]["path"].endswith("baseline/results.json")

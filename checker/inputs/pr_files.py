@@ -1,0 +1,94 @@
+"""Files of the repository that the gate reads and the change under test can write: a
+baseline file committed to the repository, the replay file.
+
+The checkout is the pull request's (the Action's workspace, or ``--base REF`` on the command
+line): a file git tracks there is what the pull request says it is. Compared with the base
+commit (the merge base of the base ref and HEAD, read with hardened git, before any of the
+pull request's code runs: inputs/git_base.py), it is unchanged, changed or added by the
+pull request. A file git does not track was put there by a step of the workflow (restored
+by actions/cache, say) and is used as given; so is one outside the repository.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .git_base import BaseFile, file_at_merge_base, tracked_at_head
+from .git_changes import check_repository
+from ..errors import InputError
+from ..models.results import PullRequestFile
+from ..safety.confine import lies_inside
+
+MAX_BASE_BYTES = 256 << 20  # a results file; the automatic baseline's artifact is capped alike
+FIX = ("the base commit must be in the checkout: in GitHub Actions check out with fetch-depth: 0 "
+       "(actions/checkout); on the command line fetch the --base revision")
+REPOSITORY_FIX = ("on a pull request a file of the checkout is the pull request's unless git says it "
+                  "is not: check out with git (actions/checkout), or keep the file outside the workspace")
+
+
+@dataclass(frozen=True)
+class RepoFile:
+    """A file the gate reads that git tracks in the checkout, against the base commit."""
+
+    path: Path   # as given
+    shown: str   # relative to the repository root, "/"-separated
+    change: str  # "unchanged", "changed" or "added" (by the change under test)
+    base: BaseFile  # its version at the merge base
+
+
+def _relative(path: Path, root: Path) -> str | None:
+    if not lies_inside(path, root):
+        return None
+    return Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
+
+
+def tracked_file(path: Path, root: Path, base_ref: str | None, what: str) -> RepoFile | None:
+    """``path`` against the merge base of ``base_ref`` and HEAD, with the base commit's
+    version; None when there is no base (a push, a plain run) or the file is not the
+    checkout's (outside the repository, or not tracked at HEAD). InputError (naming ``what``)
+    when git cannot tell, e.g. the base commit is not in a shallow checkout."""
+    shown = _relative(path, root)
+    if base_ref is None or shown is None:
+        return None
+    option = f"{what} {shown}"
+    check_repository(root, option, REPOSITORY_FIX)
+    if not tracked_at_head(root, shown, option=option, fix=FIX):
+        return None
+    base = file_at_merge_base(base_ref, root, shown, option=option, fix=FIX, limit=MAX_BASE_BYTES)
+    if base.data is None:
+        return RepoFile(path, shown, "added", base)
+    try:
+        mine = path.read_bytes()
+    except OSError:
+        mine = None  # gone or unreadable: reading it later says so
+    change = "unchanged" if mine == base.data else "changed"
+    return RepoFile(path, shown, change, base)
+
+
+def replay_claim(path: Path | None, root: Path, base_ref: str | None) -> PullRequestFile | None:
+    """What to say of a replay file the change under test added or changed: the verdict is
+    then of its own recordings, not of a run of its agent. None when it did neither, or when
+    there is nothing to compare with (no base, no git repository, a file not in it); when
+    the base commit is missing (a shallow checkout), that the recordings may be its own."""
+    if path is None or base_ref is None or _relative(path, root) is None:
+        return None
+    try:
+        check_repository(root, "the replay file", REPOSITORY_FIX)
+    except InputError:
+        return None  # no repository: nothing tells the checkout's files from the workflow's
+    shown = _relative(path, root) or str(path)
+    try:
+        tracked = tracked_file(path, root, base_ref, "the replay file")
+    except InputError:
+        return PullRequestFile(kind="replay", path=shown, change="unknown",
+                               said=f"replay file {shown}: whether this PR changed it is unknown (its "
+                                    "base commit is not in the checkout; fetch-depth: 0 tells), so "
+                                    "the verdict may be of the PR's own recordings")
+    if tracked is None or tracked.change == "unchanged":
+        return None
+    return PullRequestFile(kind="replay", path=shown, change=tracked.change,
+                           base_commit=tracked.base.commit,
+                           said=f"replay file {shown} {tracked.change} by this PR: the verdict is "
+                                "the PR's own recordings, not a run of its agent")
