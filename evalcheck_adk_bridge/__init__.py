@@ -5,10 +5,11 @@ set then runs on the agent folder its eval file lies in, else the one its app na
 An agent is loaded the way ``adk eval`` / ``adk web`` load it (``root_agent`` in
 ``agent.py`` or ``__init__.py``, an ``App``, or ``root_agent.yaml``; ``.env`` applied), with
 the google-adk installed next to it: one agent before the first run starts, each of a
-folder of agents on the first run it serves. The process then serves every run of every
-eval set, up to ``--concurrent N`` (default 8) at once on one asyncio loop, as ADK's own
-eval does (it answers ``start`` with ``{"type": "ready", "sessions": "many", "concurrent":
-N, "evalSets": "any"}``, and names each run's session in every answer): each run gets
+folder of agents on the first run it serves. The process then serves every run (of every
+eval set, for a folder of agents: ``"evalSets": "any"`` in its ready), up to ``--concurrent
+N`` (default 8) at once on one asyncio loop, as ADK's own eval does (it answers ``start``
+with ``{"type": "ready", "sessions": "many", "concurrent": N}``, and names each run's
+session in every answer): each run gets
 fresh in-memory session, artifact and memory services, its own session with the start
 message's state and its own ``Runner``, as ADK's own eval inference does; the agent's
 ``reset_data()``, when its module has one, is called before each run, as ADK does. Each
@@ -186,9 +187,14 @@ async def serve(agent_dir: Path, out: IO[str], stdin: IO[bytes], *, many: bool =
 async def serve_sessions(agents: Agents, read: Reader, out: IO[str], concurrent: int) -> int:
     """Every run the checker starts, each in a task of its own: messages go to the run their
     ``session`` names (one without it, from a checker that sends none, to the latest start).
-    Each run's agent and ids come from its start message only, never from this process's
-    environment: one process serves every eval set (``"evalSets": "any"``)."""
-    ready = {"type": "ready", "sessions": "many", "concurrent": concurrent, "evalSets": "any"}
+    With a folder of several agents, each run's agent and ids come from its start message
+    only, never from this process's environment: one process serves every eval set
+    (``"evalSets": "any"``). A single agent folder is the one the command line named (which
+    may be chosen per eval set, ``agents/$EVALCHECK_EVAL_SET_ID``): it serves only the eval
+    set it was started for."""
+    ready = {"type": "ready", "sessions": "many", "concurrent": concurrent}
+    if agents.several:
+        ready["evalSets"] = "any"
     inboxes: dict[str | None, asyncio.Queue[dict[str, Any] | None]] = {}
     tasks: set[asyncio.Task] = set()
     latest: str | None = None
