@@ -18,7 +18,10 @@ Side by side, in one run, for each suite:
 Figures per design: the share of *unchanged* PRs that fail ``--fail-on regression`` (false
 alarm), the share of PRs caught when one case drops 0.95 -> 0.3 and when one drops 1.0 ->
 0.0 (power), the share of unchanged PRs whose suite-drop headline fires, and the extra runs
-confirmation spent on unchanged PRs (relative to the PR's own N x cases runs).
+confirmation spent on unchanged PRs (relative to the PR's own N x cases runs). New design
+only: the share of unchanged PRs with a case whose screening and confirmation disagree
+(part of its false alarms), and the share of PRs caught whose case 0 (passing every run on
+main) fails every screening run and passes every fresh one (an agent that detects them).
 
     python bench/bench_gate.py [--cases 20 100 500] [--runs 2 3 5] [--prs 400] [--continuous]
 """
@@ -108,7 +111,8 @@ def old_gate_fails(base: Results, head: Results) -> bool:
 
 def new_gate(history: list[Results], head: Results, suite: Suite, confirm_runs: int,
              rng: random.Random, runs: int, alpha: float = 0.05) -> tuple[Results, int]:
-    """Screen, confirm on fresh simulated runs, compare: the compared results, extra runs."""
+    """Screen, confirm on fresh simulated runs of ``suite``, compare: the compared results,
+    extra runs."""
     confirmation = Confirmation(BaselinePool(history), confirm_runs, alpha)
     scored = {("suite", c.eval_id): c for c in head.eval_sets[0].cases}
     wanted = confirmation.start(scored)
@@ -122,7 +126,8 @@ def new_gate(history: list[Results], head: Results, suite: Suite, confirm_runs: 
             confirmation.add(key, case_result(index, suite.probabilities[index], n, rng, next_run[key]))
             next_run[key] += n
         wanted = confirmation.next_round()
-    compared = compare(history, head, alpha=alpha, confirmations=confirmation.confirmations())
+    compared = compare(history, head, alpha=alpha, confirmations=confirmation.confirmations(),
+                       contested_runs=confirmation.disagreement_runs())
     return compared, confirmation.extra_runs()
 
 
@@ -130,8 +135,9 @@ def simulate(cases: int, runs: int, prs: int, continuous: bool, history: int, co
              seed: int, alpha: float = 0.05) -> dict[str, float]:
     rng = random.Random(seed)
     figures = {"old_false": 0, "new_false": 0, "old_power_03": 0, "new_power_03": 0,
-               "old_power_0": 0, "new_power_0": 0, "suite_dropped": 0, "extra": 0}
-    for _ in range(prs):
+               "old_power_0": 0, "new_power_0": 0, "suite_dropped": 0, "extra": 0,
+               "disagree": 0, "screening_only": 0}
+    for pr in range(prs):
         suite = Suite.draw(cases, continuous, rng)
         mains = [results(suite, runs, rng) for _ in range(history)]
         # Unchanged PR.
@@ -139,6 +145,7 @@ def simulate(cases: int, runs: int, prs: int, continuous: bool, history: int, co
         figures["old_false"] += old_gate_fails(mains[0], head)
         compared, extra = new_gate(mains, head, suite, confirm_runs, rng, runs, alpha)
         figures["new_false"] += gate_failed(compared, "regression")
+        figures["disagree"] += any(c.screening_disagrees for c in compared.eval_sets[0].cases)
         figures["suite_dropped"] += bool(suite_drops(compared.comparison))
         figures["extra"] += extra
         # One case drops 0.95 -> 0.3 (main saw it at 0.95), and one drops 1.0 -> 0.0.
@@ -152,6 +159,16 @@ def simulate(cases: int, runs: int, prs: int, continuous: bool, history: int, co
             compared, _ = new_gate(mains, head, after, confirm_runs, rng, runs, alpha)
             figures[f"new_{name}"] += compared.eval_sets[0].cases[0].change == "regressed" \
                 and gate_failed(compared, "regression")
+        # An agent broken only in the screening runs (it reads EVALCHECK_RUN): case 0 passes
+        # every run on main and in fresh runs, fails every first run of the PR.
+        # Its own random stream: the figures above stay those of the same draws without it.
+        apart = random.Random(f"{seed}-{pr}")
+        before = suite.changed(0, TRAJECTORY, 1.0)
+        mains = [results(before, runs, apart) for _ in range(history)]
+        head = results(before.changed(0, TRAJECTORY, 0.0), runs, apart)
+        compared, _ = new_gate(mains, head, before, confirm_runs, apart, runs, alpha)
+        figures["screening_only"] += bool(compared.eval_sets[0].cases[0].screening_disagrees) \
+            and gate_failed(compared, "regression")
     out = {key: value / prs for key, value in figures.items()}
     out["extra"] = figures["extra"] / (prs * runs * cases)
     return out
@@ -181,8 +198,9 @@ def main() -> None:
     print(f"{args.prs} simulated PRs per row; new design: {args.history} main results pooled, up to "
           f"{args.confirm_runs} confirmation runs, family-wise alpha {args.alpha}")
     print("| cases | N | metrics | unchanged PR fails (old / new) | 0.95 -> 0.3 caught (old / new) "
-          "| 1.0 -> 0.0 caught (old / new) | suite dropped | extra runs | seconds |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| 1.0 -> 0.0 caught (old / new) | suite dropped | extra runs "
+          "| screening disagrees (unchanged PR) | broken only in screening runs caught | seconds |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for continuous in ([False, True] if args.both else [args.continuous]):
         for cases in args.cases:
             for runs in args.runs:
@@ -194,6 +212,7 @@ def main() -> None:
                       f"| {f['old_power_03']:.2f} / {f['new_power_03']:.2f} "
                       f"| {f['old_power_0']:.2f} / {f['new_power_0']:.2f} "
                       f"| {f['suite_dropped']:.3f} | +{f['extra']:.0%} "
+                      f"| {f['disagree']:.3f} | {f['screening_only']:.2f} "
                       f"| {time.perf_counter() - started:.0f} |", flush=True)
 
 

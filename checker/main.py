@@ -348,6 +348,7 @@ def compare_with_baseline(options: RunOptions, baselines: list[Results], plan: P
     confirmation = plan.adaptive.confirmation if plan.adaptive is not None else None
     return compare_run(options.baselines, results, baselines, alpha=options.alpha,
                        confirmations=confirmation.confirmations() if confirmation is not None else None,
+                       contested_runs=confirmation.disagreement_runs() if confirmation is not None else None,
                        max_token_increase=options.max_token_increase)
 
 

@@ -25,7 +25,8 @@ class CompareRequest:
 
 
 def compare_with_files(paths: list[Path], head: Results, *, alpha: float,
-                       confirmations=None, baselines: list[Results] | None = None) -> Results:
+                       confirmations=None, baselines: list[Results] | None = None,
+                       contested_runs=None) -> Results:
     """``head`` compared with the baseline files at ``paths`` (newest first; ``baselines``:
     the same files already read), each named in the results by its path."""
     from ..inputs.discover import report_path
@@ -36,11 +37,13 @@ def compare_with_files(paths: list[Path], head: Results, *, alpha: float,
 
     files = baselines if baselines is not None else load_baselines(list(paths))
     return add_token_changes(files, compare(files, head, alpha=alpha, confirmations=confirmations,
-                                            baseline_info=[BaselineInfo(path=report_path(p)) for p in paths]))
+                                            baseline_info=[BaselineInfo(path=report_path(p)) for p in paths],
+                                            contested_runs=contested_runs))
 
 
 def compare_run(paths: list[Path], results: Results, baselines: list[Results] | None = None, *,
-                alpha: float, confirmations=None, max_token_increase: float | None = None) -> Results:
+                alpha: float, confirmations=None, max_token_increase: float | None = None,
+                contested_runs=None) -> Results:
     """The compare stage of run, compare and merge: each case against main's pooled runs
     (decided on the confirmation runs when given), the token gate (--max-token-increase), the
     trend of main. ``baselines``: the files at ``paths``, when already read."""
@@ -51,7 +54,7 @@ def compare_run(paths: list[Path], results: Results, baselines: list[Results] | 
     from .tokens import record_token_gate
 
     results = compare_with_files(paths, results, alpha=alpha, baselines=baselines,
-                                 confirmations=confirmations)
+                                 confirmations=confirmations, contested_runs=contested_runs)
     record_token_gate(results, max_token_increase)
     record_trend(results, baselines)
     return results

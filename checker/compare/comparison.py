@@ -19,6 +19,7 @@ from ..inputs.bulk import paused_gc
 from ..models.setkey import SEPARATOR
 from ..models.results import (BaselineFile, BaselineInfo, CaseRef, CaseResult, ChangeSummary, Comparison,
                               MetricResult, Results)
+from . import disagreement
 from .decision import (DEFAULT_ALPHA, FamilyDecision, MetricTest, check_alpha, decide,
                        decide_improvements, p_better, p_worse, screens)
 from .pooling import BaselinePool, CaseKey, PooledCase, run_passes
@@ -45,7 +46,7 @@ def deterministic_change(metric: MetricResult) -> bool:
 
 
 _AGAINST_BASELINE = ("baseline_score", "delta", "p_value", "baseline_runs", "confirm_runs",
-                     "confirm_budget", "screened")
+                     "confirm_budget", "screened", "screening_disagreement")
 
 
 def uncompared(metric: MetricResult) -> MetricResult:
@@ -130,6 +131,9 @@ class _Compared:
     screened: bool
     test: MetricTest | None  # None: not tested (not screened while confirming)
     fresh: MetricResult | None = None
+    # A contested metric (disagreement.py): its screening runs and the fresh runs they are
+    # tested against.
+    contest: tuple[list[bool], list[bool]] | None = None
 
 
 @dataclass
@@ -158,6 +162,12 @@ def metric_pairs(pooled: PooledCase, head: CaseResult):
             yield metric, base, base_passes, head_passes
 
 
+def compared_metrics(pool: BaselinePool, key: CaseKey, head: CaseResult) -> int:
+    """How many gating metrics of a scored PR case are compared on both sides (tests)."""
+    pooled = pool.pooled(key, head)
+    return 0 if pooled is None else sum(1 for _ in metric_pairs(pooled, head))
+
+
 def screened_metrics(pool: BaselinePool, key: CaseKey, head: CaseResult) -> dict[str, float]:
     """The gating metrics of a scored PR case that look worse than its pooled baseline (they
     get confirmation runs), each with its screening p-value."""
@@ -170,7 +180,8 @@ def screened_metrics(pool: BaselinePool, key: CaseKey, head: CaseResult) -> dict
 
 
 def _prepare(key: CaseKey, head: CaseResult, pool: BaselinePool,
-             confirmations: Mapping[CaseKey, CaseResult] | None) -> _Case:
+             confirmations: Mapping[CaseKey, CaseResult] | None,
+             contested_runs: Mapping[CaseKey, CaseResult]) -> _Case:
     if head.change == "carried":  # main's own results (--changed-since): nothing to test
         return _Case(head, None, "carried", [])
     if pool.newest_case(key) is None:
@@ -180,10 +191,11 @@ def _prepare(key: CaseKey, head: CaseResult, pool: BaselinePool,
         return _Case(head, None, "changed", [])
     fresh_case = confirmations.get(key) if confirmations is not None else None
     fresh_metrics = {m.name: m for m in fresh_case.metrics} if fresh_case is not None else {}
+    longer = contested_runs.get(key)
     compared = []
     for metric, base, base_passes, head_passes in metric_pairs(pooled, head):
         screened = screens(pooled.screening(metric.name), head_passes)
-        test, fresh = None, None
+        test, fresh, contest = None, None, None
         if confirmations is None:  # nothing can run again: decide on the runs there are
             test = MetricTest(tuple(base_passes), tuple(head_passes))
         elif screened and metric.name in fresh_metrics:
@@ -192,7 +204,13 @@ def _prepare(key: CaseKey, head: CaseResult, pool: BaselinePool,
             if fresh_passes:
                 test = MetricTest(tuple(pooled.confirming(metric.name)), tuple(fresh_passes),
                                   screen_p=p_worse(pooled.screening(metric.name), head_passes))
-        compared.append(_Compared(metric, base, base_passes, head_passes, screened, test, fresh))
+                if disagreement.contested(pooled.screening(metric.name), head_passes):
+                    # The disagreement test's own fresh runs when it went on past the regression's.
+                    own = next((m for m in longer.metrics if m.name == metric.name), None) \
+                        if longer is not None else None
+                    contest = (head_passes, run_passes(longer, own) if own is not None  # type: ignore[arg-type]
+                               else fresh_passes)
+        compared.append(_Compared(metric, base, base_passes, head_passes, screened, test, fresh, contest))
     return _Case(head, pooled, None, compared)
 
 
@@ -201,17 +219,17 @@ def _every_run_errored(case: CaseResult) -> bool:
 
 
 def _label(prepared: _Case, family: FamilyDecision, better_level: float,
-           confirming: bool, history: bool) -> CaseResult:
+           confirming: bool, history: bool, contest_level: float) -> CaseResult:
     head = prepared.head
     flaky = case_flaky(head.metrics)  # recomputed: a results file older than the label has none
     if prepared.change is not None:
         return head.model_copy(update={"change": prepared.change, "flaky": flaky, "baseline_pool": None,
-                                       "baseline_status": None,
+                                       "baseline_status": None, "screening_disagrees": None,
                                        "metrics": [uncompared(m) for m in head.metrics]})
     pooled = prepared.pooled
     assert pooled is not None
     by_name = {c.metric.name: c for c in prepared.compared}
-    regressed = improved = False
+    regressed = improved = disagrees = False
     metrics = []
     for metric in head.metrics:
         found = by_name.get(metric.name)
@@ -237,6 +255,14 @@ def _label(prepared: _Case, family: FamilyDecision, better_level: float,
             if found.fresh is not None:
                 update["confirm_runs"] = list(found.fresh.runs)
                 update["confirm_budget"] = found.fresh.confirm_budget
+        if found.contest is not None:
+            screening, fresh = found.contest
+            p = disagreement.p_disagree(screening, fresh)
+            if p <= contest_level:
+                disagrees = True
+                update["screening_disagreement"] = {
+                    "screening": [sum(screening), len(screening)], "fresh": [sum(fresh), len(fresh)],
+                    "pValue": p, "level": contest_level}
         metrics.append(uncompared(metric).model_copy(update=update))
     # An agent that could not run the case at all (after its retries), where main passed it.
     if _every_run_errored(head) and pooled.newest.status == "passed":
@@ -244,20 +270,23 @@ def _label(prepared: _Case, family: FamilyDecision, better_level: float,
     change = "regressed" if regressed else "improved" if improved else "unchanged"
     update = {"metrics": metrics, "change": change, "flaky": flaky,
               "baseline_pool": pooled.sources if history else None,
-              "baseline_status": pooled.newest.status}
+              "baseline_status": pooled.newest.status, "screening_disagrees": disagrees or None}
     return head.model_copy(update=update)
 
 
 def compare(baseline: Results | Sequence[Results], head: Results, *, alpha: float = DEFAULT_ALPHA,
             baseline_info: BaselineInfo | Sequence[BaselineInfo] | None = None,
             seed: int = BOOTSTRAP_SEED,
-            confirmations: Mapping[CaseKey, CaseResult] | None = None) -> Results:
+            confirmations: Mapping[CaseKey, CaseResult] | None = None,
+            contested_runs: Mapping[CaseKey, CaseResult] | None = None) -> Results:
     """``head`` with every case labelled against ``baseline`` (one results file, or main's
     history newest first) and ``comparison`` filled in.
 
     ``confirmations``: the scored fresh runs of each screened case, when the PR got
     confirmation runs; None when nothing could run again (replay, ``compare``), and the
-    tests are decided on the runs there are. Pure: no input is modified.
+    tests are decided on the runs there are. ``contested_runs``: the fresh runs of contested
+    metrics that went on past their regression test (confirm.Confirmation.disagreement_runs);
+    without them, their confirmation runs. Pure: no input is modified.
     """
     check_alpha(alpha)
     files = [baseline] if isinstance(baseline, Results) else list(baseline)
@@ -268,7 +297,8 @@ def compare(baseline: Results | Sequence[Results], head: Results, *, alpha: floa
     else:
         infos = list(baseline_info)
     with paused_gc():
-        return _compare(BaselinePool(files, infos, head.ambiguous_ids()), head, alpha, seed, confirmations)
+        return _compare(BaselinePool(files, infos, head.ambiguous_ids()), head, alpha, seed, confirmations,
+                        contested_runs or {})
 
 
 def _case_ref(key: CaseKey) -> CaseRef:
@@ -277,7 +307,8 @@ def _case_ref(key: CaseKey) -> CaseRef:
 
 
 def _compare(pool: BaselinePool, head: Results, alpha: float, seed: int,
-             confirmations: Mapping[CaseKey, CaseResult] | None) -> Results:
+             confirmations: Mapping[CaseKey, CaseResult] | None,
+             contested_runs: Mapping[CaseKey, CaseResult]) -> Results:
     prepared: list[list[_Case]] = []
     keys_seen: set[CaseKey] = set()
     # Eval sets are matched by id, and by id and path where one of the files has two eval
@@ -287,13 +318,15 @@ def _compare(pool: BaselinePool, head: Results, alpha: float, seed: int,
         for case in eval_set.cases:
             key = (set_key, case.eval_id)
             keys_seen.add(key)
-            row.append(_prepare(key, case, pool, confirmations))
+            row.append(_prepare(key, case, pool, confirmations, contested_runs))
         prepared.append(row)
     tests = [c.test for row in prepared for p in row for c in p.compared if c.test is not None]
     family = decide(tests, alpha)
     better_level = decide_improvements(
         [(c.base_passes, c.head_passes) for row in prepared for p in row for c in p.compared], alpha)
     confirming = confirmations is not None
+    # Bonferroni over every gating metric compared (disagreement.py).
+    contest_level = disagreement.level(alpha, sum(len(p.compared) for row in prepared for p in row))
     history = len(pool.files) > 1
     summary = ChangeSummary()
     pairs: list[tuple[CaseResult, CaseResult]] = []
@@ -302,7 +335,7 @@ def _compare(pool: BaselinePool, head: Results, alpha: float, seed: int,
     for eval_set, row in zip(head.eval_sets, prepared):
         cases = []
         for item in row:
-            labelled = _label(item, family, better_level, confirming, history)
+            labelled = _label(item, family, better_level, confirming, history, contest_level)
             if item.pooled is not None:
                 pairs.append((item.pooled.newest, labelled))
                 if not (item.pooled.newest.fingerprint and labelled.fingerprint):

@@ -21,6 +21,12 @@ screening runs were selected for looking worse, and reusing them would bias the 
 Stopping ends a test early only as *not* regressed, which never adds a false alarm, or as
 regressed whatever its remaining runs would have done: the full budget's verdict.
 
+A metric whose screening runs all failed where main's newest result passed every run is
+*contested* (disagreement.py): the fresh runs may contradict a drop every screening run
+showed, so it goes on getting fresh runs after its regression test stopped, until that
+question is decided either way or its budget is spent. Those runs are the disagreement
+test's (``disagreement_runs``); the regression test reads only its own.
+
 Pure bookkeeping: the runs themselves come from the agents stage (compare/adaptive.py
 drives both).
 """
@@ -30,7 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..models.results import CaseResult
-from .comparison import screened_metrics
+from . import disagreement
+from .comparison import compared_metrics, screened_metrics
 from .decision import DEFAULT_ALPHA, SCREEN_P, p_worse, screening_weight
 from .pooling import BaselinePool, CaseKey, run_passes
 
@@ -84,6 +91,12 @@ class Confirming:
     fresh: CaseResult | None = None  # every fresh run so far, scored
     runs: int = 0  # fresh runs asked for so far
     stopped: dict[str, int] = field(default_factory=dict)  # per metric: fresh runs its test reads
+    # Contested metrics (every screening run failed, main's newest passed every run): their
+    # screening runs, those whose disagreement is open, the fresh runs their test reads.
+    screening: dict[str, list[bool]] = field(default_factory=dict)
+    contesting: set[str] = field(default_factory=set)
+    contest_stopped: dict[str, int] = field(default_factory=dict)
+    certain: set[str] = field(default_factory=set)  # metrics certainly regressed
 
 
 class Confirmation:
@@ -99,20 +112,26 @@ class Confirmation:
 
     def start(self, scored: dict[CaseKey, CaseResult]) -> list[CaseKey]:
         """Screen every scored case; the first round's requests (a key once per run)."""
+        compared = 0  # gating metrics compared on both sides: the disagreement family
         for key, case in scored.items():
+            compared += compared_metrics(self.pool, key, case)
             flagged = screened_metrics(self.pool, key, case)
             if not flagged or self.confirm_runs <= 0:
                 continue
             pooled = self.pool.pooled(key, case)
             assert pooled is not None
+            mine = {m.name: run_passes(case, m) for m in case.metrics if m.name in flagged}
+            screening = {name: mine[name] for name in flagged
+                         if disagreement.contested(pooled.screening(name), mine.get(name, []))}
             self.cases[key] = Confirming(
                 pooled={name: pooled.confirming(name) for name in flagged},
                 budgets={name: budget(self.confirm_runs, p) for name, p in flagged.items()},
-                screen_p=flagged, open=set(flagged))
+                screen_p=flagged, open=set(flagged), screening=screening, contesting=set(screening))
         # Every test the family can hold is flagged now: the least level each can get is known.
         flagged_p = [p for state in self.cases.values() for p in state.screen_p.values()]
         self._total_weight = sum(map(screening_weight, flagged_p))
         self._flagged = len(flagged_p)
+        self._disagree_level = disagreement.level(self.alpha, compared)
         return self._round()
 
     def _certain(self, state: Confirming, name: str, fresh: list[bool], done: int) -> bool:
@@ -138,10 +157,21 @@ class Confirmation:
                     or done >= state.budgets[name] or certain:
                 if certain and done < state.budgets[name]:
                     self.curtailed += 1
+                if certain:
+                    state.certain.add(name)
                 state.open.discard(name)
                 # A round can overshoot a metric's budget while a sibling goes on: its test
                 # reads its own budget's worth, the first runs (chosen before any was seen).
                 state.stopped[name] = min(done, state.budgets[name])
+        for name in list(state.contesting):
+            metric = by_name.get(name)
+            fresh = run_passes(state.fresh, metric) if metric is not None else []
+            left = max(0, state.budgets[name] - done)
+            # Certainly regressed: the case fails whatever the disagreement says.
+            if done >= state.budgets[name] or name in state.certain or (fresh and disagreement.decided(
+                    state.screening[name], fresh, left, self._disagree_level)):
+                state.contesting.discard(name)
+                state.contest_stopped[name] = min(done, state.budgets[name])
 
     def next_round(self) -> list[CaseKey]:
         return self._round()
@@ -149,7 +179,7 @@ class Confirmation:
     def _round(self) -> list[CaseKey]:
         wanted = []
         for key, state in self.cases.items():
-            most = max((state.budgets[name] for name in state.open), default=0)
+            most = max((state.budgets[name] for name in state.open | state.contesting), default=0)
             if state.runs >= most:
                 continue
             more = min(ROUND, most - state.runs)
@@ -172,10 +202,23 @@ class Confirmation:
             out[key] = state.fresh.model_copy(update={"metrics": metrics})
         return out
 
+    def disagreement_runs(self) -> dict[CaseKey, CaseResult]:
+        """Each contested metric's fresh runs, cut where its disagreement test stopped (what
+        comparison.compare tests the screening runs against); other metrics left out."""
+        out = {}
+        for key, state in self.cases.items():
+            if state.fresh is None or not state.contest_stopped:
+                continue
+            metrics = [m.model_copy(update={"runs": m.runs[:state.contest_stopped[m.name]]})
+                       for m in state.fresh.metrics if m.name in state.contest_stopped]
+            out[key] = state.fresh.model_copy(update={"metrics": metrics})
+        return out
+
     def extra_runs(self) -> int:
         return sum(state.runs for state in self.cases.values())
 
     def metadata(self) -> dict:
         return {"confirmRuns": self.confirm_runs, "confirmRounds": self.rounds,
                 "confirmExtraRuns": self.extra_runs(), "confirmCases": len(self.cases),
-                "confirmCertainEarly": self.curtailed}
+                "confirmCertainEarly": self.curtailed,
+                "confirmContested": sum(len(state.screening) for state in self.cases.values())}

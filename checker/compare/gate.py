@@ -3,8 +3,9 @@
 - ``failure``: any case did not pass (a metric failed, a run or metric errored, nothing
   could be scored).
 - ``regression``: a case regressed against the baseline (decided for the whole suite at the
-  family-wise alpha, docs/comparing.md), a new or changed case does not pass, or a metric
-  could not be computed (a judge or custom metric errored: nothing can be said). A run of
+  family-wise alpha, docs/comparing.md), its fresh confirmation runs contradict a drop every
+  screening run showed (compare/disagreement.py), a new or changed case does not pass, or a
+  metric could not be computed (a judge or custom metric errored: nothing can be said). A run of
   the agent that errored (after its retries) is a failing run in the comparison, not a
   gate failure by itself. Without a comparison it is ``failure`` (and says so); a shard's
   results, compared only once merged (``merge --baseline``), fail it only when a metric
@@ -29,6 +30,7 @@ from .failing import fresh_runs, failing_parts, sort_failing
 from .overrides import override_parts
 
 FAIL_ON = ("failure", "regression", "drop", "error", "never")
+SCREENING_DISAGREES = "whose screening and confirmation disagree"
 COMPARING = ("regression", "drop")
 
 
@@ -81,6 +83,8 @@ def regression_cases(results: Results) -> list[tuple[str, str, str]]:
                 continue
             if case.change == "regressed":
                 why = "regressed"
+            elif case.screening_disagrees:  # never "within noise": the fresh runs contradict it
+                why = SCREENING_DISAGREES
             elif case.change in ("new", "changed") and case.status != "passed":
                 why = f"{case.change} and {case.status}"
             elif _metric_errored(case):
@@ -197,13 +201,14 @@ def decided_headline(results: Results, fail_on: str) -> tuple[bool, str]:
         parts.append("the suite dropped: " + ", ".join(map(str, drops)))
     cases = gating_cases(results)
     quarantined = {id(c) for es in results.eval_sets for c in es.cases if c.quarantined is not None}
-    failing = sort_failing(results, quarantined)
+    disagreeing = {id(c) for c in cases if c.screening_disagrees}  # a reason of its own above
+    failing = sort_failing(results, quarantined | disagreeing)
     # A failing case main passed is named with its own words below, not counted twice.
     unconfirmed = [c for c in cases if c.change != "regressed" and id(c) not in failing.cases()
-                   and any(m.screened for m in c.metrics)]
+                   and id(c) not in disagreeing and any(m.screened for m in c.metrics)]
     if unconfirmed:
         parts.append(_unconfirmed(unconfirmed))
-    parts += failing_parts(results, quarantined)
+    parts += failing_parts(results, quarantined | disagreeing)
     if s.carried:
         parts.append(f"{plural(s.carried, 'case')} carried from main, not re-run")
     parts += override_parts(results)

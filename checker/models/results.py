@@ -73,6 +73,10 @@ class MetricResult(ResultsModel):
     # The most fresh runs its test could have had (--confirm-runs, or two thirds of it where
     # screening saw only a slight drop); ``confirm_runs`` is what it took before it stopped.
     confirm_budget: int | None = optional()
+    # Every screening run failed where main passed every run, and the fresh runs contradict
+    # it (compare/disagreement.py): {screening: [passed, runs], fresh: [passed, runs],
+    # pValue, level}.
+    screening_disagreement: dict[str, Any] | None = optional()
 
     @property
     def min_max(self) -> tuple[float, float] | None:
@@ -122,6 +126,9 @@ class CaseResult(ResultsModel):
     # Main's verdict on this case (the newest baseline result that has it), when compared:
     # the headline says "as on main" only of a failing case main failed too.
     baseline_status: CaseStatus | None = optional()
+    # True when the fresh confirmation runs contradict a drop every screening run showed
+    # (compare/disagreement.py): a failure under fail-on regression, never "within noise".
+    screening_disagrees: bool | None = optional()
     # Not written: each run's verdict per metric, as scored (what --adk-eval-history writes
     # per run: checker/report/adk_history.py). None for a case read from a file.
     _run_verdicts: list[RunVerdicts] | None = PrivateAttr(default=None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..compare.comparison import deterministic_change, suite_drops
 from ..compare.gate import plural
+from ..compare.disagreement import disagreement_words
 from ..compare.verdict import baseline_pass_counts, case_pass_counts, rule_of
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
 from .differences import MAX_TERMINAL_LINES, terminal_notes
@@ -36,6 +37,8 @@ def case_labels(case: CaseResult) -> list[str]:
         labels.append("carried from main")
     if case.quarantined is not None:  # runs and is reported, does not gate
         labels.append(f"quarantined until {case.quarantined.expires}, not gating")
+    if case.screening_disagrees:
+        labels.append("screening and confirmation disagree")
     if case.flaky:
         before = baseline_pass_counts(case)
         labels.append(f"flaky {case_pass_counts(case)} runs passed"
@@ -58,6 +61,8 @@ def _against_baseline(metric: MetricResult, case: CaseResult) -> str:
              and metric.delta < 0 else "")
     if deterministic_change(metric):
         noise = ", every run the same on each side"
+    if metric.screening_disagreement is not None:  # never "within noise"
+        noise = ", " + disagreement_words(metric.screening_disagreement)
     return f" (baseline {fmt(metric.baseline_score)}{p}{noise})"
 
 

@@ -247,7 +247,8 @@ def _cell(case: CaseResult, metric: MetricResult) -> Cell:
     if metric.delta is not None and round(metric.delta, 2) != 0:  # "+0.00" is clutter
         cell.delta = f"{metric.delta:+.2f}"
         # a drop the case's label does not call a regression: say how likely noise is
-        if metric.delta < 0 and metric.p_value is not None and case.change != "regressed":
+        if metric.delta < 0 and metric.p_value is not None and case.change != "regressed" \
+                and not case.screening_disagrees:  # never "within noise": the note says why
             cell.p_value = fmt_p(metric.p_value)
     return cell
 
@@ -257,6 +258,8 @@ def _row(case: CaseResult, eval_set: EvalSetResult, links: Links) -> CaseRow:
     metric_errors = any(m.status == "error" for m in case.metrics)
     note = (f"{errored} of {len(case.runs)} runs errored" if errored
             else "metric error" if metric_errors else "")
+    if case.screening_disagrees:
+        note = "; ".join(filter(None, [note, "screening and confirmation disagree"]))
     return CaseRow(eval_id=case.eval_id, status=case.status, url=links.file(eval_set.path, case.line),
                    cells={m.name: _cell(case, m) for m in case.metrics if m.status != "informational"},
                    note=note, change=case.change, flaky=flaky_counts(case) if case.flaky else None,

@@ -75,7 +75,7 @@ class Selection:
 def _carried_case(case: CaseResult, line: int) -> CaseResult:
     """Main's case as this run's: main's runs, metrics and status, no comparison of main's own."""
     return case.model_copy(update={"change": "carried", "baseline_pool": None, "token_change": None,
-                                   "baseline_status": None,
+                                   "baseline_status": None, "screening_disagrees": None,
                                    "line": line, "metrics": [uncompared(m) for m in case.metrics]})
 
 

@@ -23,11 +23,11 @@ def test_as_on_main_only_where_main_failed_the_case_too():
 
 
 def test_a_case_main_passed_and_fresh_runs_did_not_confirm_says_so():
-    """Main passed 3/3 (3 results pooled: 9/9); the PR's first runs 0/3 screened it; 15
+    """Main passed 3/3 (3 results pooled: 9/9); the PR's first runs 1/3 screened it; 15
     fresh runs at 12/15 do not confirm it (the case's own verdict is its first runs')."""
     steady = case_result("steady", metric([1.0] * 3))  # keeps the suite's mean delta's interval at 0
     files = [results(case_result("c", metric([1.0] * 3)), steady) for _ in range(3)]
-    head = results(case_result("c", metric([0.0] * 3)), steady)
+    head = results(case_result("c", metric([0.0, 1.0, 0.0])), steady)
     fresh = case_result("c", metric([1.0] * 12 + [0.0] * 3))
     compared = compare(files, head, confirmations={("weather", "c"): fresh})
     case = compared.eval_sets[0].cases[0]
