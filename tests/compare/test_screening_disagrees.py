@@ -87,8 +87,8 @@ def test_fresh_runs_that_contradict_every_screening_run_fail_the_regression_gate
         "screening": [0, 3], "fresh": [20, 20], "pValue": pytest.approx(1 / 1771), "level": 0.05}
     assert case_.metrics[0].runs == [0.0] * 3 and case_.metrics[0].confirm_runs == [1.0] * 20
     assert gate_failed(compared, "regression")
-    assert gate_message(compared, "regression") == (
-        "gate failed (fail-on: regression): 1 case(s) whose screening and confirmation disagree")
+    assert gate_message(compared, "regression").startswith(
+        "gate failed (fail-on: regression): 1 case whose screening and confirmation disagree;")
     assert gate_headline(compared, "regression")[1].startswith(
         "Gate failed (fail-on: regression): 1 case whose screening and confirmation disagree;")
     (line,) = failure_lines(compared)
@@ -176,7 +176,7 @@ def test_an_agent_broken_only_in_the_screening_runs_no_longer_passes(repo, monke
         # Two metrics compared: level 0.025; certain once C(63 - d, 3) <= 992.8: d >= 44, so
         # 45 fresh runs (rounds of 5).
         assert metric_["screeningDisagreement"]["fresh"] == [45, 45]
-    assert "gate failed (fail-on: regression): 2 case(s) whose screening and confirmation disagree" \
+    assert "gate failed (fail-on: regression): 2 cases whose screening and confirmation disagree" \
         in attack.stdout
     assert "within noise" not in attack.output
     markdown = (repo / "attack.json.md").read_text()
