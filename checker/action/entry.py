@@ -84,16 +84,12 @@ def find_accept_label(config: ActionConfig, ctx: RunContext, commands: Commands)
     """On a pull request, the accept label as its timeline shows it (who added it, when), or
     None; a timeline that cannot be read accepts nothing, with a warning."""
     number = ctx.pr_number
-    owner, repo = ctx.owner_repo
-    if not config.accept_label or number is None or not owner or not config.token or config.run.shard:
+    if not config.accept_label or number is None or not ctx.owner_repo[0] or not config.token \
+            or config.run.shard:
         return None
-    from ..version import evalcheck_version
-    from .github.client import GitHubClient
-    from .github.labels import find_accept_label as on_timeline
+    from .github.labels import read_accept_label
 
-    with GitHubClient(config.token, ctx.api_url, user_agent=f"evalcheck/{evalcheck_version() or 'dev'}",
-                      budget=config.publish.budget) as client:
-        found, warning = on_timeline(client, owner, repo, number, config.accept_label)
+    found, warning = read_accept_label(config.accept_label, config.token, ctx, config.publish.budget)
     if warning:
         commands.warning(f"evalcheck: {clean(warning)}")
     elif found is not None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..models.results import BaselineInfo, Results
-from .overrides import Overrides, apply_overrides, read_overrides, say_overrides
+from .overrides import AcceptLabel, Overrides, apply_overrides, read_overrides, say_overrides
 
 
 @dataclass
@@ -22,6 +22,7 @@ class CompareRequest:
     alpha: float = 0.05
     max_token_increase: float | None = None
     quarantine_ref: str | None = None  # .evalcheck/quarantine.yml of its merge base
+    accept: AcceptLabel | None = None  # --accept-label, as the pull request's timeline shows it
 
 
 def compare_with_files(paths: list[Path], head: Results, *, alpha: float,
@@ -60,14 +61,16 @@ def compare_run(paths: list[Path], results: Results, baselines: list[Results] | 
     return results
 
 
-def command_overrides(quarantine_ref: str | None) -> Overrides | None:
-    """The quarantine of ``compare`` and ``merge`` (--quarantine-ref), read first: bad input
-    is found before the work; its notes said."""
+def command_overrides(quarantine_ref: str | None, accept: AcceptLabel | None, *,
+                      auto: bool = False) -> Overrides | None:
+    """The overrides of ``compare`` and ``merge`` (--quarantine-ref, --accept-label; the
+    Action's merge job: ``auto``), read first: bad input is found before the work; the notes
+    said."""
     from ..inputs.discover import find_repo_root
     from ..safety.output import clean, say
 
     notes: list[str] = []
-    overrides = read_overrides(quarantine_ref, None, find_repo_root(Path.cwd()), notes)
+    overrides = read_overrides(quarantine_ref, accept, find_repo_root(Path.cwd()), notes, auto=auto)
     for note in notes:
         say(f"evalcheck: warning: {clean(note)}", err=True)
     return overrides
@@ -92,7 +95,7 @@ def compare_files(request: CompareRequest) -> bool:
         check_template(request.template)
     from .results_file import load_baselines
 
-    overrides = command_overrides(request.quarantine_ref)
+    overrides = command_overrides(request.quarantine_ref, request.accept)
     baselines = load_baselines(list(request.baselines))
     head = load_suite_results(request.head, "results file")
     results = compare_run(request.baselines, head, baselines, alpha=request.alpha,

@@ -16,7 +16,7 @@ from pydantic_core import to_json
 
 from ..errors import InputError
 from ..inputs.bulk import paused_gc
-from ..compare.overrides import apply_overrides, say_overrides
+from ..compare.overrides import AcceptLabel, apply_overrides, say_overrides
 from ..models.results import Results
 from .merge import MergeInputs, merge_recorded_runs, merge_results, read_merge_inputs, shard_of
 
@@ -36,8 +36,9 @@ class MergeRequest:
     alpha: float = 0.05
     max_token_increase: float | None = None
     quarantine_ref: str | None = None  # .evalcheck/quarantine.yml of its merge base
-    # The Action: the accept label on the pull request, and a quarantine that may not apply.
-    accept: Any = None
+    # --accept-label as the pull request's timeline shows it; the Action's merge job: a
+    # quarantine that may not apply (a base commit missing from the checkout).
+    accept: AcceptLabel | None = None
     quarantine_auto: bool = False
     # The Action's merge job on a pull request: its base (a baseline file of the repository
     # that the pull request changed is read as the base commit has it: inputs/pr_files.py).
@@ -67,7 +68,7 @@ def merge_files(request: MergeRequest) -> Results:
     ``run`` does); compare with ``request.baselines`` (the comparison and its intervals use
     the pooled runs of all shards; the token gate and the trend of main as ``run``); write
     the merged files. Raises InputError."""
-    from ..compare.command import compare_run
+    from ..compare.command import command_overrides, compare_run
     from ..options import RunOptions
     from ..report.cost import apply_prices, default_table, read_prices
     from ..report.finish import write_reports
@@ -84,7 +85,8 @@ def merge_files(request: MergeRequest) -> Results:
         check_template(request.template)
     prices = read_prices(request.prices) if request.prices is not None else default_table()
     files = OutputFiles()
-    overrides = merge_overrides(request)  # git read first: bad input found before the work
+    overrides = command_overrides(request.quarantine_ref, request.accept,  # git, before the work
+                                  auto=request.quarantine_auto)
 
     inputs = read_merge_inputs(request.files)
     merged = merge_results([p for p, _ in inputs.results], [r for _, r in inputs.results])
@@ -128,20 +130,6 @@ def merge_files(request: MergeRequest) -> Results:
                   runs=_recorded(recorded) if recorded is not None and request.html else None)
     files.check()
     return merged
-
-
-def merge_overrides(request: MergeRequest):
-    """The quarantine (--quarantine-ref) and accept label of the merged results; notes said."""
-    from ..compare.overrides import read_overrides
-    from ..inputs.discover import find_repo_root
-    from ..safety.output import clean, say
-
-    notes: list[str] = []
-    overrides = read_overrides(request.quarantine_ref, request.accept, find_repo_root(Path.cwd()),
-                               notes, auto=request.quarantine_auto)
-    for note in notes:
-        say(f"evalcheck: warning: {clean(note)}", err=True)
-    return overrides
 
 
 def check_merge_inputs(modes: Sequence[str], shard: str) -> None:

@@ -139,12 +139,13 @@ def option_defaults(text: str, name: str) -> dict[str, str]:
 def test_the_readme_and_the_command_line_docs_give_the_same_defaults():
     """An Action input and the option of the same name have the same documented default,
     except where the Action's differs on purpose (it writes its reports to
-    evalcheck-report/, and finds main's results by itself) or the README says what empty means."""
+    evalcheck-report/, finds main's results by itself, and reads the accept label on every pull
+    request, where the command line reads GitHub only when asked) or the README says what empty means."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8").split("\nOutputs:", 1)[0]
     inputs = option_defaults(readme, r"`([a-z-]+)`")
     options = option_defaults((ROOT / "docs" / "command-line.md").read_text(encoding="utf-8"),
                               r"`--([a-z-]+)(?: [A-Z/]+)?`")
     assert {"num-runs", "max-runs", "verdict"} <= set(inputs) & set(options)
     differ = {name for name in set(inputs) & set(options) if inputs[name] != options[name]}
-    assert differ == {"baseline", "results", "markdown", "config", "template"}, {
+    assert differ == {"baseline", "results", "markdown", "config", "template", "accept-label"}, {
         name: (inputs[name], options[name]) for name in differ}

@@ -204,3 +204,26 @@ def test_a_quarantined_regression_does_not_fail_the_regression_gate(workspace, f
     assert code == 0, log
     assert "gate passed (fail-on: regression): no regression outside the quarantined cases; 1 case " \
            "quarantined, not gating (1 did not pass, 1 regressed)" in log
+
+
+def test_the_command_lines_accept_label_reads_the_same_timeline(workspace, fake, capfd, monkeypatch):
+    """`evalcheck compare --accept-label` in a pull request's job (GITHUB_TOKEN, the event):
+    the same trail; outside a pull request's job it is bad input."""
+    ws = workspace.workspace
+    done = run_cli(["run", "evals", "--replay", "runs.json", "--num-runs", str(RUNS), "--results", "head.json"], ws)
+    assert done.code == 1
+    compare = ["compare", str(workspace.root / "main.json"), "head.json", "--fail-on", "regression",
+               "--accept-label", LABEL, "--results", "compared.json"]
+    outside = run_cli(compare, ws)
+    assert outside.code == 2 and "--accept-label reads the pull request's timeline, and this is no " \
+        "pull request's job" in outside.stderr
+    fake.add_label_event(7, LABEL, actor="carol", created_at="2026-11-20T10:00:00Z")
+    for name, value in workspace.github_env(fake.base_url, in_container=False, head_sha=HEAD).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("GITHUB_TOKEN", fake.token)
+    inside = run_cli(compare, ws)
+    assert inside.code == 0, inside.output
+    assert ("gate passed (fail-on: regression): 1 regression accepted by label `evalcheck:accept-regression` "
+            "(added by @carol at 2026-11-20 10:00 UTC, read from the pull request's timeline)") in inside.stdout
+    accepted = json.loads((ws / "compared.json").read_text())["comparison"]["accepted"]
+    assert accepted["actor"] == "carol" and accepted["cases"] == [{"evalSetId": "weather", "evalId": "rainy"}]

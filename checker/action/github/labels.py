@@ -9,8 +9,12 @@ accepts nothing (every regression gates) and says why: the override is never ass
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ...compare.overrides import AcceptLabel
+from ...errors import InputError
 from .client import GitHubClient, GitHubError
+from .workflow import RunContext
 
 
 def label_on_timeline(events, label: str) -> AcceptLabel | None:
@@ -45,3 +49,41 @@ def find_accept_label(client: GitHubClient, owner: str, repo: str, number: int,
                 if exc.status in (401, 403, 404) else "")
         return None, (f"accept-label: could not read pull request #{number}'s timeline: HTTP "
                       f"{exc.status}: {exc.message}{need}; no regression is accepted")
+
+
+def read_accept_label(label: str, token: str, ctx: RunContext,
+                      budget: float | None = None) -> tuple[AcceptLabel | None, str | None]:
+    """The label on the pull request of ``ctx`` (its event), read with ``token``."""
+    from ...version import evalcheck_version
+
+    owner, repo = ctx.owner_repo
+    number = ctx.pr_number
+    assert number is not None and owner
+    with GitHubClient(token, ctx.api_url, user_agent=f"evalcheck/{evalcheck_version() or 'dev'}",
+                      budget=budget) as client:
+        return find_accept_label(client, owner, repo, number, label)
+
+
+def accept_label_from_environment(label: str, env: Mapping[str, str]) -> AcceptLabel | None:
+    """``--accept-label`` on the command line, in a GitHub Actions job of a pull request:
+    its number and repository from the runner's variables and event, the token from
+    GITHUB_TOKEN. Anywhere else it is bad input; a timeline that cannot be read accepts
+    nothing, with a warning."""
+    from ...safety.output import clean, say
+
+    fix = ("run it in a pull_request workflow with the token in the environment "
+           "(env: GITHUB_TOKEN: ${{ github.token }}), or leave --accept-label out")
+    if not label.strip() or len(label) > 50:
+        raise InputError(f"--accept-label {label[:60]!r} is not a label name",
+                         fix="a GitHub label name, e.g. evalcheck:accept-regression")
+    ctx = RunContext.from_env(env)
+    if ctx.pr_number is None or not ctx.repository:
+        raise InputError("--accept-label reads the pull request's timeline, and this is no pull "
+                         "request's job (GITHUB_EVENT_PATH names no pull_request event)", fix=fix)
+    token = env.get("GITHUB_TOKEN", "")
+    if not token:
+        raise InputError("--accept-label needs GITHUB_TOKEN to read the pull request's timeline", fix=fix)
+    found, warning = read_accept_label(label.strip(), token, ctx)
+    if warning:
+        say(f"evalcheck: warning: {clean(warning)}", err=True)
+    return found
