@@ -218,7 +218,8 @@ def read_inputs(options: RunOptions) -> Inputs:
                                                "input 'agent-paths'" if options.changed_since_auto else "--agent-paths")
         inputs.changed, said = read_changed(options, root, bool(baselines))
         notes.extend(said)
-    inputs.overrides = read_overrides(options.quarantine_ref, options.accept, root, notes,  # git, before PR code
+    # git, before PR code; --base names the base branch whose quarantine applies, too
+    inputs.overrides = read_overrides(options.quarantine_ref or options.base, options.accept, root, notes,
                                       auto=options.quarantine_auto)
     return inputs
 

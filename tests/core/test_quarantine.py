@@ -190,3 +190,12 @@ def test_an_entry_holds_through_its_expiry_day_and_globs_match_set_and_id():
     warnings = apply_quarantine(results, quarantine, date(2026, 5, 2))
     assert len(warnings) == 2 and not any(c.quarantined for s in results.eval_sets for c in s.cases)
     assert gate_failed(results, "failure")
+
+
+def test_base_names_the_branch_whose_quarantine_applies(tmp_path):
+    """`run --base REF` (the checkout is a change of REF): REF's quarantine applies as with
+    --quarantine-ref REF."""
+    repo = build(tmp_path, failing=("rainy",))
+    out, results = run(repo, "--base", "main")
+    assert out.code == 0, out.output
+    assert cases_of(results)["rainy"]["quarantined"]["owner"] == "@alice"
