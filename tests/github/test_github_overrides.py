@@ -7,6 +7,7 @@ change nothing, an expired entry gates again."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -39,14 +40,8 @@ def workspace(tmp_path: Path) -> Runner:
     file; main's results (every run passed) in main.json; the PR's recorded runs fail rainy."""
     runner = Runner.create(tmp_path, pr_event(head_sha=HEAD))
     ws = runner.workspace
-    for child in ws.iterdir():
-        if child.is_dir() and child.name != ".git":
-            import shutil
-
-            shutil.rmtree(child)
-        elif child.is_file():
-            child.unlink()
-    (ws / ".git").rmdir()
+    shutil.rmtree(ws)  # the example Runner copies in; this test's own repository instead
+    ws.mkdir()
     git(ws, "init", "-q", "-b", "main")
     git(ws, "config", "user.email", "t@example.com")
     git(ws, "config", "user.name", "t")
