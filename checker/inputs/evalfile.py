@@ -137,6 +137,8 @@ def _find_lines(text: str, keys: tuple[str, ...], ids: list[str]) -> dict[str, i
 def _foreign(data: Any) -> str | None:
     """Why a JSON document is no ADK eval file at all (not a broken one), or None."""
     if isinstance(data, dict):
+        if _single_query(data):
+            return None
         if not {"eval_set_id", "evalSetId", "eval_cases", "evalCases"} & data.keys():
             keys = ", ".join(list(data)[:6]) + (", ..." if len(data) > 6 else "")
             return (f"not an ADK eval set: it has neither eval_set_id nor eval_cases "
@@ -149,6 +151,12 @@ def _foreign(data: Any) -> str | None:
                     '({"query": ...}) or of cases ({"name": ..., "data": [...]})')
         return None
     return f"not an ADK eval file: expected a JSON object (an eval set), got {type(data).__name__}"
+
+
+def _single_query(data: Any) -> bool:
+    """A file of one query turn, not in a list (ADK-TS reads it as a one-turn case)."""
+    return isinstance(data, dict) and "query" in data and not (
+        {"eval_set_id", "evalSetId", "eval_cases", "evalCases"} & data.keys())
 
 
 def _check_ids(eval_set: EvalSet, display: str, legacy: bool) -> None:
@@ -260,12 +268,12 @@ def load_eval_file(path: Path, display: str | None = None,
                          fix="evalcheck reads every *.evalset.json and *.test.json file: rename "
                              "this one, or pass only your eval files or folders")
 
-    if isinstance(data, list):
+    if isinstance(data, list) or _single_query(data):
         session = legacy_session(path, display, initial_session_file, confine)
         notes = list(session.notes) if session else []
         eval_set = convert_legacy(data, path, display, session.session if session else None, notes)
         _check_ids(eval_set, display, legacy=True)
-        if all(isinstance(item, dict) and "data" in item for item in data):
+        if isinstance(data, list) and all(isinstance(item, dict) and "data" in item for item in data):
             lines = _find_lines(text, ("name",), [c.eval_id for c in eval_set.eval_cases])
         else:
             lines = {eval_set.eval_cases[0].eval_id: 1}
@@ -299,7 +307,7 @@ def migrate(old: Path, new: Path, initial_session_file: Path | None = None,
     user should know (a session dump's ignored keys) is appended to ``notes``.
     """
     data = read_json(old)
-    if not isinstance(data, list):
+    if not isinstance(data, list) and not _single_query(data):
         raise InputError("not a legacy eval file: expected a JSON list of query turns or cases",
                          file=str(old), path="$", fix="it may already be in the EvalSet format")
     foreign = _foreign(data)

@@ -3,8 +3,12 @@
 The formats, as ADK reads them:
 - the ``.test.json`` query list: ``[{"query", "reference", "expected_tool_use": [{"tool_name",
   "tool_input"}], "expected_intermediate_agent_responses": [{"author", "text"}]}]``; the whole
-  file is one multi-turn eval case;
+  file is one multi-turn eval case (ADK-TS, ``@iqai/adk``, makes a case of each item: the
+  file says so in a note);
 - the old eval-set list: ``[{"name", "data": [<query turn>...], "initial_session": {...}}]``.
+ADK-TS also reads a single query object (not in a list) as a one-turn case, and expected
+tool uses written as its FunctionCalls (``{"name", "args"}``); google-adk reads neither, so
+they are read as ADK-TS reads them.
 A legacy file picks up ``initial-session.json`` or ``initial.session.json`` beside it (ADK's
 ``initial_session_file``; see initial_session.py).
 """
@@ -14,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from ..safety.confine import confined
 from ..errors import InputError
@@ -38,6 +42,16 @@ class LegacyToolUse(LenientModel):
     tool_name: str
     tool_input: dict[str, Any] = Field(default_factory=dict)
     mock_tool_output: Any = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _function_call(cls, data: Any) -> Any:
+        """ADK-TS's spelling, a FunctionCall ``{"name", "args"}`` (google-adk has no reading
+        of it: a KeyError), as the same tool use."""
+        if isinstance(data, dict) and not {"tool_name", "toolName"} & data.keys() and "name" in data:
+            data = {("tool_name" if k == "name" else "tool_input" if k == "args" else k): v
+                    for k, v in data.items()}
+        return data
 
 
 class LegacyAgentResponse(LenientModel):
@@ -103,15 +117,33 @@ def _with_initial_state(legacy: LegacyCase, initial: InitialSession | None, disp
     return base.model_copy(update={"state": legacy.initial_state})
 
 
-def convert_legacy(data: list[Any], path: Path, display: str,
+def query_list_note(display: str, turns: int, case_id: str) -> list[str]:
+    """What a query list of several turns is read as, where ADK-TS reads it otherwise."""
+    if turns < 2:
+        return []
+    return [f"{display}: a list of {turns} query turns: read as google-adk reads it, one eval "
+            f"case '{case_id}' of {turns} turns in one session; ADK-TS's AgentEvaluator "
+            "(@iqai/adk) reads each item as a case of its own (to evaluate them apart, write "
+            "an eval set with a case each)"]
+
+
+def convert_legacy(data: list[Any] | dict[str, Any], path: Path, display: str,
                    initial: InitialSession | None, notes: list[str] | None = None) -> EvalSet:
-    """Convert either legacy list format into an EvalSet (ADK's migrate_eval_data_to_new_schema).
+    """Convert either legacy list format into an EvalSet (ADK's migrate_eval_data_to_new_schema);
+    ``data`` a single query object (ADK-TS's one-turn file) reads as a list of it.
 
     Unlike ADK, ids are deterministic: the eval set id and (for a query list) the eval id are
     the file's name without its extension, instead of a random uuid and the full path.
     """
     stem = _legacy_stem(path)
     notes = notes if notes is not None else []
+    if isinstance(data, dict):
+        said: list[str] = []
+        turn = validate(LegacyTurn, data, display, notes=said)
+        notes.extend(merge_notes(said))
+        case = EvalCase(eval_id=stem, conversation=[_turn_to_invocation(turn, 0)],
+                        session_input=_session_input(initial))
+        return EvalSet(eval_set_id=stem, name=stem, eval_cases=[case])
     if not data:
         raise InputError("the eval file holds an empty list: no eval cases", file=display,
                          path="$", fix="add at least one query turn")
@@ -140,7 +172,7 @@ def convert_legacy(data: list[Any], path: Path, display: str,
     said = []
     turns = [validate(LegacyTurn, item, display, prefix=(i,), notes=said)
              for i, item in enumerate(data)]
-    notes.extend(merge_notes(said))
+    notes.extend([*merge_notes(said), *query_list_note(display, len(turns), stem)])
     case = EvalCase(eval_id=stem, conversation=[_turn_to_invocation(t, k) for k, t in enumerate(turns)],
                     session_input=_session_input(initial))
     return EvalSet(eval_set_id=stem, name=stem, eval_cases=[case])
