@@ -22,6 +22,9 @@ under test cannot shadow it. Standard library only, until google-adk is imported
 from __future__ import annotations
 
 import asyncio
+import functools
+import importlib.machinery
+import importlib.util
 import json
 import os
 import sys
@@ -83,13 +86,39 @@ def _fail(out: IO[str], message: str, invocation_id: str | None = None,
     return 1
 
 
+RETRY_MODULE = "google.adk.evaluation._retry_options_utils"
+
+
+@functools.cache
+def _retry_plugin() -> Any:
+    """ADK's EnsureRetryOptionsPlugin (None when this ADK has none), from its own module
+    alone: the ordinary import runs google/adk/evaluation/__init__.py, which imports
+    AgentEvaluator and every eval model (about 0.2 s of CPU at each start) for a plugin that
+    needs none of them. The module is ADK's, found on ADK's own package path and run under
+    its own name (its relative imports reach ADK's agents, models and plugins); a later
+    import of google.adk.evaluation finds it there."""
+    module = sys.modules.get(RETRY_MODULE)
+    if module is None:
+        import google.adk
+
+        folders = [os.path.join(folder, "evaluation") for folder in google.adk.__path__]
+        spec = importlib.machinery.PathFinder.find_spec(RETRY_MODULE, folders)
+        if spec is None or spec.loader is None:
+            return None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[RETRY_MODULE] = module  # as an import would (inspect and pickle look there)
+        try:
+            spec.loader.exec_module(module)
+        except ImportError:
+            del sys.modules[RETRY_MODULE]
+            return None
+    return getattr(module, "EnsureRetryOptionsPlugin", None)
+
+
 def _eval_plugins() -> list[Any]:
     # ADK's inference adds model-call retries; do the same when this ADK has the plugin.
-    try:
-        from google.adk.evaluation._retry_options_utils import EnsureRetryOptionsPlugin
-    except ImportError:
-        return []
-    return [EnsureRetryOptionsPlugin(name="ensure_retry_options")]
+    plugin = _retry_plugin()
+    return [] if plugin is None else [plugin(name="ensure_retry_options")]
 
 
 def make_runner(loaded: Any, app_name: str) -> Any:

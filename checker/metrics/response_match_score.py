@@ -1,10 +1,13 @@
 """response_match_score: ROUGE-1 F-measure of the final response against the reference.
 
-Scored with the ``rouge-score`` package and the tokenization ADK 2.x uses, so scores equal
-ADK's: NFKC + lowercase; CJK ideographs, kana and Hangul syllables are one token each; Thai,
-Lao, Khmer and Myanmar split into grapheme clusters; other letters, digits and combining
-marks are kept, everything else separates words; ASCII words go through rouge's default
-tokenizer (Porter stemming for tokens longer than 3 characters); non-ASCII words stay whole.
+Scored as ADK 2.x scores it, with rouge-score's ROUGE-1 and the tokenization ADK uses, so
+scores equal ADK's: NFKC + lowercase; CJK ideographs, kana and Hangul syllables are one
+token each; Thai, Lao, Khmer and Myanmar split into grapheme clusters; other letters, digits
+and combining marks are kept, everything else separates words; ASCII words go through
+rouge-score's tokenizer (NLTK's Porter stemming for tokens longer than 3 characters);
+non-ASCII words stay whole. ROUGE-1 is rouge-score's formula (``_score_ngrams`` for
+unigrams, ``scoring.fmeasure``), computed here: its scorer module imports numpy, absl and
+all of NLTK (machinery/porter.py) for nothing ROUGE-1 needs.
 
 Known ADK behaviour kept for score equality: an empty reference and an empty response score 0.0.
 """
@@ -12,8 +15,9 @@ Known ADK behaviour kept for score equality: an empty reference and an empty res
 from __future__ import annotations
 
 import unicodedata
+from collections import Counter
+from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import Any
 
 from ..models.evalset import content_text
 from .base import Criterion, InvocationScore, Metric, RunInput, RunScore, ScoringContext, mean
@@ -63,14 +67,16 @@ class UnicodeTokenizer:
     """rouge-score tokenizer interface (``tokenize(text) -> list[str]``)."""
 
     def __init__(self) -> None:
-        from rouge_score import tokenizers
+        from rouge_score import tokenize  # the standard library and six only
 
-        ascii_tokenizer = tokenizers.DefaultTokenizer(use_stemmer=True)
+        from .machinery.porter import porter_stemmer
+
+        stemmer = porter_stemmer()  # as tokenizers.DefaultTokenizer(use_stemmer=True)
 
         # Stemming is the slow part, and words repeat: tokenize each ASCII word once.
         @lru_cache(maxsize=1 << 16)
         def ascii_tokens(word: str) -> tuple[str, ...]:
-            return tuple(ascii_tokenizer.tokenize(word))
+            return tuple(tokenize.tokenize(word, stemmer))
 
         self._ascii_tokens = ascii_tokens
 
@@ -86,18 +92,38 @@ class UnicodeTokenizer:
 
 
 @cache
-def _scorer() -> Any:
-    # The scorer holds no per-call state; building it (and its stemmer) once is just speed.
-    from rouge_score import rouge_scorer
-
-    return rouge_scorer.RougeScorer(["rouge1"], tokenizer=UnicodeTokenizer())
+def _tokenizer() -> UnicodeTokenizer:
+    # Holds no per-call state; building it (and its stemmer) once is just speed.
+    return UnicodeTokenizer()
 
 
-def rouge1(candidate: str, reference: str) -> Any:
+@dataclass(frozen=True)
+class Rouge1:
+    precision: float
+    recall: float
+    fmeasure: float
+
+
+def _score(candidate: str, reference: str) -> Rouge1:
+    """rouge-score's ``RougeScorer(["rouge1"]).score(reference, candidate)["rouge1"]``:
+    unigram counts, their overlap, precision, recall and F-measure, in its order of operations."""
+    tokenizer = _tokenizer()
+    target = Counter(tokenizer.tokenize(reference))
+    prediction = Counter(tokenizer.tokenize(candidate))
+    overlap = 0
+    for token in target:
+        overlap += min(target[token], prediction[token])
+    precision = overlap / max(sum(prediction.values()), 1)
+    recall = overlap / max(sum(target.values()), 1)
+    fmeasure = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+    return Rouge1(precision, recall, fmeasure)
+
+
+def rouge1(candidate: str, reference: str) -> Rouge1:
     """ROUGE-1 precision/recall/fmeasure of ``candidate`` against ``reference``."""
     if len(candidate) + len(reference) <= REMEMBERED_CHARS:
         return _remembered(candidate, reference)
-    return _scorer().score(reference, candidate)["rouge1"]
+    return _score(candidate, reference)
 
 
 # The runs of a case often give the same answer (a deterministic agent, a step the agent
@@ -106,8 +132,8 @@ REMEMBERED_CHARS = 4096
 
 
 @lru_cache(maxsize=256)
-def _remembered(candidate: str, reference: str) -> Any:
-    return _scorer().score(reference, candidate)["rouge1"]
+def _remembered(candidate: str, reference: str) -> Rouge1:
+    return _score(candidate, reference)
 
 
 class ResponseMatchScore(Metric):

@@ -193,3 +193,40 @@ def test_one_session_mode_is_protocol_1(tmp_path):
                                             for n in (1, 2)])
     assert [r.error for r in runs] == [None, None] and served == []
     assert seen(runs[0])[0]["pid"] != seen(runs[1])[0]["pid"]
+
+
+# An LlmAgent whose model says which retry options the request came with (ADK's eval sets
+# them with its EnsureRetryOptionsPlugin), and whether ADK's evaluation package was imported.
+RETRIES = '''
+import json, sys
+from google.adk.agents import LlmAgent
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_response import LlmResponse
+from google.genai import types
+
+
+class Telling(BaseLlm):
+    model: str = "telling"
+
+    async def generate_content_async(self, llm_request, stream=False):
+        options = llm_request.config.http_options
+        retry = options.retry_options if options else None
+        told = {"attempts": retry.attempts if retry else None,
+                "evaluation_imported": "google.adk.evaluation" in sys.modules}
+        yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text=json.dumps(told))]))
+
+
+root_agent = LlmAgent(name="telling", model=Telling(), instruction="Say it.")
+'''
+
+
+def test_model_calls_get_adks_eval_retry_options_without_its_evaluation_package(tmp_path):
+    """As ADK's own eval inference, the bridge adds ADK's EnsureRetryOptionsPlugin (7
+    attempts unless the agent sets its own), loaded without google.adk.evaluation."""
+    folder = tmp_path / "telling"
+    folder.mkdir()
+    (folder / "agent.py").write_text(RETRIES)
+    runner = StdioRunner(f"{shlex.quote(str(BRIDGE))} {shlex.quote(str(folder))}", cwd=tmp_path)
+    runs, _ = run_in_sequence(runner, [RunJob("set", case("a", turns=1), 1, turn_timeout=60)])
+    assert runs[0].error is None, runs[0].error
+    assert seen(runs[0]) == [{"attempts": 7, "evaluation_imported": False}]

@@ -415,6 +415,49 @@ def test_tokenizer_equals_adk_on_every_character():
         assert ours.tokenize(text) == adk.tokenize(text), hex(codes[start])
 
 
+# The stemmer as a scoring run loads it: alone, before anything imported NLTK (machinery/
+# porter.py); then ADK's tokenizer, which imports all of NLTK the ordinary way, in the same
+# process. Words: each stem of the Porter paper's examples with each suffix its steps strip.
+STEMS_ALONE = r"""
+import itertools, json, sys
+from checker.metrics.response_match_score import UnicodeTokenizer, rouge1
+ours = UnicodeTokenizer()
+alone = not any(n == "nltk" or n.startswith("nltk.") for n in sys.modules)
+bases = ["cat", "pony", "caress", "agree", "plaster", "motor", "hop", "tan", "fall", "hiss",
+         "fizz", "fail", "file", "happ", "relat", "condition", "ration", "valen", "hesit",
+         "digit", "conform", "radic", "differ", "vile", "analog", "vietnam", "predic", "oper",
+         "feud", "decis", "hope", "sens", "formal", "sensit", "triplic", "electr", "generaliz",
+         "oscill", "die", "lie", "sky", "news", "innings", "howe", "atlas", "cosmos", "bias",
+         "andes", "proceed", "exceed", "succeed", "gener", "arsen", "commun", "univers", "a1b2"]
+suffixes = ["", "s", "es", "ies", "ss", "ed", "ing", "y", "ational", "tional", "enci", "anci",
+            "izer", "bli", "alli", "entli", "eli", "ousli", "ization", "ation", "ator", "alism",
+            "iveness", "fulness", "ousness", "aliti", "iviti", "biliti", "logi", "icate", "ative",
+            "alize", "iciti", "ical", "ful", "ness", "al", "ance", "ence", "er", "ic", "able",
+            "ible", "ant", "ement", "ment", "ent", "ion", "ou", "ism", "ate", "iti", "ous", "ive",
+            "ize", "e", "ll", "ly", "edly", "ingly", "fully", "lessly"]
+words = [b + s for b, s in itertools.product(bases, suffixes)]
+text = " ".join(words)
+from google.adk.evaluation.final_response_match_v1 import _UnicodeAwareTokenizer
+adk = _UnicodeAwareTokenizer(use_stemmer=True)
+from rouge_score import rouge_scorer
+scorer = rouge_scorer.RougeScorer(["rouge1"], tokenizer=adk)
+pairs = [(" ".join(words[i:i + 7]), " ".join(words[i + 3:i + 9])) for i in range(0, len(words), 5)]
+print(json.dumps({"alone": alone, "words": len(words), "equal": ours.tokenize(text) == adk.tokenize(text),
+                  "rouge": all(tuple(rouge1(a, b).__dict__.values()) == tuple(scorer.score(b, a)["rouge1"])
+                               for a, b in pairs)}))
+"""
+
+
+def test_the_stemmer_loaded_without_the_rest_of_nltk_stems_as_nltk_and_adk():
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", STEMS_ALONE], capture_output=True, text=True,
+                          timeout=120, cwd=str(__import__("pathlib").Path(__file__).resolve().parents[2]))
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found == {"alone": True, "words": 3472, "equal": True, "rouge": True}
+
+
 # ------------------------------------------------------------------ efficiency metrics
 
 EFFICIENCY = {
