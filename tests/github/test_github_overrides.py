@@ -105,6 +105,9 @@ def test_a_regression_accepted_by_label_passes_with_the_trail(workspace, fake, c
            "fail the gate." in run["output"]["summary"]
     (comment,) = fake.comments[7]
     assert "📉 regressed · ✅ accepted by label" in comment["body"]
+    (note,) = [a for notes in fake.annotations.values() for a in notes]
+    assert (note["annotation_level"], note["title"]) == ("warning", "rainy: failed, regressed, accepted")
+    assert note["message"].startswith(f"regression accepted by label {LABEL}\nregressed against the baseline")
     pages = timeline_requests(fake)
     assert len(pages) == 2 and pages[0].query["per_page"] == ["100"]
 
@@ -171,6 +174,9 @@ def test_the_base_branchs_quarantine_holds_and_the_pull_requests_edits_change_no
     assert "1 case quarantined, not gating (1 did not pass, 1 regressed)" in log
     (comment,) = fake.comments[7]
     assert "🔒 quarantined" in comment["body"] and "**Quarantined** (run and reported, never gating)" in comment["body"]
+    (note,) = [a for notes in fake.annotations.values() for a in notes]
+    assert (note["annotation_level"], note["title"]) == ("warning", "rainy: failed, regressed, quarantined")
+    assert note["message"].startswith("quarantined until 2099-01-31 (@alice: flaky forecast tool); not gating\n")
 
 
 def test_an_expired_entry_gates_again_naming_its_owner(workspace, fake, capfd):

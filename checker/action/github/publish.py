@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...compare.gate import accepted_keys
 from ...errors import InputError
 from ...models.results import CaseResult, Results
 from ...report.judged import place, statements
@@ -159,6 +160,7 @@ def regression_line(case: CaseResult) -> str:
 def annotations(results: Results) -> list[dict[str, Any]]:
     """One per failing or regressed case, regressions first (the caps keep the first ones)."""
     regressions, others = [], []
+    accepted = accepted_keys(results)
     for eval_set in results.eval_sets:
         for case in eval_set.cases:
             regressed = case.change == "regressed"
@@ -166,11 +168,22 @@ def annotations(results: Results) -> list[dict[str, Any]]:
                 continue
             status = case.status.replace("_", " ")
             message = annotation_message(case) if case.status != "passed" else ""
+            # Overridden (docs/quarantine.md): said first, and a warning, not a failure.
+            override = ""
+            if case.quarantined is not None:
+                q = case.quarantined
+                override = f"quarantined until {q.expires} ({q.owner}: {q.reason}); not gating"
+            elif regressed and (eval_set.eval_set_id, case.eval_id) in accepted:
+                override = f"regression accepted by label {results.comparison.accepted.label}"
+            level = "warning" if case.status in ("not_evaluated", "passed") or override else "failure"
             (regressions if regressed else others).append({
                 "path": eval_set.path, "start_line": case.line, "end_line": case.line,
-                "annotation_level": "warning" if case.status in ("not_evaluated", "passed") else "failure",
-                "title": one_line(f"{case.eval_id}: {status}" + (", regressed" if regressed else ""), 255),
-                "message": clip("\n".join(filter(None, [regression_line(case) if regressed else "", message])), 8000),
+                "annotation_level": level,
+                "title": one_line(f"{case.eval_id}: {status}" + (", regressed" if regressed else "")
+                                  + (", quarantined" if case.quarantined is not None else
+                                     ", accepted" if override else ""), 255),
+                "message": clip(printable("\n".join(filter(None, [
+                    override, regression_line(case) if regressed else "", message]))), 8000),
             })
     return regressions + others
 
