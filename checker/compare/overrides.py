@@ -97,9 +97,24 @@ def accept_regressions(results: Results, accept: AcceptLabel) -> None:
                                          cases=cases, suite_drops=drops or None)
 
 
+def forget_overrides(results: Results) -> None:
+    """Overrides a results file read back already carries - a shard's, HEAD of ``compare``,
+    main's carried cases - are not this run's: the base branch and the pull request decide
+    them here, each time (a pull request's own shard file could mark its cases quarantined)."""
+    for eval_set in results.eval_sets:
+        for case in eval_set.cases:
+            case.quarantined = None
+    if results.comparison is not None:
+        results.comparison.accepted = None
+    if isinstance(results.metadata, dict):
+        results.metadata.pop("quarantine", None)
+
+
 def apply_overrides(results: Results, overrides: Overrides | None) -> list[str]:
-    """Quarantine, then the accept label, written into ``results``; the warnings to say.
-    A shard's results are not gated (the merge is): nothing is applied to them."""
+    """Quarantine, then the accept label, written into ``results`` (whatever it carried
+    before is forgotten first); the warnings to say. A shard's results are not gated (the
+    merge is): nothing is applied to them."""
+    forget_overrides(results)
     if overrides is None or results.shard is not None:
         return []
     warnings = []

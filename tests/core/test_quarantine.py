@@ -199,3 +199,19 @@ def test_base_names_the_branch_whose_quarantine_applies(tmp_path):
     out, results = run(repo, "--base", "main")
     assert out.code == 0, out.output
     assert cases_of(results)["rainy"]["quarantined"]["owner"] == "@alice"
+
+
+def test_quarantine_marks_a_results_file_brings_along_decide_nothing(tmp_path):
+    """A results file read back (HEAD of `compare`, a shard's file to merge: the pull
+    request's to write) that marks its failing case quarantined gates as if it did not."""
+    repo = build(tmp_path, failing=("rainy",))
+    out, results = run(repo)
+    assert out.code == 1
+    cases_of(results)["rainy"]["quarantined"] = {"reason": "mine", "owner": "@mallory", "expires": "2099-12-31"}
+    (repo / "head.json").write_text(json.dumps(results))
+    compared = run_cli(["compare", "r.json", "head.json", "--results", "c.json"], repo)
+    assert compared.code == 1, compared.output
+    assert "quarantined" not in cases_of(json.loads((repo / "c.json").read_text()))["rainy"]
+    honoured = run_cli(["compare", "r.json", "head.json", "--quarantine-ref", "main", "--results", "c.json"], repo)
+    assert honoured.code == 0  # main's own entry for rainy
+    assert cases_of(json.loads((repo / "c.json").read_text()))["rainy"]["quarantined"]["owner"] == "@alice"
