@@ -79,8 +79,10 @@ def test_each_eval_set_runs_on_its_own_agent(repo, tmp_path, concurrency):
     check_each_set_ran_on_its_agent(json.loads(results.read_text()),
                                     json.loads(inference.read_text()), runs=2)
     imported = [line.split() for line in log.read_text().splitlines()]
-    # Each agent was loaded once (on its first run), never by another's eval set.
+    # Each agent was loaded once (on its first run), all in one bridge process, which says
+    # it serves every eval set ("evalSets": "any").
     assert sorted(name for name, _ in imported) == sorted(SETS.values())
+    assert len({pid for _, pid in imported}) == 1
 
 
 def test_shards_run_each_eval_set_on_its_own_agent(repo, tmp_path):
