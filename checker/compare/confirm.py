@@ -221,4 +221,11 @@ class Confirmation:
         return {"confirmRuns": self.confirm_runs, "confirmRounds": self.rounds,
                 "confirmExtraRuns": self.extra_runs(), "confirmCases": len(self.cases),
                 "confirmCertainEarly": self.curtailed,
-                "confirmContested": sum(len(state.screening) for state in self.cases.values())}
+                "confirmContested": sum(len(state.screening) for state in self.cases.values()),
+                "confirmContestedRuns": self.contested_runs()}
+
+    def contested_runs(self) -> int:
+        """Fresh runs asked for only because a contested metric's disagreement was still
+        open after every regression test of its case had stopped."""
+        return sum(max(0, state.runs - max(state.stopped.values(), default=0))
+                   for state in self.cases.values() if state.contest_stopped)

@@ -135,6 +135,7 @@ def test_a_contested_metric_runs_on_after_its_regression_test_stopped():
     assert len(confirmation.confirmations()[("weather", "c")].metrics[0].runs) == 5
     assert len(confirmation.disagreement_runs()[("weather", "c")].metrics[0].runs) == 40
     assert confirmation.metadata()["confirmContested"] == 1
+    assert confirmation.metadata()["confirmContestedRuns"] == 35  # 40 asked, 5 for the regression
     # An honest flaky case (screening 1/3) stops with its regression test.
     confirmation = Confirmation(pool, 60)
     wanted = confirmation.start({("weather", "c"): _one("c", [0.0, 1.0, 0.0])})
