@@ -162,10 +162,16 @@ def metric_pairs(pooled: PooledCase, head: CaseResult):
             yield metric, base, base_passes, head_passes
 
 
-def compared_metrics(pool: BaselinePool, key: CaseKey, head: CaseResult) -> int:
-    """How many gating metrics of a scored PR case are compared on both sides (tests)."""
+def contestable(pooled: PooledCase, head: CaseResult) -> int:
+    """How many gating metrics of a PR case compared on both sides main's newest result
+    passed in every run: the metrics a drop every screening run showed can contest
+    (disagreement.py), counted from main's runs alone."""
+    return sum(1 for metric, *_ in metric_pairs(pooled, head) if all(pooled.screening(metric.name)))
+
+
+def contestable_metrics(pool: BaselinePool, key: CaseKey, head: CaseResult) -> int:
     pooled = pool.pooled(key, head)
-    return 0 if pooled is None else sum(1 for _ in metric_pairs(pooled, head))
+    return 0 if pooled is None else contestable(pooled, head)
 
 
 def screened_metrics(pool: BaselinePool, key: CaseKey, head: CaseResult) -> dict[str, float]:
@@ -325,8 +331,9 @@ def _compare(pool: BaselinePool, head: Results, alpha: float, seed: int,
     better_level = decide_improvements(
         [(c.base_passes, c.head_passes) for row in prepared for p in row for c in p.compared], alpha)
     confirming = confirmations is not None
-    # Bonferroni over every gating metric compared (disagreement.py).
-    contest_level = disagreement.level(alpha, sum(len(p.compared) for row in prepared for p in row))
+    # Bonferroni over every gating metric main's newest result passed in every run (disagreement.py).
+    contest_level = disagreement.level(alpha, sum(contestable(p.pooled, p.head) for row in prepared
+                                                  for p in row if p.pooled is not None))
     history = len(pool.files) > 1
     summary = ChangeSummary()
     pairs: list[tuple[CaseResult, CaseResult]] = []

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from ..models.results import CaseResult
 from . import disagreement
-from .comparison import compared_metrics, screened_metrics
+from .comparison import contestable_metrics, screened_metrics
 from .decision import DEFAULT_ALPHA, SCREEN_P, p_worse, screening_weight
 from .pooling import BaselinePool, CaseKey, run_passes
 
@@ -112,9 +112,9 @@ class Confirmation:
 
     def start(self, scored: dict[CaseKey, CaseResult]) -> list[CaseKey]:
         """Screen every scored case; the first round's requests (a key once per run)."""
-        compared = 0  # gating metrics compared on both sides: the disagreement family
+        compared = 0  # the disagreement family: every metric main passed in every run
         for key, case in scored.items():
-            compared += compared_metrics(self.pool, key, case)
+            compared += contestable_metrics(self.pool, key, case)
             flagged = screened_metrics(self.pool, key, case)
             if not flagged or self.confirm_runs <= 0:
                 continue

@@ -20,11 +20,13 @@ is how likely screening runs this much worse than the fresh ones are by chance a
 beyond what the pooled pass rate explains. 0 of 3 screening runs against 60 of 60 fresh
 ones: p = 1 / C(63, 3) = 1 / 39,711.
 
-Every gating metric compared on both sides is one test of one family, decided with
-Bonferroni at ``alpha / m`` (m: those tests; a metric that is not contested has p = 1), so
-an unchanged PR gets a false "disagree" with probability at most alpha whatever was
-screened: each test's p is valid on its own (its budget is fixed by the screening runs
-and main's, and the early stops below give the full budget's verdict). A
+Every gating metric compared on both sides whose newest main result passed in every run
+(the metrics that can be contested, known from main's runs alone, before the PR's) is one
+test of one family, decided with Bonferroni at ``alpha / m`` (m: those tests; a metric
+that is not contested has p = 1), so an unchanged PR gets a false "disagree" with
+probability at most alpha whatever was screened: each test's p is valid on its own (a
+contested metric's budget is the same whatever its fresh runs do, and the early stops below
+give the full budget's verdict). A
 contested metric keeps getting fresh runs after its regression test stopped as "not
 confirmed", up to its budget, unless its disagreement is already decided either way: even
 if every run left passed (the least p a test can end with: a passing fresh run never raises
@@ -55,7 +57,7 @@ def p_disagree(screening: list[bool], fresh: list[bool]) -> float:
 
 
 def level(alpha: float, tests: int) -> float:
-    """Bonferroni over the family: every gating metric compared is one test."""
+    """Bonferroni over the family: every metric that can be contested is one test."""
     return alpha / max(tests, 1)
 
 
