@@ -218,9 +218,10 @@ def read_inputs(options: RunOptions) -> Inputs:
                                                "input 'agent-paths'" if options.changed_since_auto else "--agent-paths")
         inputs.changed, said = read_changed(options, root, bool(baselines))
         notes.extend(said)
-    # git, before PR code; --base names the base branch whose quarantine applies, too
+    # git, before PR code; --base names the base branch whose quarantine applies, too (a base
+    # commit the checkout lacks then applies none, said, as for the Action)
     inputs.overrides = read_overrides(options.quarantine_ref or options.base, options.accept, root, notes,
-                                      auto=options.quarantine_auto)
+                                      auto=options.quarantine_auto or options.quarantine_ref is None)
     return inputs
 
 

@@ -215,3 +215,18 @@ def test_quarantine_marks_a_results_file_brings_along_decide_nothing(tmp_path):
     honoured = run_cli(["compare", "r.json", "head.json", "--quarantine-ref", "main", "--results", "c.json"], repo)
     assert honoured.code == 0  # main's own entry for rainy
     assert cases_of(json.loads((repo / "c.json").read_text()))["rainy"]["quarantined"]["owner"] == "@alice"
+
+
+def test_a_base_the_checkout_lacks_applies_no_quarantine_and_says_so_when_the_checkout_has_one(tmp_path):
+    """--base (not --quarantine-ref) in a shallow checkout: no quarantine, the run goes on
+    and says so; an explicit --quarantine-ref there is bad input."""
+    repo = build(tmp_path, failing=("rainy",))
+    commit(repo, "the PR's runs")
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", "--branch", "pr", f"file://{repo}", str(shallow))
+    main = git(repo, "rev-parse", "main")
+    out, _ = run(shallow, "--base", main)
+    assert out.code == 1, out.output
+    assert (".evalcheck/quarantine.yml not applied, every case gates: the base branch's version could "
+            "not be read") in out.stderr
+    assert run(shallow, "--quarantine-ref", main)[0].code == 2
