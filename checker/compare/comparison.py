@@ -20,6 +20,7 @@ from ..models.setkey import SEPARATOR
 from ..models.results import (BaselineFile, BaselineInfo, CaseRef, CaseResult, ChangeSummary, Comparison,
                               MetricResult, Results)
 from . import disagreement
+from .behaviour import case_behaviour, wants_behaviour
 from .decision import (DEFAULT_ALPHA, FamilyDecision, MetricTest, check_alpha, decide,
                        decide_improvements, p_better, p_worse, screens)
 from .pooling import BaselinePool, CaseKey, PooledCase, run_passes
@@ -339,10 +340,12 @@ def _compare(pool: BaselinePool, head: Results, alpha: float, seed: int,
     pairs: list[tuple[CaseResult, CaseResult]] = []
     unknown = 0
     sets = []
-    for eval_set, row in zip(head.eval_sets, prepared):
+    for set_key, eval_set, row in zip(head.set_keys(pool.ambiguous), head.eval_sets, prepared):
         cases = []
         for item in row:
             labelled = _label(item, family, better_level, confirming, history, contest_level)
+            labelled.behaviour = case_behaviour(labelled, pool.compared_cases(
+                (set_key, labelled.eval_id), item.pooled)) if wants_behaviour(labelled) else None
             if item.pooled is not None:
                 pairs.append((item.pooled.newest, labelled))
                 if not (item.pooled.newest.fingerprint and labelled.fingerprint):

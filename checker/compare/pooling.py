@@ -132,6 +132,14 @@ class BaselinePool:
                 return position, index[key]
         return None
 
+    def compared_cases(self, key: CaseKey, pooled: PooledCase | None) -> list[CaseResult]:
+        """Main's results of the case a comparison read, newest first: those ``pooled``, else
+        (a ``changed`` case) the newest that has it; [] for a new case."""
+        if pooled is not None:
+            return [self._index[position][key] for position in pooled.sources]
+        found = self.newest_case(key)
+        return [found[1]] if found is not None else []
+
     def pooled(self, key: CaseKey, head: CaseResult) -> PooledCase | None:
         """The pooled baseline of ``head``; None when the newest file that has the case
         evaluated something else (``changed``) - and None when no file has it (``new``):

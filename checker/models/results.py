@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from .base import OutputModel
+from .behaviour import Behaviour, Trajectory
 from .setkey import ambiguous_ids, set_key
 from .usage import Usage
 
@@ -138,6 +139,11 @@ class CaseResult(ResultsModel):
     token_change: dict[str, Any] | None = optional()
     # Quarantined by the base branch's quarantine file: reported, never gating.
     quarantined: QuarantineNote | None = optional()
+    # What the runs did, each distinct tool trajectory and the runs that took it; and against
+    # a baseline, for a regressed, changed or flaky case, main's usual behaviour beside this
+    # run's (models/behaviour.py).
+    trajectories: list[Trajectory] | None = optional()
+    behaviour: Behaviour | None = optional()
 
 
 class EvalSetResult(ResultsModel):

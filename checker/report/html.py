@@ -25,7 +25,8 @@ from ..compare.gate import plural
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
 from .cost import case_tokens, usage_line
 from .explain import explain, fmt_score
-from .html_parts import esc, explanation, pre, run_turns, table, tag
+from .behaviour import behaviour_view
+from .html_parts import behaviour_html, esc, explanation, pre, run_turns, table, tag
 from .scores import fmt_p
 from .text import fmt_duration
 
@@ -50,6 +51,7 @@ details.case>summary{cursor:pointer;font-weight:600}
 .status-not_evaluated{background:#fff8c5}.change-regressed{background:#ffebe9}
 .change-improved{background:#dafbe1}.change-carried{background:#eaeef2}.flaky{background:#fbefff}
 tr.divergence td{background:#ffebe9;font-weight:600}tr.differs td{background:#fff8f7}
+del{background:#ffebe9;color:#82071e}ins{background:#dafbe1;color:#116329;text-decoration:none}
 .sidebyside{display:grid;grid-template-columns:1fr 1fr;gap:8px}
 .filters button{margin-right:6px;padding:3px 10px;border:1px solid #d1d9e0;border-radius:6px;
  background:#f6f8fa;cursor:pointer}.filters button[aria-pressed=true]{background:#0969da;color:#fff}
@@ -161,6 +163,9 @@ def _case(eval_set: EvalSetResult, case: CaseResult, recorded: list[RecordedRun]
     if tokens:
         summary += tag("span", " " + esc(tokens), "note")
     body = [tag("p", f"{esc(eval_set.path)}:{case.line}", "note"), _metrics(case)]
+    shown = behaviour_view(eval_set.eval_set_id, case)  # everything: a page has no size budget
+    if shown is not None:
+        body.append(tag("h4", f"Behaviour against main: {esc(shown.headline)}") + behaviour_html(shown))
     if case.change == "carried":  # --changed-since: main's results, not this run's
         body.insert(1, tag("p", "Carried from main, not re-run: nothing it depends on changed. "
                                 "Status, scores and runs are main's.", "note"))

@@ -149,3 +149,39 @@ def run_turns(run: RecordedRun) -> str:
     if run.error:
         body = pre(run.error, "error") + body
     return body
+
+
+# --- what the agent does differently (report/behaviour.py) ---------------------------
+
+def words_html(diff: Any) -> str:
+    """A word diff: main's words struck out, this PR's underlined, both escaped."""
+    out = []
+    for kind, text in diff.parts:
+        out.append(tag("del", esc(text)) if kind == "-" else tag("ins", esc(text)) if kind == "+"
+                   else "\u2026" if kind == "\u2026" else esc(text))
+    return " ".join(out)
+
+
+def behaviour_html(view: Any) -> str:
+    """Main's usual trajectory beside this PR's, the first divergence marked; the answers
+    that differ as word diffs; the runs on each side taking each."""
+    if view.same_calls:
+        parts = [tag("p", "Same tool calls on both sides, main's usual trajectory ("
+                          + esc(view.baseline_share) + ").", "note shares")]
+    else:
+        parts = [tag("p", f"Main's usual trajectory: {esc(view.baseline_share)}. "
+                          f"This PR's: {esc(view.here_share)}.", "note shares")]
+    if view.rows:
+        rows = []
+        for row in view.rows:
+            mark = "first divergence" if row.first else ("differs" if row.differs else "")
+            rows.append(tag("tr", "".join(tag("td", c) for c in (
+                f"{row.turn} \u00b7 {row.call}", tag("code", esc(row.baseline or "\u2014")),
+                tag("code", esc(row.here or "\u2014")), mark)),
+                "divergence" if row.first else "differs" if row.differs else ""))
+        parts.append(tag("table", tag("thead", tag("tr", "".join(tag("th", h) for h in (
+            "turn \u00b7 call", "main", "this PR", "")))) + tag("tbody", "".join(rows)), "calls behaviour"))
+    for diff in view.answers:
+        parts.append(tag("h6", f"answer, turn {diff.turn} (main \u2192 this PR)")
+                     + tag("p", words_html(diff), "worddiff"))
+    return tag("div", "".join(parts), "behaviour")

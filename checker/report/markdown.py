@@ -164,8 +164,8 @@ def render_within(results: Results, limit: int, measure: Callable[[str], int], *
     """The richest rendering whose size (by ``measure``) is at most ``limit - reserve``.
 
     Shrinks in this order: the collapsed rows of passing cases, then explanations of the
-    last failing cases, then rows of cases that need attention. Returns the text and what
-    was left out, in words.
+    last failing cases, then the behaviour diffs of the last cases (flaky ones first), then
+    rows of cases that need attention. Returns the text and what was left out, in words.
     """
     limit -= reserve
     extra = dict(extra or {})
@@ -181,6 +181,10 @@ def render_within(results: Results, limit: int, measure: Callable[[str], int], *
     if measure(attempt(budget)) > limit:
         best = _largest(0, failing, lambda k: measure(attempt(replace(budget, detail_cases=k))) <= limit)
         budget = replace(budget, detail_cases=best or 0)
+        if best is None:
+            diffs = build_view(results, extra.get("links"), budget).behaviour_total
+            best = _largest(0, diffs, lambda k: measure(attempt(replace(budget, behaviour_cases=k))) <= limit)
+            budget = replace(budget, behaviour_cases=best or 0)
         if best is None:
             rows = sum(len(s.cases) for s in results.eval_sets)
             best_rows = _largest(0, rows, lambda r: measure(attempt(replace(budget, max_rows=r))) <= limit)

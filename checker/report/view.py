@@ -13,6 +13,7 @@ from typing import Any
 
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
 from ..compare.gate import accepted_keys
+from .behaviour import BehaviourView, behaviour_views
 from .changes import ChangeView, Flaky, build_changes, flaky_counts
 from .cost import usage_line
 from .efficiency import token_line
@@ -31,6 +32,11 @@ def fmt_range(metric: MetricResult) -> str:
 
 
 
+# A behaviour diff in a comment: the calls around the first divergence, the first answers
+# that differ, so many words of each (the HTML report shows everything).
+COMPACT = {"max_rows": 8, "max_answers": 2, "max_words": 60}
+
+
 @dataclass
 class Budget:
     """What one rendering may include; the publisher shrinks it until the text fits."""
@@ -38,6 +44,7 @@ class Budget:
     detail_cases: int | None = None   # failing cases explained in <details>; None = all
     passing_rows: bool = True         # table rows of cases that need no attention (collapsed)
     max_rows: int | None = None       # rows of cases that need attention; None = all
+    behaviour_cases: int | None = None  # behaviour diffs against main shown; None = all
 
 
 @dataclass
@@ -125,6 +132,8 @@ class ReportView:
     quiet_hidden: int = 0              # passing rows left out to fit
     changes: ChangeView = field(default_factory=lambda: ChangeView(compared=False))
     verdict_rule: str = "mean"
+    behaviour: list[BehaviourView] = field(default_factory=list)  # within budget
+    behaviour_total: int = 0
 
     @property
     def attention_sets(self) -> list[SetView]:
@@ -331,11 +340,14 @@ def build_view(results: Results, links: Links | None = None, budget: Budget | No
         for m in case.metrics:
             if m.status in ("failed", "error"):
                 counts[m.name] = counts.get(m.name, 0) + 1
+    behaviour = behaviour_views(results, **COMPACT)
+    shown = behaviour if budget.behaviour_cases is None else behaviour[:budget.behaviour_cases]
     return ReportView(sets=[s for s in sets if s.rows or s.hidden_rows or s.quiet_total], failing=failing,
                       failing_total=len(failing_cases), failing_metrics=list(counts.items()),
                       rows_hidden=rows_hidden, footer=build_footer(results),
                       quiet_hidden=sum(s.quiet_total - len(s.quiet) for s in sets),
-                      changes=build_changes(results, links.commit), verdict_rule=results.verdict_rule)
+                      changes=build_changes(results, links.commit), verdict_rule=results.verdict_rule,
+                      behaviour=shown, behaviour_total=len(behaviour))
 
 
 def omitted_notes(view: ReportView) -> list[str]:
@@ -346,6 +358,9 @@ def omitted_notes(view: ReportView) -> list[str]:
     if len(view.failing) < view.failing_total:
         n = view.failing_total - len(view.failing)
         notes.append(f"the explanation of {n} failing case{'s' if n != 1 else ''}")
+    if len(view.behaviour) < view.behaviour_total:
+        n = view.behaviour_total - len(view.behaviour)
+        notes.append(f"the behaviour diff of {n} case{'s' if n != 1 else ''}")
     trimmed = view.rows_hidden - view.quiet_hidden
     if trimmed:
         notes.append(f"{trimmed} table row{'s' if trimmed != 1 else ''} of cases that need attention")

@@ -20,6 +20,7 @@ from ..models.records import RecordedRun
 from ..judges.meter import JudgeMeter, metering
 from ..models.results import CaseResult, MetricResult, MetricVerdict, RunResult, RunVerdicts
 from ..models.usage import Usage, agent_tokens, sum_tokens, sum_usage
+from .trajectories import summarise
 
 
 async def metered_run(configured: ConfiguredMetric, run: RunInput,
@@ -236,7 +237,8 @@ async def score_case(case: EvalCase, config: EvalConfig, runs: list[RecordedRun]
         status = "not_evaluated"  # never passed on the metrics that could be computed
     result = CaseResult(eval_id=case.eval_id, status=status, line=line,
                         runs=run_results, metrics=metrics, usage=sum_usage(r.usage for r in run_results),
-                        fingerprint=case_fingerprint(case, config), flaky=case_flaky(metrics))
+                        fingerprint=case_fingerprint(case, config), flaky=case_flaky(metrics),
+                        trajectories=summarise(runs))
     result._run_verdicts = [RunVerdicts(run=r.run, metrics=[_verdict(c, s) for c, s in per_run[r.run]])
                             for r in runs if r.error is None]
     return result

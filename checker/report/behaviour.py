@@ -1,0 +1,183 @@
+"""What the agent does differently, as the reports show it: for each case with a
+``behaviour`` (a regressed, changed or flaky case: compare/behaviour.py), main's usual tool
+trajectory beside this PR's, call by call, the first divergence marked; the answers as a
+word diff; how many runs on each side took each trajectory.
+
+Plain data (``BehaviourView``) for the markdown template (templates/_behaviour.md.j2) and
+the HTML report (report/html.py), which escape every text themselves: tool arguments and
+answers are the agent's.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from ..models.behaviour import Behaviour, TrajectoryTurn
+from ..models.results import CaseResult, Results
+from .text import fmt_call
+
+CONTEXT = 6  # unchanged words kept on each side of a change in a word diff
+
+
+@dataclass
+class CallRow:
+    turn: int
+    call: int
+    baseline: str | None  # main's call there; None: main made no call there
+    here: str | None
+    first: bool = False   # the first divergence
+    differs: bool = False
+
+
+@dataclass
+class WordDiff:
+    """One turn's answers, main's then this PR's, as runs of words: ``=`` both, ``-`` main's
+    only, ``+`` this PR's only, ``…`` unchanged words left out."""
+
+    turn: int
+    parts: list[tuple[str, str]]
+    words_hidden: int = 0
+
+
+@dataclass
+class BehaviourView:
+    eval_set_id: str
+    eval_id: str
+    change: str                # "regressed", "changed", "flaky"
+    headline: str              # "first divergence at turn 1, call 1" / "same tool calls; the answer differs"
+    compared: bool             # main's side known
+    baseline_share: str = ""   # "12 of 12 runs of main, 0 of 4 here"
+    here_share: str = ""       # "4 of 4 runs here, 0 of 12 of main"
+    same_calls: bool = False
+    rows: list[CallRow] = field(default_factory=list)
+    rows_hidden: int = 0
+    answers: list[WordDiff] = field(default_factory=list)
+    answers_hidden: int = 0    # more turns whose answers differ
+
+
+def _runs(n: int, of: int, where: str) -> str:
+    return f"{n} of {of} run{'' if of == 1 else 's'} {where}"
+
+
+def call_rows(behaviour: Behaviour) -> list[CallRow]:
+    """Every call of either trajectory, turn by turn, side by side."""
+    main = behaviour.baseline.turns if behaviour.baseline is not None else []
+    here = behaviour.here.turns
+    first = behaviour.first_divergence
+    rows = []
+    for t in range(max(len(main), len(here))):
+        left = main[t].calls if t < len(main) else []
+        right = here[t].calls if t < len(here) else []
+        for c in range(max(len(left), len(right))):
+            a = fmt_call(left[c]) if c < len(left) else None
+            b = fmt_call(right[c]) if c < len(right) else None
+            rows.append(CallRow(turn=t + 1, call=c + 1, baseline=a, here=b, differs=a != b,
+                                first=first is not None and (first.turn, first.call) == (t + 1, c + 1)))
+        if first is not None and first.turn == t + 1 and first.call > max(len(left), len(right)):
+            rows.append(CallRow(turn=t + 1, call=first.call, baseline=None, here=None, first=True, differs=True))
+    return rows
+
+
+def word_diff(before: str, after: str, context: int = CONTEXT, limit: int | None = None) -> WordDiff:
+    """``before`` -> ``after`` by words; unchanged stretches longer than twice ``context``
+    are cut to their ends; at most ``limit`` words shown (None: all)."""
+    a, b = before.split(), after.split()
+    parts: list[tuple[str, str]] = []
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    opcodes = matcher.get_opcodes()
+    for index, (op, i1, i2, j1, j2) in enumerate(opcodes):
+        if op == "equal":
+            words = a[i1:i2]
+            keep_head = context if index > 0 else 0
+            keep_tail = context if index < len(opcodes) - 1 else 0
+            if len(words) > keep_head + keep_tail + 1:
+                if keep_head:
+                    parts.append(("=", " ".join(words[:keep_head])))
+                parts.append(("\u2026", ""))
+                if keep_tail:
+                    parts.append(("=", " ".join(words[-keep_tail:])))
+            else:
+                parts.append(("=", " ".join(words)))
+            continue
+        if i2 > i1:
+            parts.append(("-", " ".join(a[i1:i2])))
+        if j2 > j1:
+            parts.append(("+", " ".join(b[j1:j2])))
+    hidden = 0
+    if limit is not None:
+        shown, kept = 0, []
+        for kind, text in parts:
+            words = len(text.split())
+            if shown + words > limit:
+                room = max(0, limit - shown)
+                if room:
+                    kept.append((kind, " ".join(text.split()[:room])))
+                hidden += words - room
+                shown = limit
+                continue
+            kept.append((kind, text))
+            shown += words
+        parts = kept
+    return WordDiff(turn=0, parts=parts, words_hidden=hidden)
+
+
+def _answers(main: list[TrajectoryTurn], here: list[TrajectoryTurn], limit: int | None) -> list[WordDiff]:
+    out = []
+    for t in range(min(len(main), len(here))):
+        before, after = main[t].response or "", here[t].response or ""
+        if before != after:
+            diff = word_diff(before, after, limit=limit)
+            diff.turn = t + 1
+            out.append(diff)
+    return out
+
+
+def behaviour_view(eval_set_id: str, case: CaseResult, *, max_rows: int | None = None,
+                   max_answers: int | None = None, max_words: int | None = None) -> BehaviourView | None:
+    """The view of ``case.behaviour``; the limits bound a comment (None: everything)."""
+    b = case.behaviour
+    if b is None:
+        return None
+    change = case.change if case.change in ("regressed", "changed") else "flaky"
+    view = BehaviourView(eval_set_id=eval_set_id, eval_id=case.eval_id, change=change, headline="",
+                         compared=b.baseline is not None)
+    runs = b.runs
+    view.here_share = (_runs(b.here.runs.here, runs.here, "here") + ", "
+                       + _runs(b.here.runs.baseline, runs.baseline, "of main"))
+    if b.baseline is not None:
+        view.baseline_share = (_runs(b.baseline.runs.baseline, runs.baseline, "of main") + ", "
+                               + _runs(b.baseline.runs.here, runs.here, "here"))
+    rows = call_rows(b)
+    view.same_calls = b.first_divergence is None
+    if max_rows is not None and len(rows) > max_rows:
+        # Keep the rows up to and around the first divergence.
+        at = next((i for i, r in enumerate(rows) if r.first), 0)
+        start = max(0, min(at - max_rows // 2, len(rows) - max_rows))
+        view.rows_hidden = len(rows) - max_rows
+        rows = rows[start:start + max_rows]
+    view.rows = rows
+    answers = _answers(b.baseline.turns, b.here.turns, max_words) if b.baseline is not None else []
+    if max_answers is not None and len(answers) > max_answers:
+        view.answers_hidden = len(answers) - max_answers
+        answers = answers[:max_answers]
+    view.answers = answers
+    d = b.first_divergence
+    if d is not None:
+        view.headline = f"first divergence at turn {d.turn}, call {d.call}"
+    elif answers:
+        view.headline = "same tool calls; the answer differs" if len(answers) == 1 else \
+            f"same tool calls; the answers of {len(answers) + view.answers_hidden} turns differ"
+    else:
+        view.headline = "same tool calls and answers as main's usual run"
+    return view
+
+
+def behaviour_views(results: Results, limit: int | None = None, **limits: int | None) -> list[BehaviourView]:
+    """Every case's view, regressed first, then changed, then flaky (file order within);
+    at most ``limit`` (None: all)."""
+    order = {"regressed": 0, "changed": 1, "flaky": 2}
+    views = [v for s in results.eval_sets for c in s.cases
+             if (v := behaviour_view(s.eval_set_id, c, **limits)) is not None]
+    views.sort(key=lambda v: order[v.change])
+    return views if limit is None else views[:limit]
