@@ -13,3 +13,16 @@ ensure_node() {
     return 1
   fi
 }
+
+# npm_ci_locked HOOK PROJECT: install PROJECT's packages as its package-lock.json pins them,
+# into PROJECT/node_modules; again only when the lock file changed since the last install.
+npm_ci_locked() {
+  local stamp="$2/node_modules/.evalcheck-lock.sha256" want
+  want=$(sha256sum "$2/package-lock.json" | cut -d' ' -f1)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    echo "$1: installed"; return 0
+  fi
+  npm ci --prefix "$2" --no-audit --no-fund --loglevel=error
+  echo "$want" > "$stamp"
+  echo "$1: installed into $2/node_modules"
+}

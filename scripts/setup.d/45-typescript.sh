@@ -7,12 +7,4 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/lib/node.sh
 ensure_node 45-typescript
-project=tests/typescript
-stamp=$project/node_modules/.evalcheck-lock.sha256
-want=$(sha256sum "$project/package-lock.json" | cut -d' ' -f1)
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  echo "45-typescript: installed"; exit 0
-fi
-npm ci --prefix "$project" --no-audit --no-fund --loglevel=error
-echo "$want" > "$stamp"
-echo "45-typescript: installed into $project/node_modules"
+npm_ci_locked 45-typescript tests/typescript
