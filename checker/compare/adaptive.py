@@ -42,7 +42,7 @@ RunKey = tuple[str, str]
 def uncertain(case: CaseResult, rule: VerdictRule) -> bool:
     if case.status in ("error", "not_evaluated"):
         return False
-    return any(rule.uncertain(m.runs, m.threshold) for m in case.metrics
+    return any(rule.uncertain(m.runs, m.threshold, bool(m.lower_is_better)) for m in case.metrics
                if m.threshold is not None and m.status in ("passed", "failed"))
 
 

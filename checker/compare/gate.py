@@ -62,8 +62,10 @@ def _only_quarantined_fail(results: Results) -> bool:
 
 
 def _errored(results: Results) -> bool:
-    # A failed case can hide an errored run (its failing metric decides its status).
+    # A failed case can hide an errored run (its failing metric decides its status), or a
+    # gating metric that nothing could score (which fails its case, as in AgentEvaluator).
     return any(c.status in ("error", "not_evaluated") or any(r.status == "error" for r in c.runs)
+               or any(m.status == "not_evaluated" for m in c.metrics)
                for c in gating_cases(results))
 
 

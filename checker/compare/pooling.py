@@ -35,15 +35,15 @@ def criteria(case: CaseResult) -> dict[str, float | None]:
 
 
 def run_passes(case: CaseResult, metric: MetricResult) -> list[bool]:
-    """Per run, whether it passed the metric's threshold. A run whose agent errored (after
-    its retries) counts as failing; a run the metric alone could not score is left out."""
-    threshold = metric.threshold
+    """Per run, whether it passed the metric's threshold (in the metric's direction). A run
+    whose agent errored (after its retries) counts as failing; a run the metric alone could
+    not score is left out."""
     errored = {r.run for r in case.runs if r.status == "error"}
     runs = [r.run for r in case.runs]
     out = []
     for index, score in enumerate(metric.runs):
         if score is not None:
-            out.append(threshold is not None and score >= threshold)
+            out.append(metric.threshold is not None and metric.meets(score))
         elif index < len(runs) and runs[index] in errored:
             out.append(False)
     return out

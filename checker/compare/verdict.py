@@ -1,13 +1,15 @@
 """Verdict rules: how a metric's per-run scores make its pass/fail (CONTRACT section 8).
 
-- ``mean`` (default, ADK's rule): the mean of the scored runs >= the threshold.
+- ``mean`` (default, ADK's rule): the metric's score (the mean over every scored turn of
+  every run, scoring/aggregation.py) passes the threshold.
 - ``all-runs``: every scored run passes (pass^k, the strictest).
 - ``majority``: more than half of the scored runs pass.
 - ``k-of-n:K``: at least K scored runs pass.
 
-Runs whose agent failed have no score (None) and are left out, as ADK's mean leaves them
-out; such a run already makes its case ``error``. A metric is *flaky* when its scored runs
-disagree: some pass the threshold, some fail.
+A run passes at ``score >= threshold``, or ``<=`` for a metric whose evaluator marks lower
+scores as passing (``MetricResult.lower_is_better``). Runs whose agent failed have no score
+(None) and are left out, as ADK's mean leaves them out; such a run already makes its case
+``error``. A metric is *flaky* when its scored runs disagree: some pass the threshold, some fail.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
-from ..models.results import CaseResult, MetricResult
+from ..models.results import CaseResult, MetricResult, meets_threshold
 from .stats import wilson
 
 @dataclass(frozen=True)
@@ -26,14 +28,18 @@ class VerdictRule:
     def __str__(self) -> str:
         return f"k-of-n:{self.k}" if self.kind == "k-of-n" else self.kind
 
-    def passes(self, runs: list[float | None], threshold: float) -> bool | None:
-        """The verdict over the scored runs; None when no run was scored."""
+    def passes(self, runs: list[float | None], threshold: float, lower_is_better: bool = False,
+               score: float | None = None) -> bool | None:
+        """The verdict over the scored runs; None when no run was scored. ``score``: the
+        metric's (pooled over turns), which ``mean`` decides on; by default the runs' mean."""
         scored = [s for s in runs if s is not None]
         if not scored:
             return None
         if self.kind == "mean":
-            return sum(scored) / len(scored) >= threshold
-        return sum(s >= threshold for s in scored) >= self.needed(len(scored))
+            mean = score if score is not None else sum(scored) / len(scored)
+            return meets_threshold(mean, threshold, lower_is_better)
+        passing = sum(meets_threshold(s, threshold, lower_is_better) for s in scored)
+        return passing >= self.needed(len(scored))
 
     def needed(self, scored: int) -> int:
         """Passing runs a rule that counts runs needs out of ``scored`` (not for ``mean``)."""
@@ -43,7 +49,8 @@ class VerdictRule:
             return scored // 2 + 1
         return self.k
 
-    def uncertain(self, runs: list[float | None], threshold: float) -> bool:
+    def uncertain(self, runs: list[float | None], threshold: float,
+                  lower_is_better: bool = False) -> bool:
         """Could one more run like those seen change this verdict? (adaptive runs)
 
         The next run is taken to score like the lowest or the highest run so far; the
@@ -56,8 +63,8 @@ class VerdictRule:
         scored = [s for s in runs if s is not None]
         if not scored:
             return False
-        now = self.passes(scored, threshold)
-        return any(self.passes(scored + [nxt], threshold) != now
+        now = self.passes(scored, threshold, lower_is_better)
+        return any(self.passes(scored + [nxt], threshold, lower_is_better) != now
                    for nxt in {min(scored), max(scored)})
 
 
@@ -82,7 +89,7 @@ def run_passes(metric: MetricResult) -> tuple[int, int]:
     if metric.threshold is None or metric.status == "informational":
         return (0, 0)
     scored = [s for s in metric.runs if s is not None]
-    return (sum(s >= metric.threshold for s in scored), len(scored))
+    return (sum(metric.meets(s) for s in scored), len(scored))
 
 
 def metric_flaky(metric: MetricResult) -> bool:
@@ -115,13 +122,13 @@ def _gating(case: CaseResult) -> list[MetricResult]:
     return [m for m in case.metrics if m.threshold is not None and m.status != "informational"]
 
 
-def _pass_count(runs_of: list[tuple[list[float | None], float]]) -> PassCount:
+def _pass_count(runs_of: list[tuple[list[float | None], MetricResult]]) -> PassCount:
     """A run counts when at least one gating metric scored it; it passes when every gating
     metric that scored it passed."""
     width = max((len(r) for r, _ in runs_of), default=0)
     passed = runs = 0
     for i in range(width):
-        verdicts = [r[i] >= t for r, t in runs_of if i < len(r) and r[i] is not None]  # type: ignore[operator]
+        verdicts = [m.meets(r[i]) for r, m in runs_of if i < len(r) and r[i] is not None]  # type: ignore[arg-type]
         if verdicts:
             runs += 1
             passed += all(verdicts)
@@ -132,13 +139,13 @@ def _pass_count(runs_of: list[tuple[list[float | None], float]]) -> PassCount:
 def case_pass_counts(case: CaseResult) -> PassCount:
     """Runs of a case that pass every gating metric (k/N) and the Wilson interval of that
     rate: what reports show beside a flaky case."""
-    return _pass_count([(m.runs, m.threshold) for m in _gating(case)])  # type: ignore[misc]
+    return _pass_count([(m.runs, m) for m in _gating(case)])
 
 
 def baseline_pass_counts(case: CaseResult) -> PassCount | None:
     """The same for the baseline's runs kept in a compared case (``baselineRuns``); None
     when the case was not compared (new, changed, no baseline)."""
-    runs_of = [(m.baseline_runs, m.threshold) for m in _gating(case) if m.baseline_runs is not None]
+    runs_of = [(m.baseline_runs, m) for m in _gating(case) if m.baseline_runs is not None]
     return _pass_count(runs_of) if runs_of else None  # type: ignore[arg-type]
 
 

@@ -56,6 +56,10 @@ class RunInput:
 
 class InvocationScore(BaseModel):
     score: float | None = None
+    # The turn's status as its evaluator set it ("passed", "failed", "not_evaluated",
+    # "informational"): a custom metric's own. None: by the threshold, as every built-in
+    # metric (scoring/aggregation.py infers a metric's direction from these).
+    status: str | None = None
     details: dict[str, Any] = Field(default_factory=dict)
     # More details, computed only if this run is the one reported (the worst): explaining a
     # mismatch can cost more than finding it, and most runs' explanations are never shown.

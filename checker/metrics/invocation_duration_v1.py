@@ -2,7 +2,9 @@
 
 The checker measures each turn's wall-clock duration itself; model and tool seconds are
 known only when the agent reports them. framework = max(total - model - tool, 0), n/a when
-either part is n/a. Case values average over the turns that report them, rounded to ms.
+either part is n/a. A run's values average over the turns that report them, rounded to ms,
+as ADK's evaluator does; over runs, the metric's score is the unrounded mean of every turn
+(scoring/aggregation.py, as AgentEvaluator).
 """
 
 from __future__ import annotations

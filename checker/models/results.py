@@ -24,6 +24,12 @@ RunStatus = Literal["passed", "failed", "error", "not_evaluated"]
 ChangeLabel = Literal["regressed", "improved", "unchanged", "new", "changed", "carried"]
 
 
+def meets_threshold(score: float, threshold: float, lower_is_better: bool = False) -> bool:
+    """Whether a score passes its threshold: ``>=``, or ``<=`` for a metric whose evaluator
+    marks lower scores as passing (scoring/aggregation.py)."""
+    return score <= threshold if lower_is_better else score >= threshold
+
+
 def _unset(value: Any) -> bool:
     return value is None
 
@@ -59,6 +65,12 @@ class MetricResult(ResultsModel):
     runs: list[float | None] = Field(default_factory=list)
     details: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
+    # True when the metric's evaluator marks lower scores as passing: it passes, and so does
+    # each run, at ``score <= threshold`` (absent: ``>=``).
+    lower_is_better: bool | None = optional()
+    # Each run's scored turns, when the runs scored different numbers of turns: ``score`` is
+    # the mean over every scored turn, so each run weighs by its turns (absent: equally).
+    run_turns: list[int] | None = optional()
     # Against a baseline: its score, this score minus it, and the one-sided p-value of the
     # runs' pass/fail counts (Fisher's exact test) when both sides have scored runs.
     baseline_score: float | None = optional()
@@ -83,6 +95,11 @@ class MetricResult(ResultsModel):
     def min_max(self) -> tuple[float, float] | None:
         scored = [s for s in self.runs if s is not None]
         return (min(scored), max(scored)) if scored else None
+
+    def meets(self, score: float) -> bool:
+        """Whether ``score`` (the metric's, or one run's) passes its threshold."""
+        assert self.threshold is not None
+        return meets_threshold(score, self.threshold, bool(self.lower_is_better))
 
 
 class MetricVerdict(ResultsModel):

@@ -13,7 +13,7 @@ from ..compare.verdict import MEAN, VerdictRule
 from ..models.results import CaseResult, MetricResult
 from .differences import failing_turns, parameter_notes, response_notes, trajectory_note
 from .judged import JudgeTurn, judge_evidence
-from .scores import fmt_score, requirement, shortfall
+from .scores import fmt_score, not_evaluated, requirement, shortfall
 from .text import clip, clip_tail, fmt_call, printable
 
 # Fixed caps per failing case, so one runaway agent cannot crowd out the others.
@@ -207,6 +207,8 @@ def explain(case: CaseResult, rule: VerdictRule = MEAN) -> tuple[list[Explanatio
 
 def case_headline(case: CaseResult, rule: VerdictRule = MEAN) -> str:
     bits = [f"{m.name} {shortfall(m, rule)}" for m in case.metrics if m.status == "failed"]
+    if case.status == "failed":
+        bits += [f"{m.name} {not_evaluated(m)}" for m in case.metrics if m.status == "not_evaluated"]
     bits += [f"{m.name} could not be computed (metric error)" for m in case.metrics if m.status == "error"]
     errored = sum(1 for r in case.runs if r.status == "error")
     if errored:

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from ..safety.logtext import escape_char
 from ..models.results import CaseResult, Results
 from ..compare.verdict import baseline_pass_counts, case_pass_counts, rule_of
-from .scores import fmt_score as fmt, shortfall
+from .scores import fmt_score as fmt, not_evaluated, shortfall
 from .terminal import case_labels, judge_lines
 
 
@@ -113,6 +113,7 @@ def render_junit(results: Results) -> str:
                         lines.append(f"stderr tail:\n{run.stderr_tail}")
             body = "\n".join(lines)
             failed = [f"{m.name} {shortfall(m, rule)}" for m in case.metrics if m.status == "failed"]
+            failed += [f"{m.name} {not_evaluated(m)}" for m in case.metrics if m.status == "not_evaluated"]
             # A carried failure stays a failure (the gate counts it), said first to be main's.
             shown = [l for l in labels if l != "carried from main"]
             tag = (CARRIED if carried else "") + (f"[{', '.join(shown)}] " if shown else "")

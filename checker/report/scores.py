@@ -28,10 +28,11 @@ def shortfall(metric: MetricResult, rule: VerdictRule) -> str:
     """Why a failed metric failed, in its rule's terms: ``0.60 < 0.80`` under ``mean``;
     ``3/4 runs >= 0.50, all-runs needs 4 (mean 0.75)`` under a rule that counts runs, where
     a mean above the threshold is no contradiction."""
+    worse, reach = (">", "<=") if metric.lower_is_better else ("<", ">=")
     if rule.kind == "mean" or metric.threshold is None:
-        return f"{fmt_score(metric.score)} < {fmt_score(metric.threshold)}"
+        return f"{fmt_score(metric.score)} {worse} {fmt_score(metric.threshold)}"
     passed, scored, need = _runs_short(metric, rule)
-    return (f"{passed}/{scored} runs >= {fmt_score(metric.threshold)}, {rule} needs {need} "
+    return (f"{passed}/{scored} runs {reach} {fmt_score(metric.threshold)}, {rule} needs {need} "
             f"(mean {fmt_score(metric.score)})")
 
 
@@ -43,3 +44,8 @@ def requirement(metric: MetricResult, rule: VerdictRule) -> str:
     passed, scored, need = _runs_short(metric, rule)
     return (f"{fmt_score(metric.threshold)} in {need} of {scored} runs under {rule}; "
             f"{passed} reached it")
+
+
+def not_evaluated(metric: MetricResult) -> str:
+    """Why a gating metric that no run scored failed its case (as AgentEvaluator says it)."""
+    return "was not evaluated" + (f": {metric.error}" if metric.error else "")

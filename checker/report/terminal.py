@@ -11,7 +11,7 @@ from ..compare.verdict import baseline_pass_counts, case_pass_counts, rule_of
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
 from .differences import MAX_TERMINAL_LINES, terminal_notes
 from .judged import judge_evidence, place, statements
-from .scores import fmt_score as fmt, shortfall
+from .scores import fmt_score as fmt, not_evaluated, shortfall
 from .text import fmt_duration, one_line
 
 MAX_JUDGE_LINES = 3  # per metric: the log stays scannable with hundreds of cases
@@ -95,6 +95,8 @@ def failure_lines(results: Results) -> list[str]:
                 lines.append(f"{where}: {metric.name} {shortfall(metric, rule)}"
                              + _against_baseline(metric, case))
                 lines += judge_lines(metric) or difference_lines(metric)
+            elif metric.status == "not_evaluated" and case.status == "failed":
+                lines.append(f"{where}: {metric.name} {one_line(not_evaluated(metric), 200)}")
             elif metric.status == "error":
                 # A metric or judge failure, never the agent's (that is the line above).
                 lines.append(f"{where}: {metric.name} could not be computed (metric error): "

@@ -4,7 +4,7 @@ A shard's results file travels as an artifact from a job that ran the pull reque
 what a surviving process of the agent's might have written into it is caught by the
 sandbox (no survivor, fresh files), and the merge checks it once more: every passed or
 failed metric is what the shard's verdict rule makes of its runs and threshold, its score
-is their mean, a not-evaluated metric has no score, every case's status is what its
+is their mean (each run weighed by its scored turns), a not-evaluated metric has no score, every case's status is what its
 metrics and runs make it, and the shard's ``passed`` what its cases make it. A shard that
 disagrees is bad input (exit status 2), never merged. (What the scores themselves are is the
 shard job's word: nothing can recompute them without running the agent again.)
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..compare.verdict import parse_verdict_rule
 from ..errors import InputError
+from ..metrics import get_metric
 from ..models.results import Results
 from ..scoring.case import case_status
 
@@ -53,15 +54,35 @@ def _check_metric(path: Path, at: str, metric, rule) -> None:
         if metric.threshold is None or not scored:
             raise InputError(f"metric {metric.name!r} is {metric.status!r} without a threshold or a "
                              "scored run", file=str(path), path=f"{at}.status", fix=_FIX)
-        verdict = "passed" if rule.passes(metric.runs, metric.threshold) else "failed"
+        if metric.lower_is_better and get_metric(metric.name) is not None:
+            raise InputError(f"metric {metric.name!r} is built in, and never lower-is-better (its turns "
+                             "pass at the threshold and above)", file=str(path),
+                             path=f"{at}.lowerIsBetter", fix=_FIX)
+        mean = _pooled_mean(metric)
+        if mean is None or metric.score is None or \
+                not math.isclose(metric.score, mean, rel_tol=1e-9, abs_tol=1e-9):
+            raise InputError(f"metric {metric.name!r} has score {metric.score}, but its runs' mean is "
+                             f"{mean} (each run weighed by its scored turns)", file=str(path),
+                             path=f"{at}.score", fix=_FIX)
+        verdict = "passed" if rule.passes(metric.runs, metric.threshold, bool(metric.lower_is_better),
+                                          metric.score) else "failed"
         if verdict != metric.status:
             raise InputError(f"metric {metric.name!r} is {metric.status!r}, but its runs "
                              f"{metric.runs} against threshold {metric.threshold} make it {verdict!r} "
                              f"(verdict rule {rule})", file=str(path), path=f"{at}.status", fix=_FIX)
-        mean = sum(scored) / len(scored)
-        if metric.score is None or not math.isclose(metric.score, mean, rel_tol=1e-9, abs_tol=1e-9):
-            raise InputError(f"metric {metric.name!r} has score {metric.score}, but its runs' mean is "
-                             f"{mean}", file=str(path), path=f"{at}.score", fix=_FIX)
     elif metric.status == "not_evaluated" and (metric.score is not None or scored):
         raise InputError(f"metric {metric.name!r} is 'not_evaluated' but has scores", file=str(path),
                          path=f"{at}.status", fix=_FIX)
+
+
+def _pooled_mean(metric) -> float | None:
+    """The mean over every scored turn, from each run's mean and its scored turns
+    (``runTurns``; absent: the runs weigh equally); None when it cannot be made."""
+    weights = metric.run_turns if metric.run_turns is not None else [1] * len(metric.runs)
+    if len(weights) != len(metric.runs):
+        return None
+    pairs = [(s, w) for s, w in zip(metric.runs, weights) if s is not None]
+    total = sum(w for _, w in pairs)
+    if total <= 0 or any(w <= 0 for _, w in pairs):
+        return None
+    return sum(s * w for s, w in pairs) / total

@@ -1,8 +1,9 @@
 """Scoring: recorded runs of one eval case -> a CaseResult with every configured metric.
 
-Aggregation (CONTRACT section 4): per invocation -> per run case score -> the metric's
-score is the mean over runs, every run's score kept. A metric that could not be computed
-is ``error`` and fails its case (ADK lets a broken judge look like a pass; we do not).
+Aggregation (CONTRACT section 4): every turn of every run pooled, as google-adk's
+AgentEvaluator does (scoring/aggregation.py), every run's own score kept. A gating metric
+with no score fails its case, as in AgentEvaluator; one that could not be computed is
+``error`` and fails its case too (ADK leaves a broken judge's metric not evaluated).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..models.records import RecordedRun
 from ..judges.meter import JudgeMeter, metering
 from ..models.results import CaseResult, MetricResult, MetricVerdict, RunResult, RunVerdicts
 from ..models.usage import Usage, agent_tokens, sum_tokens, sum_usage
+from .aggregation import NOT_EVALUATED, Pooled, Turn, pool, status_by_threshold
 from .trajectories import summarise
 
 
@@ -68,16 +70,18 @@ async def score_run(configured: ConfiguredMetric, run: RunInput, context: Scorin
         return RunScore(error=f"{type(exc).__name__}: {exc}")
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
-def _worst_run_details(scores: list[tuple[int, RunScore]], higher_is_better: bool) -> dict[str, Any]:
-    scored = [(n, s) for n, s in scores if s.score is not None]
+def _worst_run_details(scores: list[tuple[int, RunScore]], pooled: Pooled | None,
+                       runs: list[int]) -> dict[str, Any]:
+    """Details of the run that scored worst (by its mean over its scored turns, in the
+    metric's direction)."""
+    if pooled is None:
+        return {}
+    by_run = dict(scores)
+    scored = [(n, s) for n, s in zip(runs, pooled.runs) if s is not None and n in by_run]
     if not scored:
         return {}
-    run_no, worst = (min if higher_is_better else max)(scored, key=lambda item: item[1].score)
-    return _run_details(run_no, worst)
+    run_no, _ = (max if pooled.lower_is_better else min)(scored, key=lambda item: item[1])
+    return _run_details(run_no, by_run[run_no])
 
 
 def _run_details(run_no: int, score: RunScore) -> dict[str, Any]:
@@ -86,14 +90,15 @@ def _run_details(run_no: int, score: RunScore) -> dict[str, Any]:
             "invocations": [{"score": i.score, **i.all_details()} for i in score.invocations]}
 
 
-def _errored_run_details(scores: list[tuple[int, RunScore]]) -> dict[str, Any]:
+def _errored_run_details(scores: list[tuple[int, RunScore]], pooled: Pooled,
+                         runs: list[int]) -> dict[str, Any]:
     """Details of the first errored run that kept any (e.g. the verdicts a judge did give
     and the answers it could not read), else of the worst scored run: what a reader needs
     to see why the metric could not be computed."""
     for run_no, s in scores:
         if s.error and (s.details or s.invocations):
             return _run_details(run_no, s)
-    return _worst_run_details(scores, True)
+    return _worst_run_details(scores, pooled, runs)
 
 
 def _average_details(scores: list[RunScore]) -> dict[str, Any]:
@@ -108,64 +113,91 @@ def _average_details(scores: list[RunScore]) -> dict[str, Any]:
     return out
 
 
+def run_turns(score: RunScore | None, threshold: float | None) -> list[Turn] | None:
+    """One run's turns as AgentEvaluator pools them; None when the run has no result (its
+    agent failed, or the metric did: the metric is then ``error``)."""
+    if score is None or score.error:
+        return None
+    if score.invocations:
+        return [Turn(i.score, i.status or status_by_threshold(i.score, threshold))
+                for i in score.invocations]
+    if score.score is not None:  # a score of the whole run only (a conversation-level metric)
+        return [Turn(score.score, status_by_threshold(score.score, threshold))]
+    return [Turn(None, NOT_EVALUATED)]
+
+
 def aggregate_metric(configured: ConfiguredMetric, scores: list[tuple[int, RunScore | None]],
                      rule: VerdictRule = MEAN) -> MetricResult:
     """Fold per-run scores (None for a run whose agent failed) into one MetricResult.
 
-    The score is the mean over scored runs; ``rule`` makes the verdict (ADK's ``mean`` by
-    default: score >= threshold)."""
+    Score, direction and verdict as AgentEvaluator makes them (scoring/aggregation.py);
+    ``rule`` other than ``mean`` counts the runs that pass instead."""
     done = [(n, s) for n, s in scores if s is not None]
-    run_scores = [s.score if s is not None else None for _, s in scores]
-    values = [s.score for _, s in done if s.score is not None]
-    score = _mean(values)
+    threshold = None if configured.informational else configured.threshold
+    pooled = pool([run_turns(s, threshold) for _, s in scores], threshold)
+    runs = [n for n, _ in scores]
+    counts = {c for c, s in zip(pooled.run_turns, pooled.runs) if s is not None}
+    common: dict[str, Any] = {"name": configured.name, "score": pooled.score, "runs": pooled.runs,
+                              "run_turns": pooled.run_turns if len(counts) > 1 else None}
     errors = [f"run {n}: {s.error}" for n, s in done if s.error]
     # An informational metric never gates, unless it is a judge whose failure must show
     # (an agents-cli metric without a threshold: checker/inputs/agents_cli.py).
-    if configured.informational and not (errors and configured.errors_gate):
-        return MetricResult(name=configured.name, threshold=None, score=score, status="informational",
-                            runs=run_scores, details=_average_details([s for _, s in done]))
+    if (configured.informational and not (errors and configured.errors_gate)) or \
+            (pooled.informational and not errors):
+        return MetricResult(**common, threshold=None, status="informational",
+                            details=_average_details([s for _, s in done]))
+    common["lower_is_better"] = pooled.lower_is_better or None
     if errors:
-        return MetricResult(name=configured.name, threshold=configured.threshold, score=score,
-                            status="error", runs=run_scores, error="; ".join(errors),
-                            details=_errored_run_details(done))
-    if score is None:
+        return MetricResult(**common, threshold=configured.threshold, status="error",
+                            error="; ".join(errors), details=_errored_run_details(done, pooled, runs))
+    if pooled.score is None:
         reasons = sorted({s.not_evaluated_reason for _, s in done if s.not_evaluated_reason})
         reason = "; ".join(reasons) or ("no run of the agent succeeded" if not done
                                         else "no invocation could be scored")
-        return MetricResult(name=configured.name, threshold=configured.threshold, score=None,
-                            status="not_evaluated", runs=run_scores, error=reason)
+        return MetricResult(**common, threshold=configured.threshold, status="not_evaluated",
+                            error=reason)
     assert configured.threshold is not None
-    status = "passed" if rule.passes(run_scores, configured.threshold) else "failed"
-    return MetricResult(name=configured.name, threshold=configured.threshold, score=score,
-                        status=status, runs=run_scores, details=_worst_run_details(done, True))
+    if rule.kind == "mean":
+        status = pooled.status
+    else:
+        passes = rule.passes(pooled.runs, configured.threshold, pooled.lower_is_better)
+        status = "passed" if passes else "failed"
+    return MetricResult(**common, threshold=configured.threshold, status=status,
+                        details=_worst_run_details(done, pooled, runs))
 
 
 def case_status(runs: list[RunResult], metrics: list[MetricResult]) -> str:
+    """A gating metric that failed, or that no run scored (AgentEvaluator: "was not
+    evaluated"), fails the case; an errored run or metric makes it ``error`` first."""
     gating = [m for m in metrics if m.status != "informational"]
     if any(m.status == "failed" for m in gating):
         return "failed"
     if any(r.status == "error" for r in runs) or any(m.status == "error" for m in gating):
         return "error"
+    if any(m.status == "not_evaluated" for m in gating):
+        return "failed"
     if any(m.status == "passed" for m in gating):
         return "passed"
     return "not_evaluated"
 
 
-def _run_status(run: RecordedRun, per_metric: list[tuple[ConfiguredMetric, RunScore | None]]) -> str:
+def _run_status(run: RecordedRun, index: int,
+                per_metric: list[tuple[MetricResult, RunScore | None]]) -> str:
     """The agent run's verdict: ``error`` only when the agent failed.
 
     A metric that could not be computed on this run (a judge outage, a metric bug) is that
     metric's error, and its case's (CONTRACT section 4); the run is judged on the metrics
-    that could be computed, so reports never blame the agent for a broken judge.
+    that could be computed, so reports never blame the agent for a broken judge. Each run
+    passes a metric as the metric passes: ``>=`` its threshold, ``<=`` when lower is better.
     """
     if run.error is not None:
         return "error"
     verdicts = []
-    for configured, score in per_metric:
-        if configured.informational or score is None or score.error:
+    for metric, score in per_metric:
+        if metric.status == "informational" or score is None or score.error:
             continue
-        if score.score is not None and configured.threshold is not None:
-            verdicts.append(score.score >= configured.threshold)
+        if metric.threshold is not None and metric.runs[index] is not None:
+            verdicts.append(metric.meets(metric.runs[index]))
     if not verdicts:
         return "not_evaluated"
     return "passed" if all(verdicts) else "failed"
@@ -228,11 +260,14 @@ async def score_case(case: EvalCase, config: EvalConfig, runs: list[RecordedRun]
         if metric.name in refused:
             reason = next(m.refused for ms in meters.values() for m in ms if m.refused)
             metric.status, metric.error = "not_evaluated", reason
-    run_results = [RunResult(run=r.run, status=_run_status(r, per_run[r.run]), error=r.error,
-                             duration_seconds=own_time(r), stderr_tail=r.stderr_tail,
+    run_results = [RunResult(run=r.run, status=_run_status(r, k, list(zip(metrics, [
+                                 score for _, score in per_run[r.run]]))),
+                             error=r.error, duration_seconds=own_time(r), stderr_tail=r.stderr_tail,
                              retries=r.retries, usage=_usage(r, meters[r.run]))
-                   for r in runs]
-    status = case_status(run_results, metrics)
+                   for k, r in enumerate(runs)]
+    # A metric the judge budget left out is not the agent's failure: such a case is not
+    # evaluated (scoring/budget.py), unless the metrics that were computed failed it.
+    status = case_status(run_results, [m for m in metrics if m.name not in refused])
     if refused and status != "failed":
         status = "not_evaluated"  # never passed on the metrics that could be computed
     result = CaseResult(eval_id=case.eval_id, status=status, line=line,

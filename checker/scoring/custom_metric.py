@@ -9,10 +9,11 @@ it: ``fn(eval_metric, actual_invocations, expected_invocations, conversation_sce
 the invocations and scenario as ADK's own models when google-adk is installed, where
 ``eval_metric`` has ``metric_name``, ``threshold`` (None, as in ADK) and ``criterion``
 (with ``criterion.threshold``). It may be sync or async, and may return an ADK
-``EvaluationResult``, any object or dict with ``overall_score`` (and optionally
-``per_invocation_results``, each with a ``score``), or a plain number. evalcheck applies the
-threshold itself. An exception or a bad return value makes the metric an ``error`` with the
-reason; it never crashes the run.
+``EvaluationResult`` (or a dict of its shape), any object or dict with ``overall_score``, or a
+plain number. Each per-invocation result keeps its score and status: the metric's score is
+their mean over every run and its direction comes from their statuses, as in AgentEvaluator
+(scoring/aggregation.py); ``overall_score`` is only the run's own score. An exception or a
+bad return value makes the metric an ``error`` with the reason; it never crashes the run.
 """
 
 from __future__ import annotations
@@ -139,9 +140,14 @@ def _number(value: Any, what: str) -> float | None:
     return float(value)
 
 
+ADK_STATUSES = {1: "PASSED", 2: "FAILED", 3: "NOT_EVALUATED", 4: "INFORMATIONAL"}  # EvalStatus
+
+
 def _status_name(value: Any) -> str | None:
     if value is None:
         return None
+    if isinstance(value, int) and not isinstance(value, bool) and value in ADK_STATUSES:
+        return ADK_STATUSES[value]  # an EvalStatus, or its number as ADK writes it in JSON
     name = getattr(value, "name", None) or str(value)
     return name.rsplit(".", 1)[-1].upper()
 
@@ -163,11 +169,10 @@ def to_run_score(result: Any, path: str) -> RunScore:
     for i, item in enumerate(per):
         score = _number(item if isinstance(item, (int, float)) and not isinstance(item, bool)
                         else _get(item, "score"), f"per_invocation_results[{i}].score")
-        details: dict[str, Any] = {}
-        item_status = _status_name(_get(item, "eval_status", "evalStatus"))
-        if item_status:
-            details["status"] = item_status.lower()
-        invocations.append(InvocationScore(score=score, details=details))
+        status_name = _status_name(_get(item, "eval_status", "evalStatus"))
+        item_status = status_name.lower() if status_name else None
+        invocations.append(InvocationScore(score=score, status=item_status,
+                                           details={"status": item_status} if item_status else {}))
     score = _number(overall, "overall_score")
     if score is None and invocations:
         scored = [i.score for i in invocations if i.score is not None]

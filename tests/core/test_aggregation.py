@@ -258,7 +258,9 @@ def test_an_async_metric_is_awaited():
 def test_a_nan_score_is_not_evaluated():
     result = score(EXPECTED, config({"tool_trajectory_avg_score": 1.0}, configured(NaNScore)), runs_of([RIGHT]))
     assert metric(result, "test_nan").status == "not_evaluated"
-    assert result.status == "passed"  # one gate passed, none failed or errored
+    # A gating metric with no score fails its case even when another gate passed, as
+    # google-adk's AgentEvaluator reports it ("was not evaluated"; test_adk_aggregation.py).
+    assert result.status == "failed"
 
 
 # ------------------------------------------------------------------ informational metrics
@@ -312,10 +314,25 @@ def test_a_not_evaluated_case_fails_the_gate(repo):
     out = run_cli(["run", "e", "--replay", "runs.json", "--results", "r.json"], repo)
     assert out.code == 1, out.output
     res = json.loads((repo / "r.json").read_text())
-    assert [c["status"] for c in res["evalSets"][0]["cases"]] == ["passed", "not_evaluated"]
+    # The reference metrics cannot score a scenario case: not evaluated, which fails the case
+    # as in google-adk's AgentEvaluator (test_adk_aggregation.py, end to end).
+    assert [c["status"] for c in res["evalSets"][0]["cases"]] == ["passed", "failed"]
     sim = res["evalSets"][0]["cases"][1]
     assert {m["name"]: m["status"] for m in sim["metrics"]}["tool_trajectory_avg_score"] == "not_evaluated"
-    assert res["passed"] is False and res["summary"]["notEvaluated"] == 1
+    assert res["passed"] is False and res["summary"]["failed"] == 1
+    assert "tool_trajectory_avg_score was not evaluated: the case has no reference conversation" \
+        in out.output
+
+
+def test_an_unscored_gating_metric_fails_the_error_gate(repo):
+    """``--fail-on error`` (a run or metric errored, or a gating metric could not be scored)
+    fails on a case whose reference metrics cannot score its scenario, though that case is
+    ``failed``, not ``not_evaluated``."""
+    scenario = {"eval_id": "sim", "conversation_scenario": {"starting_prompt": "hi", "conversation_plan": "chat"}}
+    write_json(repo / "e/s.evalset.json", evalset("s", case("ok"), scenario))
+    write_json(repo / "runs.json", replay(("s", "ok", 1, [invocation()]), ("s", "sim", 1, [invocation()])))
+    out = run_cli(["run", "e", "--replay", "runs.json", "--fail-on", "error"], repo)
+    assert out.code == 1 and "evaluation errored (fail-on: error)" in out.output, out.output
 
 
 def test_an_errored_run_fails_the_gate(repo):

@@ -133,7 +133,9 @@ def test_camel_case_twin_scores_the_same(repo):
     got = scores(res_s)[("rich", "two_turns")]
     assert got["tool_trajectory_avg_score"] == (0.75, "failed", [1.0, 0.5])
     assert got["tool_call_count_v1"][0] == 1.25  # (2 + 1)/2 calls per turn in run 1, (1 + 1)/2 in run 2
-    assert got["token_usage_v1"][0] == 64.5  # 129 tokens in turn 2, averaged over both turns
+    # 129 tokens in turn 2, none reported in turn 1: google-adk's AgentEvaluator pools the turns
+    # that have a count (ADK's per-run overall, 64.5, divides by both; test_adk_aggregation.py)
+    assert got["token_usage_v1"][0] == 129.0
 
 
 def test_mixed_spelling_in_one_file(repo):

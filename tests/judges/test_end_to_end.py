@@ -132,7 +132,10 @@ def test_replay_with_judges_twice_uses_the_cache_the_second_time(repo, fake):
     custom = metric(r1, "booking", "short_answers")
     assert (custom["runs"], custom["status"]) == ([1.0, 0.5], "failed")
     assert metric(r1, "greeting", "short_answers")["status"] == "passed"
-    assert [c["status"] for c in r1["evalSets"][0]["cases"]] == ["failed", "passed"]
+    # The greeting has no rubric: that metric is not evaluated, which fails the case, as
+    # google-adk's AgentEvaluator reports it ("Rubrics are required.", then "was not evaluated").
+    assert metric(r1, "greeting", "rubric_based_final_response_quality_v1")["status"] == "not_evaluated"
+    assert [c["status"] for c in r1["evalSets"][0]["cases"]] == ["failed", "failed"]
 
     judge = r1["metadata"]["judge"]
     calls = len(fake.requests)
