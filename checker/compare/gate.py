@@ -136,8 +136,12 @@ def _errors(results: Results) -> list[str]:
     runs = sum(r.status == "error" for c in cases for r in c.runs)
     metrics = sum(m.status == "error" for c in cases for m in c.metrics)
     not_evaluated = sum(c.status == "not_evaluated" for c in cases)
+    # A gating metric nothing could score, in a case it fails (as in AgentEvaluator).
+    unscored = sum(m.status == "not_evaluated" for c in cases if c.status != "not_evaluated"
+                   for m in c.metrics)
     said = [f"{plural(runs, 'run')} errored" if runs else "",
             f"{plural(metrics, 'metric')} errored" if metrics else "",
+            f"{plural(unscored, 'metric')} not evaluated" if unscored else "",
             f"{plural(not_evaluated, 'case')} not evaluated" if not_evaluated else ""]
     return [x for x in said if x] or (["a case errored"] if any(c.status == "error" for c in cases) else [])
 

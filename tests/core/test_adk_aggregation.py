@@ -356,9 +356,42 @@ def test_runs_pass_in_the_metric_direction():
     from checker.compare.pooling import run_passes as pooled_passes
     from checker.models.results import CaseResult
 
+    from checker.compare.verdict import case_pass_counts
+
     case = CaseResult(eval_id="c", status="failed", runs=[RunResult(run=n, status="passed") for n in (1, 2, 3)],
                       metrics=[result])
     assert pooled_passes(case, result) == [True, False, True]
+    assert str(case_pass_counts(case)) == "2/3"
+
+
+def test_a_shard_with_pooled_scores_merges_and_a_forged_direction_does_not(tmp_path):
+    """The merge checks each shard's verdicts from its own runs (scale/verify.py): runs of
+    different lengths weigh by their scored turns (runTurns); a built-in metric is never
+    lower-is-better."""
+    from checker.errors import InputError
+    from checker.models.results import CaseResult, EvalSetResult, Results
+    from checker.scale.verify import check_verdicts
+
+    (_, _), cost = one([[(0.1, P)], [(0.2, P), (0.4, F), (0.2, P)]], 0.3)
+    (_, _), quality = one([[(0.9, P)], [(0.3, F)] * 3], 0.5)
+    quality.name = "quality"
+    assert (cost.run_turns, cost.lower_is_better, quality.status) == ([1, 3], True, "failed")
+    runs = [RunResult(run=n, status="passed") for n in (1, 2)]
+
+    def shard(*metrics):
+        case = CaseResult(eval_id="c", status=case_status(runs, list(metrics)), runs=runs,
+                          metrics=list(metrics))
+        return Results(passed=False, summary={}, eval_sets=[EvalSetResult(eval_set_id="s", path="s.json",
+                                                                          cases=[case])])
+
+    check_verdicts(tmp_path / "s.json", shard(cost, quality))
+    forged = quality.model_copy(update={"name": "tool_trajectory_avg_score", "lower_is_better": True,
+                                        "status": "passed"})
+    with pytest.raises(InputError, match="never lower-is-better"):
+        check_verdicts(tmp_path / "s.json", shard(forged))
+    unweighted = quality.model_copy(update={"run_turns": None})
+    with pytest.raises(InputError, match="its runs' mean is"):
+        check_verdicts(tmp_path / "s.json", shard(unweighted))
 
 
 def test_exact_mean_is_statistics_mean():

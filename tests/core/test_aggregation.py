@@ -332,7 +332,8 @@ def test_an_unscored_gating_metric_fails_the_error_gate(repo):
     write_json(repo / "e/s.evalset.json", evalset("s", case("ok"), scenario))
     write_json(repo / "runs.json", replay(("s", "ok", 1, [invocation()]), ("s", "sim", 1, [invocation()])))
     out = run_cli(["run", "e", "--replay", "runs.json", "--fail-on", "error"], repo)
-    assert out.code == 1 and "evaluation errored (fail-on: error)" in out.output, out.output
+    assert out.code == 1 and "gate failed (fail-on: error): 2 metrics not evaluated" in out.output, \
+        out.output
 
 
 def test_an_errored_run_fails_the_gate(repo):
