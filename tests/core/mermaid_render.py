@@ -60,7 +60,7 @@ def chromium() -> str | None:
 
 
 def available() -> bool:
-    return chromium() is not None and MERMAID.is_file() and shutil.which("node") is not None
+    return chromium() is not None and MERMAID.is_file()
 
 
 def mermaid_blocks(markdown: str) -> list[str]:
