@@ -24,7 +24,6 @@ const AGENT_EXPORTS = ["rootAgent", "root_agent", "agent", "default"];
 const TYPESCRIPT = new Set([".ts", ".mts", ".cts", ".tsx"]);
 const GOOGLE_AGENT = Symbol.for("google.adk.baseAgent");
 const GOOGLE_APP = Symbol.for("google.adk.app");
-const GOOGLE_WORKFLOW = Symbol.for("google.adk.workflow");
 const USAGE_HOOKED = Symbol("evalcheck.usageHooked");
 
 // The protocol's own copy of stdout; whatever the agent prints goes to stderr (its log).
@@ -114,7 +113,7 @@ async function importModule(modulePath, shown) {
 
 function sdkOf(value, modulePath) {
   if (value === null || typeof value !== "object") return null;
-  if (value[GOOGLE_AGENT] === true || value[GOOGLE_APP] === true || value[GOOGLE_WORKFLOW] === true) {
+  if (value[GOOGLE_AGENT] === true || value[GOOGLE_APP] === true) {
     return "google";
   }
   const iqai = iqaiSdk(modulePath);
@@ -159,7 +158,7 @@ function isClass(value) {
   return typeof value === "function" && /^class[\s{]/.test(Function.prototype.toString.call(value));
 }
 
-// What an export stands for: an agent (or @google/adk App/Workflow) with its SDK, or null.
+// What an export stands for: an agent (or an @google/adk App) with its SDK, or null.
 // Accepted: the agent itself; an AgentBuilder (built here); what AgentBuilder.build()
 // returns ({agent, runner, ...}); a promise of these; with `call`, a function returning one.
 async function agentFrom(value, modulePath, { call }) {
@@ -353,7 +352,11 @@ async function serveRun(runners, start, inbox, ready, sessionId) {
       send({ type: "response", invocationId: message.invocationId, events, ...named });
     }
   } finally {
-    await run.close();
+    try {
+      await run.close();
+    } catch (error) {  // the run is over: its close is not the agent's answer
+      process.stderr.write(`evalcheck-adk-ts: closing a runner: ${oneLine(error)}\n`);
+    }
   }
 }
 

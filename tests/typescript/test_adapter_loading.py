@@ -53,6 +53,21 @@ def test_finds_the_agent(project, body, answers):
     assert final_texts(messages) == [f"{answers}: hi"]
 
 
+GOOGLE_ECHO = (AGENTS / "google" / "echo.mjs").as_uri()
+
+
+@pytest.mark.parametrize("body, answers", [
+    ("export const rootAgent = echoAgent('google_root');", "google_root"),
+    ("export const app = new App({ name: 'my_app', rootAgent: echoAgent('in_app') });", "in_app"),
+])
+def test_finds_a_google_adk_agent_or_app(project, body, answers):
+    path = project / "agent.mjs"
+    path.write_text(f'import {{ App }} from "@google/adk";\nimport {{ echoAgent }} from "{GOOGLE_ECHO}";\n{body}\n')
+    messages, stderr, status = adapter_exchange(path)
+    assert status == 0, stderr
+    assert final_texts(messages) == [f"{answers}: hi"]
+
+
 def test_a_commonjs_module(project):
     path = project / "agent.cjs"
     path.write_text(f'const {{ LlmAgent }} = require("@iqai/adk");\n'
