@@ -362,6 +362,14 @@ def test_runs_pass_in_the_metric_direction():
                       metrics=[result])
     assert pooled_passes(case, result) == [True, False, True]
     assert str(case_pass_counts(case)) == "2/3"
+    # The verdict rules that count runs count them in that direction too.
+    from checker.compare.verdict import VerdictRule
+
+    configured = ConfiguredMetric("m", None, None, 0.3, False, custom_function_path="metrics.m")
+    m = MetricPattern("m", "custom", 0.3, [[(0.1, P)], [(0.5, F)], [(0.2, P)]], [None] * 3)
+    scores = [(n + 1, run_score(m, n)) for n in range(3)]
+    assert [aggregate_metric(configured, scores, VerdictRule(kind)).status
+            for kind in ("all-runs", "majority")] == ["failed", "passed"]
 
 
 def test_a_shard_with_pooled_scores_merges_and_a_forged_direction_does_not(tmp_path):
