@@ -230,3 +230,48 @@ def test_model_calls_get_adks_eval_retry_options_without_its_evaluation_package(
     runs, _ = run_in_sequence(runner, [RunJob("set", case("a", turns=1), 1, turn_timeout=60)])
     assert runs[0].error is None, runs[0].error
     assert seen(runs[0]) == [{"attempts": 7, "evaluation_imported": False}]
+
+
+# An agent that leaves a file open (buffered, never closed) and has an exit handler.
+LEAVES_OPEN = INTROSPECT + '''
+import atexit
+LOG = open(os.environ["AGENT_FILE"], "w")  # noqa: SIM115  (left open on purpose)
+LOG.write("loaded\\n")
+atexit.register(lambda: open(os.environ["AGENT_FILE"] + ".exit", "w").write("exit handler ran"))
+
+
+class _UnloadedAtTeardown:
+    # What it needs is bound now: at teardown, module globals may be gone already.
+    def __del__(self, _open=open, _path=os.environ["AGENT_FILE"] + ".teardown"):
+        with _open(_path, "w") as told:
+            told.write("the interpreter tore down")
+
+
+UNLOADED = _UnloadedAtTeardown()
+'''
+
+
+def test_the_bridge_exits_at_once_yet_runs_exit_handlers_and_flushes_open_files(tmp_path):
+    """The bridge ends its process without the interpreter's teardown (seconds of a loaded
+    machine's time), but what an exit must do is done: exit handlers run, files flushed."""
+    import os
+
+    folder = introspect_agent(tmp_path)
+    (folder / "agent.py").write_text(LEAVES_OPEN)
+    written = tmp_path / "agent.txt"
+    runner = StdioRunner(f"{shlex.quote(str(BRIDGE))} {shlex.quote(str(folder))}", cwd=tmp_path,
+                         env={**os.environ, "AGENT_FILE": str(written)})
+
+    async def go():
+        run = await runner.run(RunJob("set", case("a", turns=1), 1, turn_timeout=60))
+        (worker,) = runner._shared
+        await runner.aclose()
+        return run, worker.agent.proc.returncode
+
+    run, status = asyncio.run(go())
+    assert run.error is None and status == 0
+    assert written.read_text() == "loaded\n"
+    assert (tmp_path / "agent.txt.exit").read_text() == "exit handler ran"
+    # No teardown: a module-level object's finalizer, which the interpreter's teardown
+    # would run, did not.
+    assert not (tmp_path / "agent.txt.teardown").exists()

@@ -244,6 +244,41 @@ def test_container_runs_an_adk_agent_folder_through_the_bridge(image, tmp_path):
         assert "No module named" not in log
 
 
+def test_container_runs_several_adk_agents_each_eval_set_on_its_own(image, tmp_path):
+    """A repository of three ADK agents (tests/adk_agent/several_agents.py), one
+    `agent-command: evalcheck-adk agents`: each eval set runs on its own agent - the agents'
+    own answers and authors show it - in one bridge process in the agent's environment."""
+    sys.path.insert(0, str(ROOT / "tests" / "adk_agent"))
+    from several_agents import AUTHORS, build
+
+    with FakeGitHub() as fake:
+        runner = Runner.create(tmp_path, event())
+        build(runner.workspace)
+        env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
+               **input_env(fake.token, paths="agents evals", num_runs="2",
+                           inference_out="evalcheck-report/inference.json",
+                           setup_command="pip install --quiet google-adk==2.13.0",
+                           agent_command="evalcheck-adk agents")}
+        done = docker_run(image, runner, env)
+        log = done.stdout + done.stderr
+        assert done.returncode == 0, log[-5000:]
+        results = json.loads((runner.workspace / runner.outputs()["results-path"]).read_text())
+        statuses = {s["evalSetId"]: {c["status"] for c in s["cases"]} for s in results["evalSets"]}
+        assert statuses == {"weather": {"passed"}, "shop": {"passed"}, "greetings": {"passed"}}, log[-5000:]
+        runs = json.loads((runner.workspace / "evalcheck-report" / "inference.json").read_text())["runs"]
+        authors: dict[str, set[str]] = {}
+        for run in runs:
+            assert run.get("error") is None, run["error"]
+            for invocation in run["invocations"]:
+                for step in invocation["intermediateData"].get("invocationEvents", []):
+                    authors.setdefault(run["evalSetId"], set()).add(step["author"])
+        assert authors["weather"] == AUTHORS["weather_app"] and authors["shop"] == AUTHORS["shop_app"]
+        greetings = [r["invocations"][0]["finalResponse"]["parts"][0]["text"] for r in runs
+                     if r["evalSetId"] == "greetings"]
+        assert sorted(set(greetings)) == ["Hello Ada, I am the greeter.", "Hello Bo, I am the greeter."]
+        assert len(runs) == 2 * 10 and fake.violations == []
+
+
 def _hand_to_runner_user(runner: Runner, uid: int = 1001) -> None:
     """The runner's directories belong to its user (uid 1001 on GitHub's runners), not root."""
     for top in (runner.workspace, runner.home, runner.file_commands):
