@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from tshelpers import (ADAPTER, AGENTS, api_server_command, examples_copy, free_port, metric_runs,
-                       most_in_flight, run_evalcheck, visits_eval_set)
+from tshelpers import (ADAPTER, AGENTS, api_server_command, check_weather_example, examples_copy,
+                       free_port, metric_runs, most_in_flight, run_evalcheck, visits_eval_set)
 
 # The scores of the example's eval set (the same agent logic as tests/adk_agent's Python
 # agent, whose bridge run gives these same numbers).
@@ -71,23 +71,8 @@ def test_example_agent_scores_as_expected(example_run):
 
 def test_tools_state_and_sub_agent_as_adk_records_them(example_run):
     _, inference, *_ = example_run
-    runs = {(r["evalId"], r["run"]): r for r in inference["runs"]}
-    assert len(runs) == 8
-    # Session state reached the instruction (the user's name) and the tool (the units).
-    compare = runs[("compare_fahrenheit", 1)]["invocations"][0]
-    assert compare["finalResponse"]["parts"][0]["text"] == (
-        "Bob, it is clear in Rome, 75 degrees fahrenheit and it is rainy in Oslo, "
-        "48 degrees fahrenheit. Rome is warmer.")
-    # The second turn went through the sub-agent: both calls, both authors.
-    second = runs[("weather_then_forecast", 2)]["invocations"][1]
-    events = second["intermediateData"]["invocationEvents"]
-    calls = [p["functionCall"] for e in events for p in (e.get("content") or {}).get("parts", [])
-             if "functionCall" in p]
-    assert [(c["name"], c["args"]) for c in calls] == [
-        ("transfer_to_agent", {"agentName": "forecast_agent"}),
-        ("get_forecast", {"city": "Tokyo", "days": 3})]
-    assert {e["author"] for e in events} == {"weather_agent", "forecast_agent"}
-    assert second["finalResponse"]["parts"][0]["text"] == "The forecast for Tokyo: cloudy, windy, sunny."
+    assert len(inference["runs"]) == 8
+    events = check_weather_example(inference, "agentName")
     # Usage metadata is kept on the model's events, as ADK keeps it.
     usages = [e["usageMetadata"] for e in events if "usageMetadata" in e]
     assert [u["candidatesTokenCount"] for u in usages] == [20, 10, 10]

@@ -10,8 +10,8 @@ import shlex
 
 import pytest
 
-from tshelpers import (ADAPTER, AGENTS, examples_copy, metric_runs, most_in_flight, run_evalcheck,
-                       visits_eval_set)
+from tshelpers import (ADAPTER, AGENTS, check_weather_example, examples_copy, metric_runs,
+                       most_in_flight, run_evalcheck, visits_eval_set)
 
 # The example's eval set scores as @google/adk's and the Python agent's (tests/adk_agent).
 EXPECTED = {
@@ -47,20 +47,7 @@ def test_example_agent_scores_as_expected(example_run):
 
 def test_tools_state_sub_agent_and_usage(example_run):
     _, inference, _ = example_run
-    runs = {(r["evalId"], r["run"]): r for r in inference["runs"]}
-    compare = runs[("compare_fahrenheit", 2)]["invocations"][0]
-    assert compare["finalResponse"]["parts"][0]["text"] == (
-        "Bob, it is clear in Rome, 75 degrees fahrenheit and it is rainy in Oslo, "
-        "48 degrees fahrenheit. Rome is warmer.")
-    second = runs[("weather_then_forecast", 1)]["invocations"][1]
-    events = second["intermediateData"]["invocationEvents"]
-    calls = [p["functionCall"] for e in events for p in (e.get("content") or {}).get("parts", [])
-             if "functionCall" in p]
-    assert [(c["name"], c["args"]) for c in calls] == [
-        ("transfer_to_agent", {"agent_name": "forecast_agent"}),
-        ("get_forecast", {"city": "Tokyo", "days": 3})]
-    assert {e["author"] for e in events} == {"weather_agent", "forecast_agent"}
-    assert second["finalResponse"]["parts"][0]["text"] == "The forecast for Tokyo: cloudy, windy, sunny."
+    events = check_weather_example(inference, "agent_name")
     # Each model call's usage on its own event (@iqai/adk's events have none of their own).
     usages = [(e["author"], e["usageMetadata"]["candidatesTokenCount"]) for e in events
               if "usageMetadata" in e]

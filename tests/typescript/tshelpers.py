@@ -140,3 +140,25 @@ def final_texts(messages: list[dict]) -> list[str]:
                      if p.get("text")]
             texts.append(parts[-1]["text"] if parts else "")
     return texts
+
+
+def check_weather_example(inference: dict, transfer_arg: str) -> list[dict]:
+    """What the examples' weather agent did, as ADK records it: session state reached the
+    instruction (the user's name) and the tool (the units); the forecast turn went through
+    the sub-agent, with both calls and both authors (``transfer_arg``: transfer_to_agent's
+    argument in this ADK). The forecast turn's events, for more checks."""
+    runs = {(r["evalId"], r["run"]): r for r in inference["runs"]}
+    compare = runs[("compare_fahrenheit", 1)]["invocations"][0]
+    assert compare["finalResponse"]["parts"][0]["text"] == (
+        "Bob, it is clear in Rome, 75 degrees fahrenheit and it is rainy in Oslo, "
+        "48 degrees fahrenheit. Rome is warmer.")
+    second = runs[("weather_then_forecast", 2)]["invocations"][1]
+    events = second["intermediateData"]["invocationEvents"]
+    calls = [p["functionCall"] for e in events for p in (e.get("content") or {}).get("parts", [])
+             if "functionCall" in p]
+    assert [(c["name"], c["args"]) for c in calls] == [
+        ("transfer_to_agent", {transfer_arg: "forecast_agent"}),
+        ("get_forecast", {"city": "Tokyo", "days": 3})]
+    assert {e["author"] for e in events} == {"weather_agent", "forecast_agent"}
+    assert second["finalResponse"]["parts"][0]["text"] == "The forecast for Tokyo: cloudy, windy, sunny."
+    return events
