@@ -19,6 +19,7 @@ import { pathToFileURL } from "node:url";
 
 const USAGE = "usage: evalcheck-adk-ts [--concurrent N] [--export NAME] MODULE";
 const DEFAULT_CONCURRENT = 8;
+const MIN_NODE = 20;  // the oldest the ADKs run on (tested: 20 and 22)
 // The exports looked at, in this order, when --export does not name one.
 const AGENT_EXPORTS = ["rootAgent", "root_agent", "agent", "default"];
 const TYPESCRIPT = new Set([".ts", ".mts", ".cts", ".tsx"]);
@@ -399,6 +400,11 @@ async function main() {
   const modulePath = path.resolve(options.module);
   const shown = options.module;
   try {
+    const major = Number(process.versions.node.split(".")[0]);
+    if (major < MIN_NODE) {
+      throw new SetupError(`node ${process.versions.node} is too old: evalcheck-adk-ts needs ` +
+        `Node.js ${MIN_NODE} or newer (${process.execPath})`);
+    }
     if (!fs.existsSync(modulePath) || !fs.statSync(modulePath).isFile()) {
       throw new SetupError(`agent module not found: ${shown}`);
     }
