@@ -12,22 +12,9 @@ import time
 
 import pytest
 
-from tshelpers import (ADAPTER, AGENTS, api_server_command, check_weather_example, examples_copy,
-                       free_port, metric_runs, most_in_flight, run_evalcheck, visits_eval_set)
-
-# The scores of the example's eval set (the same agent logic as tests/adk_agent's Python
-# agent, whose bridge run gives these same numbers).
-EXPECTED = {
-    ("paris_celsius", "tool_trajectory_avg_score"): 1.0,
-    ("paris_celsius", "response_match_score"): 1.0,
-    ("compare_fahrenheit", "tool_trajectory_avg_score"): 1.0,
-    ("compare_fahrenheit", "response_match_score"): 0.6470588235294118,
-    ("weather_then_forecast", "tool_trajectory_avg_score"): 1.0,
-    ("weather_then_forecast", "response_match_score"): 0.8999999999999999,
-    ("paris_celsius", "token_usage_v1"): 234.0,
-    ("paris_celsius", "inference_call_count_v1"): 2.0,
-    ("weather_then_forecast", "tool_call_count_v1"): 1.5,
-}
+from tshelpers import (ADAPTER, AGENTS, WEATHER_SCORES, api_server_command, check_weather_example,
+                       examples_copy, free_port, metric_runs, most_in_flight, run_evalcheck,
+                       visits_eval_set)
 
 WRONG_CASE = {
     "evalId": "wrong_expectation",
@@ -64,7 +51,7 @@ def test_example_agent_scores_as_expected(example_run):
     assert "wrong_expectation: tool_trajectory_avg_score 0.00 < 1.00" in done.stdout
     assert all(r.get("error") is None for r in inference["runs"]), inference["runs"]
     runs = metric_runs(results)
-    for key, score in EXPECTED.items():
+    for key, score in WEATHER_SCORES.items():
         assert runs[key] == [score, score], key
     assert runs[("wrong_expectation", "tool_trajectory_avg_score")] == [0.0, 0.0]
 

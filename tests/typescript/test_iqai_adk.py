@@ -10,23 +10,8 @@ import shlex
 
 import pytest
 
-from tshelpers import (ADAPTER, AGENTS, check_weather_example, examples_copy, metric_runs,
-                       most_in_flight, run_evalcheck, visits_eval_set)
-
-# The example's eval set scores as @google/adk's and the Python agent's (tests/adk_agent).
-EXPECTED = {
-    ("paris_celsius", "tool_trajectory_avg_score"): 1.0,
-    ("paris_celsius", "response_match_score"): 1.0,
-    ("compare_fahrenheit", "tool_trajectory_avg_score"): 1.0,
-    ("compare_fahrenheit", "response_match_score"): 0.6470588235294118,
-    ("weather_then_forecast", "tool_trajectory_avg_score"): 1.0,
-    ("weather_then_forecast", "response_match_score"): 0.8999999999999999,
-    # Two model calls of 107 prompt + 10 answer tokens (the scripted model's count).
-    ("paris_celsius", "token_usage_v1"): 234.0,
-    ("paris_celsius", "inference_call_count_v1"): 2.0,
-    ("weather_then_forecast", "tool_call_count_v1"): 1.5,
-}
-
+from tshelpers import (ADAPTER, AGENTS, WEATHER_SCORES, check_weather_example, examples_copy,
+                       metric_runs, most_in_flight, run_evalcheck, visits_eval_set)
 
 @pytest.fixture(scope="module")
 def example_run(tmp_path_factory):
@@ -41,7 +26,7 @@ def test_example_agent_scores_as_expected(example_run):
     assert done.returncode == 0, done.stdout + done.stderr
     assert all(r.get("error") is None for r in inference["runs"]), inference["runs"]
     runs = metric_runs(results)
-    for key, score in EXPECTED.items():
+    for key, score in WEATHER_SCORES.items():
         assert runs[key] == [score, score], key
 
 

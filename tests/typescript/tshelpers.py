@@ -20,6 +20,21 @@ NODE_MODULES = HERE / "node_modules"
 EXAMPLES = REPO / "examples" / "typescript"
 AGENTS = HERE / "agents"
 PY = sys.executable
+# The scores of the examples' weather eval set, for both TypeScript ADKs: those of the same
+# agent logic in Python (tests/adk_agent's weather_app through the ADK bridge), except the
+# forecast turn's tokens (each ADK words the sub-agent's request its own way).
+WEATHER_SCORES = {
+    ("paris_celsius", "tool_trajectory_avg_score"): 1.0,
+    ("paris_celsius", "response_match_score"): 1.0,
+    ("compare_fahrenheit", "tool_trajectory_avg_score"): 1.0,
+    ("compare_fahrenheit", "response_match_score"): 0.6470588235294118,
+    ("weather_then_forecast", "tool_trajectory_avg_score"): 1.0,
+    ("weather_then_forecast", "response_match_score"): 0.8999999999999999,
+    # Two model calls of 107 prompt + 10 answer tokens (the scripted model's count).
+    ("paris_celsius", "token_usage_v1"): 234.0,
+    ("paris_celsius", "inference_call_count_v1"): 2.0,
+    ("weather_then_forecast", "tool_call_count_v1"): 1.5,
+}
 ADK_CLI = NODE_MODULES / "@google" / "adk-devtools" / "dist" / "esm" / "cli_entrypoint.js"
 
 
