@@ -2,7 +2,8 @@
 
 One fresh session per (case, run), created with the case's initial state; a pinned
 ``session_input.session_id`` is deliberately not reused (ADK's reuse leaks one run's
-history into the next; reference section 8 item 23). httpx is imported lazily.
+history into the next; reference section 8 item 23). HTTP goes through agents/http_client.py
+(its own client for a server on this machine, httpx for others, imported lazily).
 """
 
 from __future__ import annotations
@@ -77,12 +78,10 @@ class ApiServerRunner:
     # ------------------------------------------------------------ server lifecycle
 
     async def start(self) -> None:
-        import httpx
+        from .http_client import http_client
 
         become_subreaper()
-        self._client = httpx.AsyncClient(
-            base_url=self.url, timeout=httpx.Timeout(30.0),
-            limits=httpx.Limits(max_connections=self.concurrency + 2))
+        self._client = http_client(self.url, max_connections=self.concurrency + 2, timeout=30.0)
         if self.server_command:
             try:
                 self._server = await spawn(self.server_command, cwd=self.cwd,
@@ -97,19 +96,19 @@ class ApiServerRunner:
         await self._wait_ready(self.startup_timeout if self.server_command else self.connect_timeout)
 
     async def _wait_ready(self, timeout: float) -> None:
-        import httpx
+        from .http_client import ConnectError, RequestTimeout, TransportError
 
         deadline = time.monotonic() + timeout
         last_problem = "no answer"
         while True:
             try:
-                response = await self._client.get("/list-apps", timeout=5.0)
+                response = await self._client.request("GET", "/list-apps", timeout=5.0)
                 if response.status_code == 200:
                     body = loads_bounded(response.content)
                     if isinstance(body, list):
                         self.apps = [str(a) for a in body]
                 return  # any HTTP answer means the server is up
-            except httpx.ConnectError as exc:
+            except ConnectError as exc:
                 if self._server is None:
                     # Nothing listens there (connection refused, unknown host): waiting
                     # would not change that for a server we do not start.
@@ -118,7 +117,7 @@ class ApiServerRunner:
                                            "--agent-server-command to have evalcheck start it)",
                                            None) from None
                 last_problem = type(exc).__name__
-            except (httpx.TransportError, ValueError) as exc:
+            except (TransportError, RequestTimeout, ValueError) as exc:
                 last_problem = type(exc).__name__
             if self._server is not None and self._server.returncode is not None:
                 raise ServerStartError(
@@ -168,15 +167,15 @@ class ApiServerRunner:
         return ""
 
     async def _post(self, path: str, body: Any, timeout: float, what: str) -> Any:
-        import httpx
+        from .http_client import RequestTimeout, TransportError
 
         try:
-            response = await self._client.post(path, json=body, timeout=timeout)
-        except httpx.TimeoutException:
+            response = await self._client.request("POST", path, json_body=body, timeout=timeout)
+        except RequestTimeout:
             raise AgentFailure(f"{what}: no answer within {timeout:g} s (--turn-timeout)") from None
-        except httpx.TransportError as exc:
+        except TransportError as exc:
             raise AgentFailure(f"{what}: cannot reach the agent server: "
-                               f"{type(exc).__name__}{self._server_gone()}") from None
+                               f"{exc}{self._server_gone()}") from None
         if response.status_code >= 400:
             raise AgentFailure(f"{what}: the agent server answered HTTP {response.status_code}: "
                                f"{response.text[:300]}")
@@ -231,4 +230,4 @@ class ApiServerRunner:
 
     async def _delete(self, path: str) -> None:
         with contextlib.suppress(Exception):
-            await self._client.delete(path, timeout=5.0)
+            await self._client.request("DELETE", path, timeout=5.0)
