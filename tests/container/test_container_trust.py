@@ -22,7 +22,7 @@ import pytest
 
 from test_container_action import (HEAD, ROOT, FakeGitHub, Runner, _hand_to_runner_user,  # noqa: F401
                                    docker_run, event, image, input_env)
-from runner_env import EXAMPLE  # noqa: E402  (on the path test_container_action set)
+from runner_env import EXAMPLE, as_checkout  # noqa: E402  (on the path test_container_action set)
 
 TOKEN = "ghs_checkouttoken4711"
 # what actions/checkout writes with persist-credentials: true (its default)
@@ -201,6 +201,7 @@ def test_setup_command_rewrites_none_of_what_the_verdict_reads(image, tmp_path):
         shutil.copy(EXAMPLE / "agent_evals" / "test_config.json", ws / "criteria" / "test_config.json")
         (ws / "report.j2").write_text("## {{ 'passed' if results.passed else 'failed' }}\n")
         (ws / "rewrite.py").write_text(SETUP_REWRITES)
+        as_checkout(runner)  # a pull request that changed none of it (the baseline is tracked)
         _hand_to_runner_user(runner)
         env = {**runner.github_env(fake.base_url, in_container=True, head_sha=HEAD),
                **input_env(fake.token, paths="agent_evals", replay="recorded_runs.json",

@@ -119,8 +119,9 @@ def as_checkout(runner: Runner) -> str:
     nothing yet); returns that commit's SHA. Files written afterwards are untracked, as a
     workflow step's (actions/cache) are."""
     ws = runner.workspace
-    shutil.rmtree(ws / ".git")
-    git = ["git", "-C", str(ws), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    # (git init keeps what .git holds, e.g. a checkout token a test wrote into .git/config;
+    # the workspace may already be the runner's user's)
+    git = ["git", "-C", str(ws), "-c", "safe.directory=*", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
     subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "main"], check=True)

@@ -66,12 +66,19 @@ def pull_request(tmp_path: Path, *, attack: bool) -> tuple[Runner, str]:
     return runner, base
 
 
-def test_a_baseline_file_the_pull_request_rewrote_does_not_open_the_gate(tmp_path, fake, capfd):
-    runner, base = pull_request(tmp_path, attack=True)
+def regressed_run(tmp_path: Path, fake: FakeGitHub, capfd, *, attack: bool) -> tuple[str, str, dict]:
+    """The pull request evaluated: the gate fails on compare_cities's regression either way.
+    (base commit, log, results)"""
+    runner, base = pull_request(tmp_path, attack=attack)
     code, log = run_action(runner, fake, capfd)
     assert code == 1, log
     results = json.loads((runner.workspace / "evalcheck-report" / "results.json").read_text())
     assert results["comparison"]["summary"]["regressed"] == 1
+    return base, log, results
+
+
+def test_a_baseline_file_the_pull_request_rewrote_does_not_open_the_gate(tmp_path, fake, capfd):
+    base, log, results = regressed_run(tmp_path, fake, capfd, attack=True)
     assert results["comparison"]["baseline"]["commit"] == base
     # (paris_today's recorded answer scores a little higher in the PR's recordings: raised)
     said = (f"baseline file baseline/results.json changed by this PR: 1 case's baseline lowered, "
@@ -88,11 +95,7 @@ def test_a_baseline_file_the_pull_request_rewrote_does_not_open_the_gate(tmp_pat
 
 
 def test_a_pull_request_that_leaves_the_baseline_alone_is_gated_as_before(tmp_path, fake, capfd):
-    runner, _ = pull_request(tmp_path, attack=False)
-    code, log = run_action(runner, fake, capfd)
-    assert code == 1, log
-    results = json.loads((runner.workspace / "evalcheck-report" / "results.json").read_text())
-    assert results["comparison"]["summary"]["regressed"] == 1
+    _, log, results = regressed_run(tmp_path, fake, capfd, attack=False)
     assert [c["kind"] for c in results["pullRequestFiles"]] == ["replay"]
     assert "baseline file" not in log
     assert "warning: replay file recorded_runs.json changed by this PR: the verdict is the PR's own " \
