@@ -22,18 +22,15 @@ under test cannot shadow it. Standard library only, until google-adk is imported
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
-import importlib.machinery
-import importlib.util
 import json
 import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, Any
 
 from .loading import Agents, LoadFailure, load_agent
+from .runtime import end_process, eval_plugins, fewer_collections
 
 USAGE = "usage: evalcheck-adk [--one-session | --concurrent N] DIR (an ADK agent folder, or a folder of them)"
 DEFAULT_CONCURRENT = 8  # runs at once in the one process (ADK's own eval runs 4)
@@ -87,41 +84,6 @@ def _fail(out: IO[str], message: str, invocation_id: str | None = None,
     return 1
 
 
-RETRY_MODULE = "google.adk.evaluation._retry_options_utils"
-
-
-@functools.cache
-def _retry_plugin() -> Any:
-    """ADK's EnsureRetryOptionsPlugin (None when this ADK has none), from its own module
-    alone: the ordinary import runs google/adk/evaluation/__init__.py, which imports
-    AgentEvaluator and every eval model (about 0.2 s of CPU at each start) for a plugin that
-    needs none of them. The module is ADK's, found on ADK's own package path and run under
-    its own name (its relative imports reach ADK's agents, models and plugins); a later
-    import of google.adk.evaluation finds it there."""
-    module = sys.modules.get(RETRY_MODULE)
-    if module is None:
-        import google.adk
-
-        folders = [os.path.join(folder, "evaluation") for folder in google.adk.__path__]
-        spec = importlib.machinery.PathFinder.find_spec(RETRY_MODULE, folders)
-        if spec is None or spec.loader is None:
-            return None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[RETRY_MODULE] = module  # as an import would (inspect and pickle look there)
-        try:
-            spec.loader.exec_module(module)
-        except ImportError:
-            del sys.modules[RETRY_MODULE]
-            return None
-    return getattr(module, "EnsureRetryOptionsPlugin", None)
-
-
-def _eval_plugins() -> list[Any]:
-    # ADK's inference adds model-call retries; do the same when this ADK has the plugin.
-    plugin = _retry_plugin()
-    return [] if plugin is None else [plugin(name="ensure_retry_options")]
-
-
 def make_runner(loaded: Any, app_name: str) -> Any:
     """A Runner of its own for one run, with fresh in-memory services."""
     from google.adk.agents.base_agent import BaseAgent
@@ -135,11 +97,11 @@ def make_runner(loaded: Any, app_name: str) -> Any:
                 "artifact_service": InMemoryArtifactService(),
                 "memory_service": InMemoryMemoryService()}
     if isinstance(loaded, App):
-        app = loaded.model_copy(update={"plugins": list(loaded.plugins) + _eval_plugins()})
+        app = loaded.model_copy(update={"plugins": list(loaded.plugins) + eval_plugins()})
         return Runner(app=app, app_name=app_name, **services)
     if isinstance(loaded, BaseAgent):
-        return Runner(app_name=app_name, agent=loaded, plugins=_eval_plugins(), **services)
-    return Runner(app_name=app_name, node=loaded, plugins=_eval_plugins(), **services)
+        return Runner(app_name=app_name, agent=loaded, plugins=eval_plugins(), **services)
+    return Runner(app_name=app_name, node=loaded, plugins=eval_plugins(), **services)
 
 
 async def warm_up() -> None:
@@ -197,6 +159,7 @@ async def serve(agent_dir: Path, out: IO[str], stdin: IO[bytes], *, many: bool =
     except Exception as exc:  # only a speed-up: a failure here is not the agent's
         print(f"evalcheck ADK bridge: warm-up skipped ({type(exc).__name__}: {exc})",
               file=sys.stderr, flush=True)
+    fewer_collections()
     read = line_reader(stdin)
     if not many:
         start = await read()
@@ -340,24 +303,3 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # bad input from the checker side, or an ADK failure: one line
         return _fail(out, f"{type(exc).__name__}: {exc}")
     end_process(code, out)
-
-
-def end_process(code: int, out: IO[str]) -> NoReturn:
-    """The runs are over: end the process without the interpreter's teardown. Unloading
-    google-adk, the agent and what they hold costs about 0.5 s of CPU, and the checker waits
-    for this process to exit before it scores. What an exit must still do is done first:
-    the exit handlers (logging's flush, telemetry exporters, the agent's own), then every
-    file the agent left open is flushed, as its finalizer would."""
-    import atexit
-    import gc
-    import io
-
-    atexit._run_exitfuncs()
-    for stream in gc.get_objects():
-        if isinstance(stream, (io.TextIOWrapper, io.BufferedWriter, io.BufferedRandom)):
-            with contextlib.suppress(Exception):
-                if not stream.closed:
-                    stream.flush()
-    with contextlib.suppress(Exception):
-        out.flush()
-    os._exit(code)

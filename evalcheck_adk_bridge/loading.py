@@ -4,6 +4,7 @@ that needs it (evalcheck_adk_bridge/folders.py says which run needs which)."""
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -81,6 +82,7 @@ class Agents:
                                  f"{load_problem(agent_dir, exc)}")
             raise LoadFailure(self._failed[key]) from None
         self._loaded[key] = (loaded, reset_function(agent_dir))
+        gc.freeze()  # as what was loaded before the first run (fewer_collections)
         return self._loaded[key]
 
     def for_run(self, start: dict[str, Any]) -> tuple[Any, Reset | None]:

@@ -196,7 +196,8 @@ def test_one_session_mode_is_protocol_1(tmp_path):
 
 
 # An LlmAgent whose model says which retry options the request came with (ADK's eval sets
-# them with its EnsureRetryOptionsPlugin), and whether ADK's evaluation package was imported.
+# them with its EnsureRetryOptionsPlugin), whether ADK's evaluation package was imported,
+# and how the cyclic collector is set.
 RETRIES = '''
 import json, sys
 from google.adk.agents import LlmAgent
@@ -211,8 +212,10 @@ class Telling(BaseLlm):
     async def generate_content_async(self, llm_request, stream=False):
         options = llm_request.config.http_options
         retry = options.retry_options if options else None
+        import gc
         told = {"attempts": retry.attempts if retry else None,
-                "evaluation_imported": "google.adk.evaluation" in sys.modules}
+                "evaluation_imported": "google.adk.evaluation" in sys.modules,
+                "gc_threshold": gc.get_threshold()[0], "frozen": gc.get_freeze_count()}
         yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text=json.dumps(told))]))
 
 
@@ -220,7 +223,7 @@ root_agent = LlmAgent(name="telling", model=Telling(), instruction="Say it.")
 '''
 
 
-def test_model_calls_get_adks_eval_retry_options_without_its_evaluation_package(tmp_path):
+def test_model_calls_get_adks_eval_retry_options_and_the_collector_is_set_for_serving(tmp_path):
     """As ADK's own eval inference, the bridge adds ADK's EnsureRetryOptionsPlugin (7
     attempts unless the agent sets its own), loaded without google.adk.evaluation."""
     folder = tmp_path / "telling"
@@ -229,7 +232,11 @@ def test_model_calls_get_adks_eval_retry_options_without_its_evaluation_package(
     runner = StdioRunner(f"{shlex.quote(str(BRIDGE))} {shlex.quote(str(folder))}", cwd=tmp_path)
     runs, _ = run_in_sequence(runner, [RunJob("set", case("a", turns=1), 1, turn_timeout=60)])
     assert runs[0].error is None, runs[0].error
-    assert seen(runs[0]) == [{"attempts": 7, "evaluation_imported": False}]
+    (told,) = seen(runs[0])
+    assert (told["attempts"], told["evaluation_imported"]) == (7, False)
+    # The collector set for serving runs: google-adk and the agent, loaded, are never
+    # scanned again; the youngest generation is collected after 100,000 allocations.
+    assert told["gc_threshold"] == 100_000 and told["frozen"] > 50_000, told
 
 
 # An agent that leaves a file open (buffered, never closed) and has an exit handler.
