@@ -75,6 +75,7 @@ def end_process(code: int, out: IO[str]) -> NoReturn:
     import io
 
     atexit._run_exitfuncs()
+    gc.unfreeze()  # gc.get_objects() leaves out the frozen (fewer_collections)
     for stream in gc.get_objects():
         if isinstance(stream, (io.TextIOWrapper, io.BufferedWriter, io.BufferedRandom)):
             with contextlib.suppress(Exception):
