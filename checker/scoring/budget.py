@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..models.results import Results, RunResult
 from ..models.usage import TokenBudget
+from .case import NOT_STARTED, case_status
 from .pipeline import summarize
 
 
@@ -26,9 +27,8 @@ def leave_out(results: Results, agent: TokenBudget | None, judge: TokenBudget | 
                 agent.cases.add((key, case.eval_id))
                 case.runs = sorted([*case.runs, *(RunResult(
                     run=n, status="not_evaluated",
-                    error=f"not started: {agent.message()}") for n in runs)], key=lambda r: r.run)
-                if case.status != "failed":
-                    case.status = "not_evaluated"
+                    error=f"{NOT_STARTED}{agent.message()}") for n in runs)], key=lambda r: r.run)
+                case.status = case_status(case.runs, case.metrics)
             if judge is not None and any(m.status == "not_evaluated" and (m.error or "").startswith(
                     "the judge token budget") for m in case.metrics):
                 judge.cases.add((key, case.eval_id))

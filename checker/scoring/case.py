@@ -166,14 +166,26 @@ def aggregate_metric(configured: ConfiguredMetric, scores: list[tuple[int, RunSc
                         details=_worst_run_details(done, pooled, runs))
 
 
+# The error of a run a spent agent token budget kept from starting (scoring/budget.py).
+NOT_STARTED = "not started: "
+
+
+def not_started(run: RunResult) -> bool:
+    return run.status == "not_evaluated" and (run.error or "").startswith(NOT_STARTED)
+
+
 def case_status(runs: list[RunResult], metrics: list[MetricResult]) -> str:
     """A gating metric that failed, or that no run scored (AgentEvaluator: "was not
-    evaluated"), fails the case; an errored run or metric makes it ``error`` first."""
+    evaluated"), fails the case; an errored run or metric makes it ``error`` first. A case
+    with runs a spent token budget kept from starting is not evaluated unless the runs that
+    did happen failed it: what was never run is not the agent's failure."""
     gating = [m for m in metrics if m.status != "informational"]
     if any(m.status == "failed" for m in gating):
         return "failed"
     if any(r.status == "error" for r in runs) or any(m.status == "error" for m in gating):
         return "error"
+    if any(not_started(r) for r in runs):
+        return "not_evaluated"
     if any(m.status == "not_evaluated" for m in gating):
         return "failed"
     if any(m.status == "passed" for m in gating):
