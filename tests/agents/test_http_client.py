@@ -63,25 +63,37 @@ def ok(body: bytes = b'{"ok":true}', extra: str = "") -> bytes:
             f"\r\n{extra}\r\n").encode() + body
 
 
-def client(url: str, **kwargs) -> LoopbackClient:
-    return LoopbackClient(url, max_connections=kwargs.pop("max_connections", 4),
-                          timeout=kwargs.pop("timeout", 5.0))
+def client(url: str) -> LoopbackClient:
+    return LoopbackClient(url, max_connections=4, timeout=5.0)
+
+
+async def always_ok(method, path, body):
+    return ok()
+
+
+def served(answer, talk, prefix: str = ""):
+    """``talk(http, server)`` with a client of a Server answering with ``answer``: (the
+    server, what ``talk`` returned)."""
+    async def go():
+        server = Server(answer)
+        async with server as url:
+            http = client(url + prefix)
+            try:
+                return server, await talk(http, server)
+            finally:
+                await http.aclose()
+    return asyncio.run(go())
 
 
 def test_keep_alive_connections_are_reused_and_bodies_sent_as_json():
     async def answer(method, path, body):
         return ok(b'{"n":%d}' % len(body))
 
-    async def go():
-        server = Server(answer)
-        async with server as url:
-            http = client(url + "/prefix")
-            first = await http.request("POST", "/run", json_body={"text": "héllo"})
-            second = await http.request("GET", "/list-apps")
-            await http.aclose()
-        return server, first, second
+    async def talk(http, server):
+        return (await http.request("POST", "/run", json_body={"text": "héllo"}),
+                await http.request("GET", "/list-apps"))
 
-    server, first, second = asyncio.run(go())
+    server, (first, second) = served(answer, talk, "/prefix")
     assert (first.status_code, first.content, second.content) == (200, b'{"n":17}', b'{"n":0}')
     assert server.connections == 1
     assert [(m, p) for m, p, _ in server.requests] == [("POST", "/prefix/run"), ("GET", "/prefix/list-apps")]
@@ -98,17 +110,11 @@ def test_chunked_and_close_delimited_answers_and_http_1_0():
     async def answer(method, path, body):
         return next(answers)
 
-    async def go():
-        server = Server(answer)
-        async with server as url:
-            http = client(url)
-            chunked = await http.request("GET", "/a")
-            closed = await http.request("GET", "/b")  # read to the end of the connection
-            again = await http.request("GET", "/c")  # so this one needs a new connection
-            await http.aclose()
-        return server, chunked, closed, again
+    async def talk(http, server):
+        return [await http.request("GET", path) for path in ("/a", "/b", "/c")]
 
-    server, chunked, closed, again = asyncio.run(go())
+    # /b is read to the end of its connection, so /c needs a new one.
+    server, (chunked, closed, again) = served(answer, talk)
     assert chunked.content == b"[1,2,3]\n"
     assert (closed.status_code, closed.text) == (500, "boom, no length")
     assert again.status_code == 200 and server.connections == 2
@@ -117,22 +123,14 @@ def test_chunked_and_close_delimited_answers_and_http_1_0():
 def test_a_keep_alive_connection_closed_while_idle_is_not_written_to_twice():
     """The server closes an idle keep-alive connection (as uvicorn does after 5 s): the next
     request goes on a new connection and the server reads it once."""
-    async def answer(method, path, body):
-        return ok()
+    async def talk(http, server):
+        await http.request("POST", "/one", json_body={})
+        for writer in server.writers:  # the server drops the idle connection
+            writer.close()
+        await asyncio.sleep(0.05)
+        return await http.request("POST", "/two", json_body={})
 
-    async def go():
-        server = Server(answer)
-        async with server as url:
-            http = client(url)
-            await http.request("POST", "/one", json_body={})
-            for writer in server.writers:  # the server drops the idle connection
-                writer.close()
-            await asyncio.sleep(0.05)
-            second = await http.request("POST", "/two", json_body={})
-            await http.aclose()
-        return server, second
-
-    server, second = asyncio.run(go())
+    server, second = served(always_ok, talk)
     assert second.status_code == 200
     assert [p for _, p, _ in server.requests] == ["/one", "/two"] and server.connections == 2
 
@@ -140,19 +138,12 @@ def test_a_keep_alive_connection_closed_while_idle_is_not_written_to_twice():
 def test_a_connection_idle_longer_than_the_servers_keep_alive_is_not_reused(monkeypatch):
     monkeypatch.setattr(http_client, "IDLE_SECONDS", 0.0)
 
-    async def answer(method, path, body):
-        return ok()
+    async def talk(http, server):
+        await http.request("GET", "/a")
+        await http.request("GET", "/b")
 
-    async def go():
-        server = Server(answer)
-        async with server as url:
-            http = client(url)
-            await http.request("GET", "/a")
-            await http.request("GET", "/b")
-            await http.aclose()
-        return server
-
-    assert asyncio.run(go()).connections == 2
+    server, _ = served(always_ok, talk)
+    assert server.connections == 2
 
 
 @pytest.mark.parametrize("reply, says", [
@@ -166,16 +157,11 @@ def test_a_broken_answer_is_a_transport_error(reply, says):
     async def answer(method, path, body):
         return reply
 
-    async def go():
-        async with Server(answer) as url:
-            http = client(url)
-            try:
-                await http.request("POST", "/run", json_body={})
-            finally:
-                await http.aclose()
+    async def talk(http, server):
+        await http.request("POST", "/run", json_body={})
 
     with pytest.raises(TransportError, match=says):
-        asyncio.run(go())
+        served(answer, talk)
 
 
 def test_a_late_answer_times_out_and_its_connection_is_not_reused():
@@ -184,17 +170,12 @@ def test_a_late_answer_times_out_and_its_connection_is_not_reused():
             await asyncio.sleep(5)
         return ok()
 
-    async def go():
-        server = Server(answer)
-        async with server as url:
-            http = client(url)
-            with pytest.raises(RequestTimeout):
-                await http.request("GET", "/slow", timeout=0.2)
-            fine = await http.request("GET", "/fast")
-            await http.aclose()
-        return server, fine
+    async def talk(http, server):
+        with pytest.raises(RequestTimeout):
+            await http.request("GET", "/slow", timeout=0.2)
+        return await http.request("GET", "/fast")
 
-    server, fine = asyncio.run(go())
+    server, fine = served(answer, talk)
     assert fine.status_code == 200 and server.connections == 2
 
 
