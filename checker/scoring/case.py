@@ -178,13 +178,18 @@ def case_status(runs: list[RunResult], metrics: list[MetricResult]) -> str:
     """A gating metric that failed, or that no run scored (AgentEvaluator: "was not
     evaluated"), fails the case; an errored run or metric makes it ``error`` first. A case
     with runs a spent token budget kept from starting is not evaluated unless the runs that
-    did happen failed it: what was never run is not the agent's failure."""
+    did happen failed it (or left a gating metric unscored): what was never run is not the
+    agent's failure."""
     gating = [m for m in metrics if m.status != "informational"]
     if any(m.status == "failed" for m in gating):
         return "failed"
     if any(r.status == "error" for r in runs) or any(m.status == "error" for m in gating):
         return "error"
     if any(not_started(r) for r in runs):
+        # A metric the runs that did happen left unscored fails as AgentEvaluator fails it.
+        started = any(not not_started(r) for r in runs)
+        if started and any(m.status == "not_evaluated" for m in gating):
+            return "failed"
         return "not_evaluated"
     if any(m.status == "not_evaluated" for m in gating):
         return "failed"
