@@ -426,7 +426,8 @@ def test_shard_jobs_post_nothing_and_the_merge_job_publishes_once(runs):
 def test_act_ran_every_job_and_github_saw_only_valid_requests(runs):
     assert sorted(runs.second.jobs) == sorted(
         ["replay-fail", "replay-pass", "live-agent", "workflow-commands", "regression-file",
-         "baseline-auto", "read-only-token", "merge", *(f"shard-{i}" for i in range(1, SHARDS + 1))])
+         "baseline-auto", "read-only-token", "merge", "typescript-agent",
+         *(f"shard-{i}" for i in range(1, SHARDS + 1))])
     assert runs.fake.violations == []
     # Only the jobs that fail on purpose failed.
     failed = sorted(name for name, job in runs.second.jobs.items() if job.result != "success")
