@@ -90,12 +90,105 @@ def first_divergence(actual: list[FunctionCall], expected: list[FunctionCall],
 # Calls listed per failing turn: a window around the first divergence, as many as a report
 # shows (listing every call of a long trajectory cost 20x more than matching it).
 LISTED_CALLS = 25
+# Above this many call pairs an IN_ORDER alignment matches greedily instead of by the
+# longest common subsequence (a failing turn of the worst run only, but unbounded input).
+ALIGN_CELLS = 250_000
+
+
+def _same(call: FunctionCall, want: FunctionCall, ignore_args: bool) -> bool:
+    return call.name == want.name and (ignore_args or call.args == want.args)
+
+
+def _any_order_unmatched(actual: list[FunctionCall], expected: list[FunctionCall],
+                         ignore_args: bool) -> tuple[list[int], list[int]]:
+    """(expected calls no actual call matched, actual calls left over), as the ANY_ORDER
+    match counts them: each expected call takes the first equal actual call not yet taken."""
+    unused = list(range(len(actual)))
+    missing = []
+    for e, want in enumerate(expected):
+        found = next((k for k, a in enumerate(unused) if _same(actual[a], want, ignore_args)), None)
+        if found is None:
+            missing.append(e)
+        else:
+            del unused[found]
+    return missing, unused
+
+
+def _in_order_unmatched(actual: list[FunctionCall], expected: list[FunctionCall],
+                        ignore_args: bool) -> tuple[list[int], list[int]]:
+    """(expected calls outside the longest common subsequence, actual calls outside it): IN_ORDER
+    passes when expected is a subsequence of actual, so what it lacks is the expected calls no
+    alignment in order can match."""
+    n, m = len(expected), len(actual)
+    if n * m > ALIGN_CELLS:  # greedy, as the match itself walks the calls
+        matched_e, matched_a, a = set(), set(), 0
+        for e, want in enumerate(expected):
+            k = next((k for k in range(a, m) if _same(actual[k], want, ignore_args)), None)
+            if k is not None:
+                matched_e.add(e)
+                matched_a.add(k)
+                a = k + 1
+    else:
+        table = [[0] * (m + 1) for _ in range(n + 1)]
+        for e in range(n - 1, -1, -1):
+            for k in range(m - 1, -1, -1):
+                table[e][k] = (table[e + 1][k + 1] + 1 if _same(actual[k], expected[e], ignore_args)
+                               else max(table[e + 1][k], table[e][k + 1]))
+        matched_e, matched_a, e, k = set(), set(), 0, 0
+        while e < n and k < m:
+            if _same(actual[k], expected[e], ignore_args):
+                matched_e.add(e)
+                matched_a.add(k)
+                e, k = e + 1, k + 1
+            elif table[e + 1][k] > table[e][k + 1]:  # ties: the earlier expected call is matched
+                e += 1
+            else:
+                k += 1
+    return [e for e in range(n) if e not in matched_e], [k for k in range(m) if k not in matched_a]
+
+
+def _listed(calls: list[FunctionCall], indices: list[int]) -> list[dict[str, Any]]:
+    return [{"index": i, "name": calls[i].name, "args": calls[i].args} for i in indices[:LISTED_CALLS]]
+
+
+def unmatched_calls(actual: list[FunctionCall], expected: list[FunctionCall], match_type: MatchType,
+                    ignore_args: bool) -> dict[str, Any]:
+    """What an IN_ORDER or ANY_ORDER mismatch lacks, as that match type counts it: the
+    ``missing`` expected calls, the ``extra`` actual calls (allowed by both, shown because an
+    agent that called something else instead is what a reader looks for) and, for IN_ORDER,
+    the calls made but ``outOfOrder`` (a missing call equal to an extra one, taken from both
+    lists). Each listed with its 0-based ``index`` in its list, at most LISTED_CALLS, counted."""
+    if match_type is MatchType.ANY_ORDER:
+        missing, extra = _any_order_unmatched(actual, expected, ignore_args)
+        out_of_order: list[int] = []
+    else:
+        missing, extra = _in_order_unmatched(actual, expected, ignore_args)
+        out_of_order, left = [], list(extra)
+        for e in list(missing):
+            k = next((k for k in left if _same(actual[k], expected[e], ignore_args)), None)
+            if k is not None:
+                out_of_order.append(e)
+                missing.remove(e)
+                left.remove(k)
+        extra = left
+    found: dict[str, Any] = {"missing": _listed(expected, missing), "missingCount": len(missing),
+                             "extra": _listed(actual, extra), "extraCount": len(extra)}
+    if match_type is MatchType.IN_ORDER:
+        found.update(outOfOrder=_listed(expected, out_of_order), outOfOrderCount=len(out_of_order))
+    return found
 
 
 def mismatch_window(actual: list[FunctionCall], expected: list[FunctionCall],
-                    ignore_args: bool) -> dict[str, Any]:
+                    ignore_args: bool, match_type: MatchType = MatchType.EXACT) -> dict[str, Any]:
     """``firstDivergence`` (0-based) and the calls around it: ``expected``/``actual`` hold
-    positions ``listedFrom`` to ``listedFrom + LISTED_CALLS - 1`` of each list."""
+    positions ``listedFrom`` to ``listedFrom + LISTED_CALLS - 1`` of each list. For IN_ORDER
+    and ANY_ORDER, where a position is no reason to fail, no first divergence: the calls
+    from the first on, and what is missing and extra (``unmatched_calls``)."""
+    if match_type is not MatchType.EXACT:
+        return {"firstDivergence": None, "listedFrom": 0,
+                "expected": [{"name": c.name, "args": c.args} for c in expected[:LISTED_CALLS]],
+                "actual": [{"name": c.name, "args": c.args} for c in actual[:LISTED_CALLS]],
+                **unmatched_calls(actual, expected, match_type, ignore_args)}
     div = first_divergence(actual, expected, ignore_args)
     start = 0 if div is None else max(0, min(div - 2, max(len(actual), len(expected)) - LISTED_CALLS))
     end = start + LISTED_CALLS
@@ -120,7 +213,8 @@ class ToolTrajectoryAvgScore(Metric):
             # Only a mismatch needs explaining, and only if its run is the one reported.
             details: dict[str, Any] = {"expectedCount": len(e), "actualCount": len(a),
                                        "firstDivergence": None}
-            explain = None if ok else partial(mismatch_window, a, e, criterion.ignore_args)
+            explain = None if ok else partial(mismatch_window, a, e, criterion.ignore_args,
+                                                         criterion.match_type)
             per_invocation.append(InvocationScore(score=1.0 if ok else 0.0, details=details,
                                                   explain=explain))
         score = mean([i.score for i in per_invocation if i.score is not None])

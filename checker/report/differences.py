@@ -190,6 +190,47 @@ def divergence(inv: dict[str, Any]) -> str | None:
         f"expected {want or 'no further call'} at call {div + 1}, got {got or 'no call'}")
 
 
+def _listed(inv: dict[str, Any], key: str) -> list[Any]:
+    found = inv.get(key)
+    return [c for c in found if isinstance(c, dict)] if isinstance(found, list) else []
+
+
+def _count(inv: dict[str, Any], key: str) -> int:
+    count = inv.get(key + "Count")
+    return count if isinstance(count, int) and not isinstance(count, bool) else len(_listed(inv, key))
+
+
+def unmatched_notes(inv: dict[str, Any]) -> list[str]:
+    """A missing call and an extra call of one name that look the same: their unseen
+    difference (IN_ORDER / ANY_ORDER details)."""
+    notes = []
+    extra = _listed(inv, "extra")
+    for want in _listed(inv, "missing"):
+        for got in extra:
+            if got.get("name") == want.get("name"):
+                note = difference_note(fmt_call(want), fmt_call(got), what="the missing and the extra call")
+                if note:
+                    notes.append(note)
+                    break
+    return notes[:MAX_NOTES]
+
+
+def unmatched_words(inv: dict[str, Any], limit: int = 2) -> str | None:
+    """An IN_ORDER or ANY_ORDER mismatch in words, as that match type counts it:
+    ``missing get_forecast(city="Lisbon"); extra find_hotels(city="Lisbon")`` (at most
+    ``limit`` calls of each kind named); None when the details do not say."""
+    if not (isinstance(inv.get("missing"), list) and isinstance(inv.get("extra"), list)):
+        return None
+    parts = []
+    for key, word in (("missing", "missing"), ("outOfOrder", "out of order"), ("extra", "extra")):
+        calls, count = _listed(inv, key), _count(inv, key)
+        if count:
+            named = ", ".join(fmt_call(c) for c in calls[:limit])
+            more = count - min(len(calls), limit)
+            parts.append(f"{word} {named}" + (f" and {more} more" if more > 0 else ""))
+    return "; ".join(parts + unmatched_notes(inv)[:1]) or None
+
+
 def failing_turns(invocations: list[dict[str, Any]], threshold: float | None) -> list[tuple[int, dict[str, Any]]]:
     """(1-based turn, details) of the turns scored below the threshold (all scored turns
     below 1.0 when there is no threshold)."""
@@ -218,6 +259,9 @@ def terminal_notes(metric_name: str, invocations: list[dict[str, Any]],
     for turn, inv in failing_turns(invocations, threshold):
         if "parameterMismatches" in inv:
             items += [f"turn {turn}: {line}" for line in parameter_mismatch_lines(inv)[0]]
+        elif "extra" in inv and "missing" in inv:  # IN_ORDER / ANY_ORDER: by what is missing
+            note = unmatched_words(inv)
+            items += [f"turn {turn}: {note}"] if note else []
         elif "firstDivergence" in inv:
             note = divergence(inv)
             items += [f"turn {turn}: {note}"] if note else []

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..compare.verdict import MEAN, VerdictRule
 from ..models.results import CaseResult, MetricResult
-from .differences import failing_turns, parameter_notes, response_notes, trajectory_note
+from .differences import failing_turns, parameter_notes, response_notes, trajectory_note, unmatched_notes
 from .judged import JudgeTurn, judge_evidence
 from .scores import fmt_score, not_evaluated, requirement, shortfall
 from .text import clip, clip_tail, fmt_call, printable
@@ -29,6 +29,8 @@ class CallRow:
     expected: str | None
     actual: str | None
     diverges: bool
+    missing: bool = False  # IN_ORDER / ANY_ORDER: the expected call there is missing
+    extra: bool = False    # the actual call there is one the expected calls do not hold
 
 
 @dataclass
@@ -40,10 +42,13 @@ class Explanation:
     score: str = ""
     threshold: str = ""
     first_divergence: int | None = None
+    match_type: str = ""              # a trajectory's: EXACT, IN_ORDER, ANY_ORDER ("" unknown)
     calls: list[CallRow] = field(default_factory=list)
     calls_hidden: int = 0
     missing: list[str] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)         # a trajectory's calls beyond the expected
+    out_of_order: list[str] = field(default_factory=list)  # IN_ORDER: called, not in order
     expected_text: str = ""
     actual_text: str = ""
     error: str = ""
@@ -64,9 +69,31 @@ def _worst_run(metric: MetricResult) -> int | None:
     return run if isinstance(run, int) else None
 
 
+def _indices(inv: dict[str, Any], key: str) -> set[int]:
+    listed = inv.get(key)
+    return {c["index"] for c in listed if isinstance(c, dict) and isinstance(c.get("index"), int)} \
+        if isinstance(listed, list) else set()
+
+
+def _calls(inv: dict[str, Any], key: str) -> tuple[list[str], int]:
+    """The calls a trajectory's turn lists under ``key`` (formatted) and how many more it counts."""
+    listed = inv.get(key) if isinstance(inv.get(key), list) else []
+    shown = [fmt_call(c) for c in listed][:MAX_CALL_ROWS]
+    count = inv.get(key + "Count")
+    total = count if isinstance(count, int) and not isinstance(count, bool) else len(listed)
+    return shown, max(0, total - len(shown))
+
+
+def by_match_type(inv: dict[str, Any]) -> bool:
+    """Whether a trajectory turn's details name what is missing and extra (IN_ORDER and
+    ANY_ORDER, written since evalcheck said it by match type), not a first divergence."""
+    return isinstance(inv.get("missing"), list) and isinstance(inv.get("extra"), list)
+
+
 def _trajectory(metric: MetricResult) -> tuple[list[Explanation], int]:
     failing = [(n, i) for n, i in enumerate(_invocations(metric), 1)
                if i.get("score") is not None and i.get("score") < 1.0]
+    match_type = metric.details.get("matchType") if isinstance(metric.details, dict) else None
     out = []
     for turn, inv in failing[:MAX_INVOCATIONS]:
         expected = inv.get("expected") if isinstance(inv.get("expected"), list) else []
@@ -76,10 +103,15 @@ def _trajectory(metric: MetricResult) -> tuple[list[Explanation], int]:
         # The metric lists a window of calls starting at position `listedFrom` (0-based).
         start = inv.get("listedFrom")
         start = start if isinstance(start, int) and start >= 0 else 0
+        counted = by_match_type(inv)
+        missing_at = _indices(inv, "missing") | _indices(inv, "outOfOrder")
+        extra_at = _indices(inv, "extra")
         rows = [CallRow(index=start + k + 1,
                         expected=fmt_call(expected[k]) if k < len(expected) else None,
                         actual=fmt_call(actual[k]) if k < len(actual) else None,
-                        diverges=start + k == div)
+                        diverges=start + k == div,
+                        missing=counted and start + k in missing_at and k < len(expected),
+                        extra=counted and start + k in extra_at and k < len(actual))
                 for k in range(max(len(expected), len(actual)))]
         shown = rows[:MAX_CALL_ROWS]
         # Keep the divergence row visible even when it lies past the cap.
@@ -87,12 +119,21 @@ def _trajectory(metric: MetricResult) -> tuple[list[Explanation], int]:
             shown = rows[:MAX_CALL_ROWS - 1] + [rows[div - start]]
         total = max(_count_of(inv, "expectedCount", expected, start),
                     _count_of(inv, "actualCount", actual, start))
-        out.append(Explanation(kind="trajectory", metric=metric.name, run=_worst_run(metric),
-                               turn=turn, score=fmt_score(inv.get("score")),
-                               threshold=fmt_score(metric.threshold),
-                               first_divergence=None if div is None else div + 1,
-                               calls=shown, calls_hidden=max(0, total - len(shown)),
-                               notes=[n for n in [trajectory_note(inv)] if n]))
+        ex = Explanation(kind="trajectory", metric=metric.name, run=_worst_run(metric),
+                         turn=turn, score=fmt_score(inv.get("score")),
+                         threshold=fmt_score(metric.threshold),
+                         first_divergence=None if div is None or counted else div + 1,
+                         match_type=match_type if isinstance(match_type, str) else "",
+                         calls=shown, calls_hidden=max(0, total - len(shown)),
+                         notes=[n for n in [trajectory_note(inv)] if n])
+        if counted:
+            ex.missing, more_missing = _calls(inv, "missing")
+            ex.extra, more_extra = _calls(inv, "extra")
+            ex.out_of_order, more_moved = _calls(inv, "outOfOrder")
+            ex.notes = unmatched_notes(inv) + [f"{n} more {what} not listed" for n, what in (
+                (more_missing, "missing calls"), (more_moved, "calls out of order"),
+                (more_extra, "extra calls")) if n]
+        out.append(ex)
     return out, max(0, len(failing) - MAX_INVOCATIONS)
 
 

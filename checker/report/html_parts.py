@@ -63,22 +63,32 @@ def explanation(ex: Explanation) -> str:
     parts = [tag("h5", title or esc(ex.kind))]
     if ex.error:
         parts.append(pre(ex.error, "error"))
+    if ex.kind == "trajectory" and (ex.missing or ex.out_of_order or ex.extra):
+        parts.append(tag("p", f"Match type {esc(ex.match_type)}: the expected calls not matched, "
+                                 "whatever their position.", "note"))
+    if ex.missing:
+        parts.append(tag("p", "Missing: " + ", ".join(tag("code", esc(m)) for m in ex.missing)))
+    if ex.out_of_order:
+        parts.append(tag("p", "Out of order (called, not after the calls before it): "
+                         + ", ".join(tag("code", esc(m)) for m in ex.out_of_order)))
+    if ex.extra:
+        parts.append(tag("p", f"Extra ({esc(ex.match_type or 'the match type')} allows extra calls): "
+                         + ", ".join(tag("code", esc(m)) for m in ex.extra)))
     if ex.calls:
         rows = []
         for row in ex.calls:
             first = ex.first_divergence is not None and row.index == ex.first_divergence
-            mark = "first divergence" if first else ("differs" if row.diverges else "")
+            mark = "first divergence" if first else ("differs" if row.diverges else "; ".join(
+                w for w, on in (("missing", row.missing), ("extra", row.extra)) if on))
             rows.append(tag("tr", "".join(tag("td", c) for c in (
                 str(row.index), tag("code", esc(row.expected or "\u2014")),
                 tag("code", esc(row.actual or "\u2014")), mark)),
-                "divergence" if first else "differs" if row.diverges else ""))
+                "divergence" if first else "differs" if row.diverges or row.missing or row.extra else ""))
         parts.append(tag("table", tag("thead", tag("tr", "".join(tag("th", h) for h in (
             "#", "expected tool call", "actual tool call", "")))) + tag("tbody", "".join(rows)),
             "calls"))
         if ex.calls_hidden:
             parts.append(tag("p", f"{ex.calls_hidden} more tool calls not shown.", "note"))
-    if ex.missing:
-        parts.append(tag("p", "Missing: " + ", ".join(tag("code", esc(m)) for m in ex.missing)))
     if ex.unexpected:
         parts.append(tag("p", "Unexpected: " + ", ".join(tag("code", esc(m)) for m in ex.unexpected)))
     if ex.expected_text or ex.actual_text:

@@ -36,7 +36,13 @@ def realistic_results() -> dict[str, Any]:
                                       {"name": "compare", "args": {"a": "Rome", "b": "Oslo"}}],
                          "actual": [{"name": "get_weather", "args": {"city": "Rome"}},
                                     {"name": "get_weather", "args": {"city": "Olso | `x`"}}],
-                         "firstDivergence": 1}]})
+                         "firstDivergence": None, "listedFrom": 0,
+                         # IN_ORDER: what the match lacks (tool_trajectory_avg_score.unmatched_calls)
+                         "missing": [{"index": 1, "name": "get_weather", "args": {"city": "Oslo"}},
+                                     {"index": 2, "name": "compare", "args": {"a": "Rome", "b": "Oslo"}}],
+                         "missingCount": 2,
+                         "extra": [{"index": 1, "name": "get_weather", "args": {"city": "Olso | `x`"}}],
+                         "extraCount": 1, "outOfOrder": [], "outOfOrderCount": 0}]})
     f1_fail = _metric("tool_trajectory_f1", 0.8, [0.5, 0.5], "failed", {
         "matchMode": "name_and_args", "ordered": True, "worstRun": 1,
         "invocations": [{"score": 0.5, "precision": 0.5, "recall": 0.5, "matched": 1,

@@ -65,8 +65,10 @@ def test_agent_text_cannot_inject_html_mentions_or_markdown(results):
 
 def test_the_reader_sees_why(results):
     html = to_html(comment(results))
-    assert "first divergence at call 2" in html
-    assert "<strong>➜ 2</strong>" in html
+    # IN_ORDER: the calls its match lacks, not a position (issue 40)
+    assert "IN_ORDER: 2 expected calls not matched" in html
+    assert "missing: <code>get_weather(city=&quot;Oslo&quot;)</code>" in html
+    assert "<code>compare(a=&quot;Rome&quot;, b=&quot;Oslo&quot;)</code> <em>(missing)</em>" in html
     assert "missing: <code>book_table(people=4)</code>" in html
     assert "KeyError: 'OPENWEATHER_KEY'" in html
     assert 'href="https://github.com/octo/agents/actions/runs/4242"' in html
