@@ -59,7 +59,7 @@ class RunOptions:
     # in the checkout) runs everything with a note, instead of being bad input.
     changed_since_auto: bool = False
     # Overrides (docs/quarantine.md): --quarantine-ref REF reads .evalcheck/quarantine.yml of
-    # the merge base of REF (the Action: the pull request's base, and a checkout without that
+    # the commit REF names (the Action: the pull request's base, and a checkout without that
     # commit applies none, said); the Action's accept-label as found on the pull request.
     quarantine_ref: str | None = None
     quarantine_auto: bool = False

@@ -164,8 +164,9 @@ def _accept_label(env: Mapping[str, str], inputs: Inputs) -> str:
 
 
 def quarantine_ref(event_name: str, event: Mapping[str, object]) -> str | None:
-    """The commit whose .evalcheck/quarantine.yml applies: a pull request's base (its merge
-    base with HEAD is read, never the pull request's own copy); on a push to the default
+    """The commit whose .evalcheck/quarantine.yml applies: a pull request's base commit
+    itself (not its merge base with HEAD, a fork point the pull request chose; never the
+    pull request's own copy); on a push to the default
     branch that branch itself (HEAD); else none (docs/quarantine.md)."""
     pull_request = event.get("pull_request")
     base = pull_request.get("base") if isinstance(pull_request, dict) else None

@@ -38,10 +38,12 @@ def _direction(base: CaseResult, mine: CaseResult) -> tuple[int, str]:
     return (-1 if lower and not higher else 1 if higher and not lower else 0), "; ".join(moved)
 
 
-def baseline_change(shown: str, base_commit: str, base: Results, mine: Results | str) -> PullRequestFile:
+def baseline_change(shown: str, base_commit: str, base: Results, mine: Results | str,
+                    via: str | None = None) -> PullRequestFile:
     """The claim of a baseline file the pull request changed: ``mine`` is its version (or
-    why it is not a results file), ``base`` the base commit's, which the gate used."""
-    where = f"baseline file {shown} changed by this PR"
+    why it is not a results file), ``base`` the base commit's, which the gate used; ``via``:
+    the symbolic link its path goes through."""
+    where = f"baseline file {shown} changed by this PR" + (f" (through {via})" if via else "")
     if isinstance(mine, str):
         return PullRequestFile(kind="baseline", path=shown, change="changed", base_commit=base_commit,
                                said=f"{where}: its version is not a results file (the gate "
@@ -74,10 +76,11 @@ def baseline_change(shown: str, base_commit: str, base: Results, mine: Results |
                            said=said, details=details)
 
 
-def baseline_added(shown: str, base_commit: str) -> PullRequestFile:
+def baseline_added(shown: str, base_commit: str, via: str | None = None) -> PullRequestFile:
     """A baseline file the base commit does not have: the pull request's own, not used."""
+    through = f" (through {via})" if via else ""
     return PullRequestFile(kind="baseline", path=shown, change="added", base_commit=base_commit,
-                           said=f"baseline file {shown} added by this PR: not used for the gate "
+                           said=f"baseline file {shown} added by this PR{through}: not used for the gate "
                                 f"(the base commit {base_commit[:7]} has none), so nothing was "
                                 "compared with a baseline")
 

@@ -21,7 +21,7 @@ class CompareRequest:
     fail_on: str = "failure"
     alpha: float = 0.05
     max_token_increase: float | None = None
-    quarantine_ref: str | None = None  # .evalcheck/quarantine.yml of its merge base
+    quarantine_ref: str | None = None  # .evalcheck/quarantine.yml of the commit it names
     accept: AcceptLabel | None = None  # --accept-label, as the pull request's timeline shows it
 
 

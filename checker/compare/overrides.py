@@ -171,7 +171,7 @@ def override_parts(results: Results) -> list[str]:
 def read_overrides(quarantine_ref: str | None, accept: AcceptLabel | None, root: Path,
                    notes: list[str], *, auto: bool = False) -> Overrides | None:
     """A run's overrides, read before any of the pull request's code runs: the quarantine
-    file of the merge base of ``quarantine_ref`` (--quarantine-ref; ``auto``: the Action's,
+    file of the commit ``quarantine_ref`` names (--quarantine-ref; ``auto``: the Action's,
     inputs/quarantine.py) and the accept label found on the pull request (the Action).
     Notes (a quarantine file not applied) go to ``notes``."""
     quarantine = None

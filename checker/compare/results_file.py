@@ -144,7 +144,7 @@ def _baselines_at_base(options: RunOptions, root: Path
         commit = tracked.base.commit
         if tracked.change == "added":
             options.baselines = [p for p in options.baselines if p != path]
-            claims.append(baseline_added(tracked.shown, commit))
+            claims.append(baseline_added(tracked.shown, commit, tracked.via))
             continue
         assert tracked.base.data is not None
         display = f"{tracked.shown} at the base commit {commit[:12]}"
@@ -154,5 +154,5 @@ def _baselines_at_base(options: RunOptions, root: Path
             mine: Results | str = load_results_file(path, "baseline")
         except InputError as exc:
             mine = exc.message
-        claims.append(baseline_change(tracked.shown, commit, base, mine))
+        claims.append(baseline_change(tracked.shown, commit, base, mine, tracked.via))
     return at_base, claims

@@ -61,8 +61,15 @@ def display_path(path: Path, root: Path) -> str:
 def report_path(path: Path | str) -> str:
     """A file named in a report (a baseline): relative to the repository root, as eval files
     are (in the Action, the workspace: never the container's /github/workspace/...), or as
-    given when it lies outside."""
-    return display_path(Path(path), find_repo_root(Path.cwd()))
+    given when it lies outside. Its path as written (not where a symbolic link leads): the
+    name the pull request's claims give it (inputs/pr_files.py)."""
+    import os
+
+    root = find_repo_root(Path.cwd())
+    try:
+        return Path(os.path.abspath(path)).relative_to(root).as_posix()
+    except ValueError:
+        return display_path(Path(path), root)
 
 
 def _migrated_twice(targets: list[EvalTarget], ambiguous: set[str]) -> list[str]:

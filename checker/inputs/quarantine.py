@@ -1,9 +1,10 @@
 """The quarantine file, ``.evalcheck/quarantine.yml``: cases that run and are reported but do
 not gate, each with a reason, an owner and an expiry date (docs/quarantine.md).
 
-It is read from the base branch - the merge base of REF and HEAD (inputs/git_base.py) -
-never from the pull request's work tree: a pull request cannot quarantine the case it
-breaks. Its format:
+It is read from the base branch - the commit REF names, the base branch as it is now
+(inputs/git_base.py) - never from the pull request's work tree, nor from the fork point it
+branched from: a pull request cannot quarantine the case it breaks, and an entry the base
+branch removed never comes back for a branch older than the removal. Its format:
 
     - case: weather/rainy_day        # SET/ID: the eval set id, "/", the eval id
       reason: the forecast API flakes; fix in progress
@@ -49,7 +50,7 @@ class Quarantine:
     """The entries of the base branch's quarantine file and where they were read."""
 
     entries: tuple[QuarantineEntry, ...]
-    source: str  # ".evalcheck/quarantine.yml at abc1234567 (merge base of origin/main)"
+    source: str  # ".evalcheck/quarantine.yml (at abc1234567, the base commit origin/main)"
     commit: str | None = None  # the commit read from (None: read from a given file)
 
 
@@ -144,17 +145,17 @@ def parse_quarantine(data: bytes, display: str) -> tuple[QuarantineEntry, ...]:
 
 def read_quarantine(ref: str, root: Path, *, option: str = "--quarantine-ref",
                     auto: bool = False) -> tuple[Quarantine | None, list[str]]:
-    """The quarantine file of the merge base of ``ref`` and HEAD in the repository at
-    ``root`` (None when that commit has none), and notes. A bad file is InputError naming the
+    """The quarantine file of the commit ``ref`` names in the repository at ``root`` (None
+    when that commit has none), and notes. A bad file is InputError naming the
     entry at fault. With ``auto`` (the Action, on a pull request) a base commit the checkout
     lacks applies no quarantine, said in a note when the checkout has a quarantine file
     (every case gates); on the command line it is InputError."""
-    from .git_base import file_at_merge_base
+    from .git_base import file_at_commit
 
     fix = ("give a commit the repository has (a branch such as origin/main, a tag or a SHA); "
            "in GitHub Actions, check out with fetch-depth: 0 (docs/quarantine.md)")
     try:
-        found = file_at_merge_base(ref, root, QUARANTINE_FILE, option=option, fix=fix)
+        found = file_at_commit(ref, root, QUARANTINE_FILE, option=option, fix=fix)
     except InputError as exc:
         if not auto:
             raise
@@ -164,5 +165,6 @@ def read_quarantine(ref: str, root: Path, *, option: str = "--quarantine-ref",
                       f"could not be read ({exc})"]
     if found.data is None:
         return None, []
-    display = f"{QUARANTINE_FILE} (at {found.commit[:12]}, the merge base of {ref[:40]})"
+    named = "" if found.commit.startswith(ref.lower()) else f" {ref[:40]}"
+    display = f"{QUARANTINE_FILE} (at {found.commit[:12]}, the base commit{named})"
     return Quarantine(parse_quarantine(found.data, display), display, found.commit), []

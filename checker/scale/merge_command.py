@@ -35,7 +35,7 @@ class MergeRequest:
     fail_on: str = "failure"
     alpha: float = 0.05
     max_token_increase: float | None = None
-    quarantine_ref: str | None = None  # .evalcheck/quarantine.yml of its merge base
+    quarantine_ref: str | None = None  # .evalcheck/quarantine.yml of the commit it names
     # --accept-label as the pull request's timeline shows it; the Action's merge job: a
     # quarantine that may not apply (a base commit missing from the checkout).
     accept: AcceptLabel | None = None

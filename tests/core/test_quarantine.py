@@ -1,5 +1,6 @@
-"""The quarantine file (docs/quarantine.md): read from the base branch - the merge base of
---quarantine-ref and HEAD - never from the pull request; a quarantined case runs and is
+"""The quarantine file (docs/quarantine.md): read from the base branch - the commit
+--quarantine-ref names, not the fork point the pull request branched from - never from the
+pull request; a quarantined case runs and is
 reported, and never gates; an expired entry gates again with a warning naming its owner; a
 bad entry is bad input naming the file, the entry's path and the fix."""
 
@@ -161,7 +162,7 @@ def test_a_bad_file_on_the_base_branch_is_bad_input_before_anything_runs(tmp_pat
     out, results = run(repo, "--quarantine-ref", "main")
     assert out.code == 2 and results is None
     base = git(repo, "rev-parse", "main")
-    assert (f"evalcheck: error: .evalcheck/quarantine.yml (at {base[:12]}, the merge base of main) at "
+    assert (f"evalcheck: error: .evalcheck/quarantine.yml (at {base[:12]}, the base commit main) at "
             "$[0].expires: expires must be a date YYYY-MM-DD, got 'soon'") in out.stderr
     assert run(repo, "--quarantine-ref", "nope")[0].stderr.count("'nope' names no commit") == 1
 
@@ -230,3 +231,47 @@ def test_a_base_the_checkout_lacks_applies_no_quarantine_and_says_so_when_the_ch
     assert (".evalcheck/quarantine.yml not applied, every case gates: the base branch's version could "
             "not be read") in out.stderr
     assert run(shallow, "--quarantine-ref", main)[0].code == 2
+
+
+def test_an_entry_main_removed_does_not_come_back_for_a_branch_older_than_the_removal(tmp_path):
+    """main quarantined rainy, then removed the entry; a pull request branched from the commit
+    before the removal breaks rainy: main as it is now decides, not the fork point."""
+    repo = build(tmp_path, failing=("rainy",))
+    commit(repo, "pr: its recorded runs")
+    git(repo, "checkout", "-q", "main")
+    (repo / QUARANTINE).write_text("[]\n")
+    tip = commit(repo, "main: rainy is fixed, its quarantine removed")
+    git(repo, "checkout", "-q", "pr")  # branched before the removal
+    out, results = run(repo, "--quarantine-ref", "main")
+    assert out.code == 1, out.output
+    assert "quarantined" not in cases_of(results)["rainy"]
+    assert results["metadata"]["quarantine"]["commit"] == tip
+    out, results = run(repo, "--base", "main")  # --base names the same branch
+    assert out.code == 1 and "quarantined" not in cases_of(results)["rainy"], out.output
+    # the control: branched from main's tip, the entry is gone as well; and before the
+    # removal, the entry main had then applies
+    git(repo, "checkout", "-q", "-b", "pr-new", "main")
+    write_json(repo / "runs.json", replay(*(("weather", name, 1, _answer(name != "rainy"))
+                                            for name in ("sunny", "rainy", "windy"))))
+    assert run(repo, "--quarantine-ref", "main")[0].code == 1
+    (repo / "runs.json").unlink()
+    git(repo, "checkout", "-q", "pr")
+    out, results = run(repo, "--quarantine-ref", "main~1")
+    assert out.code == 0 and cases_of(results)["rainy"]["quarantined"]["owner"] == "@alice", out.output
+
+
+def test_a_quarantine_file_main_reaches_through_a_link_is_refused_with_the_reason(tmp_path):
+    repo = build(tmp_path, quarantine=None)
+    commit(repo, "pr: its recorded runs")
+    git(repo, "checkout", "-q", "main")
+    (repo / "settings").mkdir()
+    (repo / "settings" / "quarantine.yml").write_text(MAIN_FILE)
+    import os
+
+    os.symlink("settings", repo / ".evalcheck")
+    commit(repo, "main: .evalcheck -> settings")
+    out, _ = run(repo, "--quarantine-ref", "main")
+    assert out.code == 2, out.output
+    assert (".evalcheck/quarantine.yml at " in out.stderr and "is reached through .evalcheck, a "
+            "symbolic link, not a folder" in out.stderr), out.stderr
+    assert "Traceback" not in out.output

@@ -325,3 +325,149 @@ def test_the_merge_job_reads_a_rewritten_baseline_at_the_base_commit(baseline_re
     assert claim.said.startswith("baseline file baseline.json changed by this PR: 1 case's baseline lowered")
     unguarded = merge_files(MergeRequest(files=shards, baselines=[Path("baseline.json")], fail_on="regression"))
     assert unguarded.comparison.summary.regressed == 0  # no base: the file as given
+
+
+# ------------------------------------------------- a path through a symbolic link the change committed
+
+import os  # noqa: E402
+
+WORKFLOWS = ".evalcheck/main-results.json"  # where a step of the workflow puts main's results
+
+
+def linked_repo(baseline_repo: Path) -> tuple[Path, Path]:
+    """main keeps no baseline file: the workflow restores main's results (passing, from the
+    committed baseline.json) at .evalcheck/main-results.json, untracked. Returns (the
+    honest file's content as a path to copy, the lowered results the attack brings)."""
+    honest = baseline_repo.parent / "honest.json"
+    lowered = baseline_repo.parent / "lowered.json"
+    honest.write_bytes((baseline_repo / "baseline.json").read_bytes())
+    done = run_cli(["run", "evals", "--replay", "runs.json", "--results", str(lowered)], baseline_repo)
+    assert done.code == 1, done.output  # main "failed" case a too, says this file
+    return honest, lowered
+
+
+def workflow_gate(root: Path, baseline: str = WORKFLOWS):
+    return gate_with(root, baseline, "--base", "main", "--confine", ".")
+
+
+def gate_with(root: Path, baseline: str, *extra: str):
+    done = run_cli(["run", "evals", "--replay", "runs.json", "--baseline", baseline, "--fail-on",
+                    "regression", "--results", "../r.json", *extra], root)
+    results = json.loads((root.parent / "r.json").read_text()) if (root.parent / "r.json").exists() else None
+    (root.parent / "r.json").unlink(missing_ok=True)
+    return done, results
+
+
+def test_the_workflows_own_baseline_file_is_used_as_given(baseline_repo):
+    """The control: a file git does not track, in a plain folder, is the workflow's."""
+    honest, lowered = linked_repo(baseline_repo)
+    (baseline_repo / ".evalcheck").mkdir()
+    (baseline_repo / WORKFLOWS).write_bytes(honest.read_bytes())
+    done, results = workflow_gate(baseline_repo)
+    assert done.code == 1 and results["comparison"]["summary"]["regressed"] == 1, done.output
+    assert "pullRequestFiles" not in results or all(c["kind"] != "baseline" for c in results["pullRequestFiles"])
+    (baseline_repo / WORKFLOWS).write_bytes(lowered.read_bytes())  # the workflow's, lowered: its call
+    done, results = workflow_gate(baseline_repo)
+    assert done.code == 0 and results["comparison"]["summary"]["regressed"] == 0, done.output
+
+
+def test_a_baseline_through_a_folder_the_pull_request_made_a_link_is_its_own(baseline_repo):
+    _, lowered = linked_repo(baseline_repo)
+    (baseline_repo / "prdata").mkdir()
+    (baseline_repo / "prdata" / "main-results.json").write_bytes(lowered.read_bytes())
+    os.symlink("prdata", baseline_repo / ".evalcheck")
+    commit(baseline_repo, "pr: .evalcheck -> prdata, where main failed every case")
+    assert git(baseline_repo, "ls-tree", "HEAD", "--", WORKFLOWS) == ""  # git tracks nothing there
+    done, results = workflow_gate(baseline_repo)
+    assert done.code == 1, done.output
+    assert "comparison" not in results
+    said = (f"baseline file {WORKFLOWS} added by this PR (through .evalcheck, a symbolic link in the "
+            "checkout): not used for the gate")
+    assert said in done.stdout and "Traceback" not in done.output
+    (claim, _) = results["pullRequestFiles"]
+    assert (claim["kind"], claim["path"], claim["change"]) == ("baseline", WORKFLOWS, "added")
+
+
+def test_a_linked_folder_main_also_has_as_a_folder_is_read_at_the_base_commit(baseline_repo):
+    """main commits its results under .evalcheck/; the pull request swaps the folder for a
+    link to its own: main's version decides the gate."""
+    honest, lowered = linked_repo(baseline_repo)
+    git(baseline_repo, "checkout", "-q", "main")
+    (baseline_repo / ".evalcheck").mkdir()
+    (baseline_repo / WORKFLOWS).write_bytes(honest.read_bytes())
+    commit(baseline_repo, "main keeps its results in .evalcheck/")
+    git(baseline_repo, "checkout", "-q", "pr")
+    git(baseline_repo, "rebase", "-q", "main")
+    git(baseline_repo, "rm", "-q", "-r", ".evalcheck")
+    (baseline_repo / "prdata").mkdir()
+    (baseline_repo / "prdata" / "main-results.json").write_bytes(lowered.read_bytes())
+    os.symlink("prdata", baseline_repo / ".evalcheck")
+    commit(baseline_repo, "pr: .evalcheck -> prdata")
+    done, results = workflow_gate(baseline_repo)
+    assert done.code == 1 and results["comparison"]["summary"]["regressed"] == 1, done.output
+    assert (f"baseline file {WORKFLOWS} changed by this PR (through .evalcheck, a symbolic link in "
+            "the checkout): 1 case's baseline lowered") in done.stdout
+
+
+def test_a_baseline_file_the_pull_request_committed_as_a_link_is_its_own(baseline_repo):
+    _, lowered = linked_repo(baseline_repo)
+    (baseline_repo / "prdata").mkdir()
+    (baseline_repo / "prdata" / "main.json").write_bytes(lowered.read_bytes())
+    (baseline_repo / ".evalcheck").mkdir()
+    os.symlink("../prdata/main.json", baseline_repo / WORKFLOWS)
+    commit(baseline_repo, "pr: .evalcheck/main-results.json -> ../prdata/main.json")
+    done, results = workflow_gate(baseline_repo)
+    assert done.code == 1 and "comparison" not in results, done.output
+    assert (f"baseline file {WORKFLOWS} added by this PR (through {WORKFLOWS}, a symbolic link in the "
+            "checkout)") in done.stdout
+
+
+def test_dot_dot_after_a_link_is_the_file_the_link_leads_to(baseline_repo):
+    """``sub/../.evalcheck/main-results.json`` reads as the workflow's file, but the system
+    opens the one beside where ``sub`` leads: the pull request's."""
+    honest, lowered = linked_repo(baseline_repo)
+    (baseline_repo / "prdata" / "deep").mkdir(parents=True)
+    (baseline_repo / "prdata" / ".evalcheck").mkdir()
+    (baseline_repo / "prdata" / WORKFLOWS).write_bytes(lowered.read_bytes())
+    os.symlink("prdata/deep", baseline_repo / "sub")
+    commit(baseline_repo, "pr: sub -> prdata/deep, and prdata/.evalcheck/main-results.json")
+    (baseline_repo / ".evalcheck").mkdir()
+    (baseline_repo / WORKFLOWS).write_bytes(honest.read_bytes())  # the workflow's, honest, untracked
+    control, results = workflow_gate(baseline_repo)
+    assert control.code == 1 and results["comparison"]["summary"]["regressed"] == 1, control.output
+    done, results = workflow_gate(baseline_repo, f"sub/../{WORKFLOWS}")
+    assert done.code == 1, done.output
+    assert "comparison" not in results
+    assert (f"baseline file {WORKFLOWS} added by this PR (through sub, a symbolic link in the "
+            "checkout)") in done.stdout
+
+
+def test_a_replay_file_through_a_linked_folder_is_said_to_be_its_own(baseline_repo):
+    git(baseline_repo, "checkout", "-q", "main")
+    git(baseline_repo, "checkout", "-q", "-b", "pr2")
+    (baseline_repo / "prdata").mkdir()
+    write_json(baseline_repo / "prdata" / "runs.json", recorded(set()))
+    os.symlink("prdata", baseline_repo / "recorded")
+    commit(baseline_repo, "pr2: recorded -> prdata")
+    done = run_cli(["run", "evals", "--replay", "recorded/runs.json", "--base", "main"], baseline_repo)
+    assert done.code == 0, done.output
+    assert ("warning: replay file recorded/runs.json added by this PR (through recorded, a symbolic "
+            f"link in the checkout): {REPLAYED}") in done.stdout
+    plain = run_cli(["run", "evals", "--replay", "runs.json", "--base", "main"], baseline_repo)
+    assert plain.code == 0 and "warning" not in plain.output, plain.output  # main's own: nothing said
+
+
+def test_a_link_head_holds_is_the_pull_requests_even_where_the_checkout_has_a_folder(baseline_repo):
+    """A checkout that does not make links (core.symlinks=false) or a step that replaced the
+    link with a folder: git tracks nothing at the path, yet HEAD's folder is the PR's link."""
+    _, lowered = linked_repo(baseline_repo)
+    os.symlink("prdata", baseline_repo / ".evalcheck")
+    git(baseline_repo, "add", ".evalcheck")
+    git(baseline_repo, "commit", "-q", "-m", "pr: .evalcheck -> prdata")
+    (baseline_repo / ".evalcheck").unlink()
+    (baseline_repo / ".evalcheck").mkdir()
+    (baseline_repo / WORKFLOWS).write_bytes(lowered.read_bytes())
+    done, results = workflow_gate(baseline_repo)
+    assert done.code == 1 and "comparison" not in results, done.output
+    assert (f"baseline file {WORKFLOWS} added by this PR (through .evalcheck, a symbolic link in "
+            "HEAD)") in done.stdout

@@ -112,3 +112,32 @@ def test_a_committed_baseline_without_the_base_commit_is_bad_input(tmp_path, fak
     assert code == 2, log
     assert "the baseline file baseline/results.json: " in log and "fetch-depth: 0" in log
     assert fake.writes() == [] and "passed" not in runner.outputs()
+
+
+def test_a_baseline_through_a_folder_the_pull_request_made_a_link_is_read_at_the_base_commit(
+        tmp_path, fake, capfd):
+    """The pull request swaps the baseline's folder for a link to a folder of its own, where
+    main "failed" compare_cities too: git tracks nothing at baseline/results.json in HEAD,
+    yet the file is the pull request's; main's version decides the gate."""
+    import os
+    import shutil
+
+    runner = Runner.create(tmp_path, pr_event(head_sha=HEAD))
+    base = as_checkout(runner)
+    ws = runner.workspace
+    broken_recordings(ws)
+    rewrite_baseline(ws)
+    shutil.move(ws / "baseline", ws / "prdata")
+    os.symlink("prdata", ws / "baseline")
+    git(ws, "add", "-A")
+    git(ws, "commit", "-q", "-m", "the pull request: baseline -> prdata")
+    assert git(ws, "ls-tree", "HEAD", "--", "baseline/results.json") == ""
+    code, log = run_action(runner, fake, capfd)
+    assert code == 1, log
+    results = json.loads((ws / "evalcheck-report" / "results.json").read_text())
+    assert results["comparison"]["summary"]["regressed"] == 1
+    assert results["comparison"]["baseline"] == {"path": "baseline/results.json", "commit": base}
+    said = ("baseline file baseline/results.json changed by this PR (through baseline, a symbolic "
+            "link in the checkout): 1 case's baseline lowered")
+    assert said in log, log
+    assert said.replace("_", "\\_") in fake.comments[7][-1]["body"].splitlines()[1]

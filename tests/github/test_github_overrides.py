@@ -228,3 +228,22 @@ def test_the_command_lines_accept_label_reads_the_same_timeline(workspace, fake,
             "(added by @carol at 2026-11-20 10:00 UTC, read from the pull request's timeline)") in inside.stdout
     accepted = json.loads((ws / "compared.json").read_text())["comparison"]["accepted"]
     assert accepted["actor"] == "carol" and accepted["cases"] == [{"evalSetId": "weather", "evalId": "rainy"}]
+
+
+def test_an_entry_main_removed_does_not_come_back_for_an_older_branch(workspace, fake, capfd):
+    """main quarantined rainy, then removed the entry; the pull request branched before the
+    removal breaks rainy: the base commit (pull_request.base.sha) decides, not the fork point."""
+    on_main(workspace, _quarantine("2099-01-31"))
+    ws = workspace.workspace
+    git(ws, "stash", "-q", "-u")
+    git(ws, "checkout", "-q", "main")
+    (ws / QUARANTINE).write_text("[]\n")
+    tip = commit(ws, "rainy fixed: its quarantine removed")
+    git(ws, "checkout", "-q", "pr")  # not rebased: its merge base still has the entry
+    git(ws, "stash", "pop", "-q")
+    set_base(workspace, tip)
+    code, results, log = act(workspace, fake, capfd)
+    assert code == 1, log
+    assert all("quarantined" not in c for s in results["evalSets"] for c in s["cases"])
+    assert results["metadata"]["quarantine"]["commit"] == tip
+    assert "gate failed (fail-on: regression): 1 case regressed" in log
