@@ -20,7 +20,7 @@ from ..models.setkey import SEPARATOR
 from ..models.results import (BaselineFile, BaselineInfo, CaseRef, CaseResult, ChangeSummary, Comparison,
                               MetricResult, Results)
 from . import disagreement
-from .behaviour import case_behaviour, wants_behaviour
+from .behaviour import case_behaviour
 from .decision import (DEFAULT_ALPHA, FamilyDecision, MetricTest, check_alpha, decide,
                        decide_improvements, p_better, p_worse, screens)
 from .pooling import BaselinePool, CaseKey, PooledCase, run_passes
@@ -345,7 +345,8 @@ def _compare(pool: BaselinePool, head: Results, alpha: float, seed: int,
         for item in row:
             labelled = _label(item, family, better_level, confirming, history, contest_level)
             labelled.behaviour = case_behaviour(labelled, pool.compared_cases(
-                (set_key, labelled.eval_id), item.pooled)) if wants_behaviour(labelled) else None
+                (set_key, labelled.eval_id), item.pooled),
+                (confirmations or {}).get((set_key, labelled.eval_id)))
             if item.pooled is not None:
                 pairs.append((item.pooled.newest, labelled))
                 if not (item.pooled.newest.fingerprint and labelled.fingerprint):

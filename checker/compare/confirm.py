@@ -71,13 +71,17 @@ def certain_level(alpha: float, screen_p: float, total_weight: float, flagged: i
 
 
 def joined(earlier: CaseResult | None, later: CaseResult) -> CaseResult:
-    """One CaseResult over the runs of both (the metrics' run scores concatenated)."""
+    """One CaseResult over the runs of both (the metrics' run scores and the trajectories
+    joined)."""
     if earlier is None:
         return later
     runs = {m.name: m for m in later.metrics}
     metrics = [m.model_copy(update={"runs": m.runs + (runs[m.name].runs if m.name in runs else [])})
                for m in earlier.metrics]
-    return earlier.model_copy(update={"runs": earlier.runs + later.runs, "metrics": metrics})
+    from ..scoring.trajectories import merged  # the behaviour diff counts every fresh run
+
+    return earlier.model_copy(update={"runs": earlier.runs + later.runs, "metrics": metrics,
+                                      "trajectories": merged(earlier.trajectories, later.trajectories)})
 
 
 @dataclass

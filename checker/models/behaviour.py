@@ -3,9 +3,10 @@
 Every case scored from runs keeps ``trajectories``: each distinct tool trajectory its runs
 took (the tool calls, names and arguments, turn by turn), the runs that took it and one
 run's answers, so that a later comparison can tell what main usually does. A compared case
-that regressed, changed or is flaky carries ``behaviour``: main's most common trajectory
-beside this run's, the first divergence and the share of runs on each side taking each
-(compare/behaviour.py; shown by report/behaviour.py).
+that regressed or changed, or whose behaviour changed beyond noise whatever its label
+(``shift``), carries ``behaviour``: main's most common trajectory beside this run's, the
+first divergence and the share of runs on each side taking each (compare/behaviour.py;
+shown by report/behaviour.py).
 """
 
 from __future__ import annotations
@@ -57,16 +58,35 @@ class Divergence(BehaviourModel):
     call: int
 
 
+class CallShare(BehaviourModel):
+    """A tool call (``{name, args}``) and the runs on each side that made it at least once."""
+
+    call: dict[str, Any] = Field(default_factory=dict)
+    runs: SideCounts = Field(default_factory=SideCounts)
+
+
+class BehaviourShift(BehaviourModel):
+    """How the behaviour changed in distribution: main's most common trajectory is not this
+    run's (``usual``), and the calls made in most runs of one side and few of the other's."""
+
+    usual: bool = False
+    calls: list[CallShare] = Field(default_factory=list)
+
+
 class Behaviour(BehaviourModel):
     """Main's most common trajectory (``baseline``; None for a case main does not have)
     beside this run's (``here``: the most common one that differs from main's, else main's
     own with this run's answers), the runs summarised on each side, the first divergence
-    (None: the same tool calls)."""
+    (None: the same tool calls), and how the behaviour changed beyond noise (None: not)."""
 
     baseline: ShownTrajectory | None = None
     here: ShownTrajectory
     runs: SideCounts
     first_divergence: Divergence | None = None
+    # Optional (newer evalchecks): the change in distribution, when beyond noise; the fresh
+    # confirmation runs of this run counted in ``here`` and ``runs.here``.
+    shift: BehaviourShift | None = None
+    fresh_runs: int | None = None
 
 
 def signature(turns: list[TrajectoryTurn]) -> str:

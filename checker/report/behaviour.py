@@ -1,7 +1,8 @@
 """What the agent does differently, as the reports show it: for each case with a
-``behaviour`` (a regressed, changed or flaky case: compare/behaviour.py), main's usual tool
-trajectory beside this PR's, call by call, the first divergence marked; the answers as a
-word diff; how many runs on each side took each trajectory.
+``behaviour`` (a regressed or changed case, or one whose behaviour changed beyond noise
+whatever its label: compare/behaviour.py), main's usual tool trajectory beside this PR's,
+call by call, the first divergence marked; the answers as a word diff; how many runs on each
+side took each trajectory; what moved beyond noise.
 
 Plain data (``BehaviourView``) for the markdown template (templates/_behaviour.md.j2) and
 the HTML report (report/html.py), which escape every text themselves: tool arguments and
@@ -44,7 +45,7 @@ class WordDiff:
 class BehaviourView:
     eval_set_id: str
     eval_id: str
-    change: str                # "regressed", "changed", "flaky"
+    change: str                # "regressed", "changed", "flaky", "unchanged", "improved"
     headline: str              # "first divergence at turn 1, call 1" / "same tool calls; the answer differs"
     compared: bool             # main's side known
     baseline_share: str = ""   # "12 of 12 runs of main, 0 of 4 here"
@@ -54,6 +55,8 @@ class BehaviourView:
     rows_hidden: int = 0
     answers: list[WordDiff] = field(default_factory=list)
     answers_hidden: int = 0    # more turns whose answers differ
+    shift: list[str] = field(default_factory=list)  # what changed beyond noise, in words
+    fresh_runs: int = 0        # this PR's confirmation runs counted in its shares
 
 
 def _runs(n: int, of: int, where: str) -> str:
@@ -133,15 +136,30 @@ def _answers(main: list[TrajectoryTurn], here: list[TrajectoryTurn], limit: int 
     return out
 
 
+def shift_words(behaviour: Behaviour) -> list[str]:
+    """What changed beyond noise: "main's usual trajectory is not this PR's usual one",
+    "book_hotel(city="Lisbon") in 0 of 3 runs of main, 23 of 23 here"; [] when nothing did."""
+    moved = behaviour.shift
+    if moved is None:
+        return []
+    runs = behaviour.runs
+    words = ["main's most common trajectory is not this PR's"] if moved.usual else []
+    words += [f"{fmt_call(c.call)} in {c.runs.baseline} of {runs.baseline} run{'' if runs.baseline == 1 else 's'}"
+              f" of main, {c.runs.here} of {runs.here} here" for c in moved.calls]
+    return words
+
+
 def behaviour_view(eval_set_id: str, case: CaseResult, *, max_rows: int | None = None,
                    max_answers: int | None = None, max_words: int | None = None) -> BehaviourView | None:
     """The view of ``case.behaviour``; the limits bound a comment (None: everything)."""
     b = case.behaviour
     if b is None:
         return None
-    change = case.change if case.change in ("regressed", "changed") else "flaky"
+    change = case.change if case.change in ("regressed", "changed") or not case.flaky else "flaky"
     view = BehaviourView(eval_set_id=eval_set_id, eval_id=case.eval_id, change=change, headline="",
                          compared=b.baseline is not None)
+    view.shift = shift_words(b)
+    view.fresh_runs = b.fresh_runs or 0
     runs = b.runs
     view.here_share = (_runs(b.here.runs.here, runs.here, "here") + ", "
                        + _runs(b.here.runs.baseline, runs.baseline, "of main"))
@@ -174,10 +192,10 @@ def behaviour_view(eval_set_id: str, case: CaseResult, *, max_rows: int | None =
 
 
 def behaviour_views(results: Results, limit: int | None = None, **limits: int | None) -> list[BehaviourView]:
-    """Every case's view, regressed first, then changed, then flaky (file order within);
-    at most ``limit`` (None: all)."""
-    order = {"regressed": 0, "changed": 1, "flaky": 2}
+    """Every case's view, regressed first, then changed, then the others whose behaviour
+    changed (file order within); at most ``limit`` (None: all)."""
+    order = {"regressed": 0, "changed": 1}
     views = [v for s in results.eval_sets for c in s.cases
              if (v := behaviour_view(s.eval_set_id, c, **limits)) is not None]
-    views.sort(key=lambda v: order[v.change])
+    views.sort(key=lambda v: order.get(v.change, 2))
     return views if limit is None else views[:limit]

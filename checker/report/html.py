@@ -50,6 +50,7 @@ details.case>summary{cursor:pointer;font-weight:600}
  background:#eaeef2}.status-passed{background:#dafbe1}.status-failed,.status-error{background:#ffebe9}
 .status-not_evaluated{background:#fff8c5}.change-regressed{background:#ffebe9}
 .change-improved{background:#dafbe1}.change-carried{background:#eaeef2}.flaky{background:#fbefff}
+.shifted{background:#fff1e5}
 tr.divergence td{background:#ffebe9;font-weight:600}tr.differs td{background:#fff8f7}
 del{background:#ffebe9;color:#82071e}ins{background:#dafbe1;color:#116329;text-decoration:none}
 .sidebyside{display:grid;grid-template-columns:1fr 1fr;gap:8px}
@@ -157,6 +158,8 @@ def _case(eval_set: EvalSetResult, case: CaseResult, recorded: list[RecordedRun]
         summary += _badge(case.change, f"change-{case.change}")
     if case.flaky:
         summary += _badge("flaky", "flaky")
+    if case.behaviour is not None and case.behaviour.shift is not None and case.change != "regressed":
+        summary += _badge("behaviour changed", "shifted")
     if case.quarantined is not None:  # the base branch's quarantine file: reported, not gating
         summary += _badge("quarantined", "quarantined")
     tokens = case_tokens(case.usage)

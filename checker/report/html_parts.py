@@ -175,12 +175,16 @@ def words_html(diff: Any) -> str:
 def behaviour_html(view: Any) -> str:
     """Main's usual trajectory beside this PR's, the first divergence marked; the answers
     that differ as word diffs; the runs on each side taking each."""
+    fresh = (f" This PR's runs include its {view.fresh_runs} fresh confirmation run"
+             f"{'' if view.fresh_runs == 1 else 's'}." if view.fresh_runs else "")
+    moved = [tag("p", tag("b", "Changed beyond noise: ") + esc("; ".join(view.shift)) + ".", "shift")] \
+        if view.shift else []
     if view.same_calls:
-        parts = [tag("p", "Same tool calls on both sides, main's usual trajectory ("
-                          + esc(view.baseline_share) + ").", "note shares")]
+        parts = moved + [tag("p", "Same tool calls on both sides, main's usual trajectory ("
+                          + esc(view.baseline_share) + ")." + fresh, "note shares")]
     else:
-        parts = [tag("p", f"Main's usual trajectory: {esc(view.baseline_share)}. "
-                          f"This PR's: {esc(view.here_share)}.", "note shares")]
+        parts = moved + [tag("p", f"Main's usual trajectory: {esc(view.baseline_share)}. "
+                                  f"This PR's: {esc(view.here_share)}.{fresh}", "note shares")]
     if view.rows:
         rows = []
         for row in view.rows:

@@ -164,8 +164,9 @@ def render_within(results: Results, limit: int, measure: Callable[[str], int], *
     """The richest rendering whose size (by ``measure``) is at most ``limit - reserve``.
 
     Shrinks in this order: the collapsed rows of passing cases, then explanations of the
-    last failing cases, then the behaviour diffs of the last cases (flaky ones first), then
-    rows of cases that need attention. Returns the text and what was left out, in words.
+    last failing cases, then the behaviour diffs of the last cases (neither regressed nor
+    changed first), then rows of cases that need attention. Returns the text and what was
+    left out, in words.
     """
     limit -= reserve
     extra = dict(extra or {})

@@ -39,6 +39,8 @@ def case_labels(case: CaseResult) -> list[str]:
         labels.append(f"quarantined until {case.quarantined.expires}, not gating")
     if case.screening_disagrees:
         labels.append("screening and confirmation disagree")
+    if case.behaviour is not None and case.behaviour.shift is not None and case.change != "regressed":
+        labels.append("behaviour changed")  # beyond noise, whatever the scores say
     if case.flaky:
         before = baseline_pass_counts(case)
         labels.append(f"flaky {case_pass_counts(case)} runs passed"
@@ -119,15 +121,17 @@ def claim_lines(results: Results) -> list[str]:
 
 
 def comparison_lines(results: Results, limit: int = 20) -> list[str]:
-    """Against a baseline: passing cases that still need a look (regressed, flaky), the
-    removed cases, the notes, then one line of counts. Failing cases are in failure_lines."""
+    """Against a baseline: passing cases that still need a look (regressed, flaky, behaviour
+    changed), the removed cases, the notes, then one line of counts. Failing cases are in
+    failure_lines."""
     comparison = results.comparison
     if comparison is None:
         return []
     lines = []
     for eval_set in results.eval_sets:
         for case in eval_set.cases:
-            if case.status != "passed" or not (case.change == "regressed" or case.flaky):
+            shifted = case.behaviour is not None and case.behaviour.shift is not None
+            if case.status != "passed" or not (case.change == "regressed" or case.flaky or shifted):
                 continue
             moved = [f"{m.name} {fmt(m.score)}{_against_baseline(m, case)}" for m in case.metrics
                      if m.baseline_score is not None and m.status != "informational"]

@@ -233,7 +233,8 @@ class Links:
 
 # Which attention rows come first: regressions, then failing or errored cases (in file
 # order), new cases, flaky ones.
-_URGENCY = {"regressed": 0, "error": 1, "failed": 1, "not_evaluated": 1, "new": 2, "flaky": 3}
+_URGENCY = {"regressed": 0, "error": 1, "failed": 1, "not_evaluated": 1, "new": 2, "flaky": 3,
+            "behaviour": 4}
 
 
 def columns_for(view: SetView, rows: list[CaseRow]) -> list[Column]:
@@ -242,12 +243,18 @@ def columns_for(view: SetView, rows: list[CaseRow]) -> list[Column]:
     return [c for c in view.columns if any(c.name in r.cells for r in rows)]
 
 
+def behaviour_changed(case: CaseResult) -> bool:
+    """The case's behaviour changed beyond noise against main (compare/behaviour.py)."""
+    return case.behaviour is not None and case.behaviour.shift is not None
+
+
 def needs_attention(case: CaseResult) -> bool:
-    return case.status != "passed" or case.flaky or case.change in ("regressed", "new")
+    return case.status != "passed" or case.flaky or case.change in ("regressed", "new") \
+        or behaviour_changed(case)
 
 
 def _urgency(row: CaseRow) -> int:
-    keys = [row.status, row.change or "", "flaky" if row.flaky else ""]
+    keys = [row.status, row.change or "", "flaky" if row.flaky else "", "behaviour" if row.attention else ""]
     return min(_URGENCY.get(k, 9) for k in keys)
 
 
@@ -269,6 +276,8 @@ def _row(case: CaseResult, eval_set: EvalSetResult, links: Links) -> CaseRow:
             else "metric error" if metric_errors else "")
     if case.screening_disagrees:
         note = "; ".join(filter(None, [note, "screening and confirmation disagree"]))
+    if behaviour_changed(case) and case.change != "regressed":  # e.g. a drop within noise
+        note = "; ".join(filter(None, [note, "behaviour changed (see What the agent does differently)"]))
     return CaseRow(eval_id=case.eval_id, status=case.status, url=links.file(eval_set.path, case.line),
                    cells={m.name: _cell(case, m) for m in case.metrics if m.status != "informational"},
                    note=note, change=case.change, flaky=flaky_counts(case) if case.flaky else None,

@@ -58,3 +58,19 @@ def summarise(runs: list[RecordedRun]) -> list[Trajectory] | None:
         return None
     ranked = sorted(found.values(), key=lambda t: -len(t.runs))  # stable: first taken first
     return ranked[:MAX_TRAJECTORIES]
+
+
+def merged(earlier: list[Trajectory] | None, later: list[Trajectory] | None) -> list[Trajectory] | None:
+    """The distinct trajectories of two sets of runs of one case (rounds of fresh runs), most
+    common first, as ``summarise`` keeps them."""
+    if not earlier or not later:
+        return earlier or later
+    found: dict[str, Trajectory] = {}
+    for trajectory in [*earlier, *later]:
+        key = signature(trajectory.turns)
+        if key in found:
+            found[key] = found[key].model_copy(update={"runs": found[key].runs + trajectory.runs})
+        else:
+            found[key] = trajectory
+    ranked = sorted(found.values(), key=lambda t: -len(t.runs))
+    return ranked[:MAX_TRAJECTORIES]
