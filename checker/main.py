@@ -261,8 +261,8 @@ def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
     sources = start_metric_worker(context, targets, inputs.root, options.sandbox)
     from .compare.adaptive import extra_runs
 
-    adaptive = extra_runs(options, targets, inputs.rule, context,
-                          inputs.baselines if shard is None else [])
+    # A shard screens and confirms its own cases too; the merge decides (docs/sharding.md).
+    adaptive = extra_runs(options, targets, inputs.rule, context, inputs.baselines, shard=shard is not None)
     history = None
     if options.adk_eval_history is not None:  # the eval sets as ADK reads them, before scoring
         from .report.adk_history import plan_history
@@ -343,11 +343,19 @@ def compare_with_baseline(options: RunOptions, baselines: list[Results], plan: P
                           results: Results) -> Results:
     """Each case against main's pooled runs (--baseline), decided on the confirmation runs
     when there were some; the results unchanged without a baseline."""
-    if not baselines or plan.shard is not None:  # a shard's baseline only balances the split
+    confirmation = plan.adaptive.confirmation if plan.adaptive is not None else None
+    if plan.shard is not None and confirmation is not None:
+        # A shard compares nothing (it cannot see the suite): it records its fresh runs and
+        # what it screened them against, for the merge to decide on (docs/sharding.md).
+        from .compare.recorded import family_of, record_shard_confirmation
+
+        return record_shard_confirmation(results, confirmation,
+                                         family_of(baselines, options.alpha, confirmation.confirm_runs),
+                                         results.set_keys())  # as discovery keyed the targets
+    if not baselines or plan.shard is not None:  # a shard's baseline alone only balances the split
         return results
     from .compare.command import compare_run
 
-    confirmation = plan.adaptive.confirmation if plan.adaptive is not None else None
     return compare_run(options.baselines, results, baselines, alpha=options.alpha,
                        confirmations=confirmation.confirmations() if confirmation is not None else None,
                        contested_runs=confirmation.disagreement_runs() if confirmation is not None else None,

@@ -53,11 +53,11 @@ class AdaptiveRuns:
 
     def __init__(self, targets: list[EvalTarget], max_runs: int, rule: VerdictRule,
                  context: ScoringContext, pool: BaselinePool | None = None, confirm_runs: int = 0,
-                 adaptive: bool = True, alpha: float = DEFAULT_ALPHA):
+                 adaptive: bool = True, alpha: float = DEFAULT_ALPHA, shard: bool = False):
         self.max_runs = max_runs
         self.adaptive = adaptive  # False: only confirmation runs (no --max-runs above --num-runs)
         self.pool = pool
-        self.confirmation = (Confirmation(pool, confirm_runs, alpha)
+        self.confirmation = (Confirmation(pool, confirm_runs, alpha, shard=shard)
                              if pool is not None and confirm_runs else None)
         self.confirming = False
         self.rule = rule
@@ -160,9 +160,10 @@ class AdaptiveRuns:
 
 
 def extra_runs(options: RunOptions, targets: list[EvalTarget], rule: VerdictRule,
-               context: ScoringContext, baselines: list[Results]) -> AdaptiveRuns | None:
+               context: ScoringContext, baselines: list[Results], *, shard: bool = False) -> AdaptiveRuns | None:
     """The rounds after the first --num-runs: adaptive runs (--max-runs) and, with a
-    baseline, confirmation runs of the cases that look worse (--confirm-runs)."""
+    baseline, confirmation runs of the cases that look worse (--confirm-runs); ``shard``:
+    of one shard's cases (confirm.py: the merge decides)."""
     adaptive = options.max_runs is not None and options.max_runs > options.num_runs
     confirm = options.confirmation_runs() if baselines else 0
     if options.replay is not None:
@@ -175,5 +176,5 @@ def extra_runs(options: RunOptions, targets: list[EvalTarget], rule: VerdictRule
                          pool=BaselinePool(baselines, ambiguous={t.eval_set_id for t in targets
                                                                  if t.key != t.eval_set_id})
                          if baselines else None, confirm_runs=confirm, adaptive=adaptive,
-                         alpha=options.alpha)
+                         alpha=options.alpha, shard=shard)
     return extra

@@ -18,12 +18,12 @@ from typing import Any
 from ..inputs.bulk import paused_gc
 from ..models.setkey import SEPARATOR
 from ..models.results import (BaselineFile, BaselineInfo, CaseRef, CaseResult, ChangeSummary, Comparison,
-                              MetricResult, Results)
+                              MetricResult, Results, RunResult)
 from . import disagreement
 from .behaviour import case_behaviour
 from .decision import (DEFAULT_ALPHA, FamilyDecision, MetricTest, check_alpha, decide,
                        decide_improvements, p_better, p_worse, screens)
-from .pooling import BaselinePool, CaseKey, PooledCase, run_passes
+from .pooling import BaselinePool, CaseKey, PooledCase, baseline_digest, run_passes
 from .stats import BOOTSTRAP_SEED, paired_bootstrap, wilson
 from .verdict import case_flaky
 
@@ -47,7 +47,7 @@ def deterministic_change(metric: MetricResult) -> bool:
 
 
 _AGAINST_BASELINE = ("baseline_score", "delta", "p_value", "baseline_runs", "confirm_runs",
-                     "confirm_budget", "screened", "screening_disagreement")
+                     "confirm_budget", "screened", "screening_disagreement", "disagreement_runs")
 
 
 def uncompared(metric: MetricResult) -> MetricResult:
@@ -133,8 +133,9 @@ class _Compared:
     test: MetricTest | None  # None: not tested (not screened while confirming)
     fresh: MetricResult | None = None
     # A contested metric (disagreement.py): its screening runs and the fresh runs they are
-    # tested against.
+    # tested against (passes, and their scores for the results).
     contest: tuple[list[bool], list[bool]] | None = None
+    contest_scores: list[float | None] | None = None
 
 
 @dataclass
@@ -143,6 +144,7 @@ class _Case:
     pooled: PooledCase | None
     change: str | None  # "new" / "changed" decided before any test
     compared: list[_Compared]
+    fresh_runs: list[RunResult] | None = None  # every fresh confirmation run of the case
 
 
 def _gating(metric: MetricResult) -> bool:
@@ -202,7 +204,7 @@ def _prepare(key: CaseKey, head: CaseResult, pool: BaselinePool,
     compared = []
     for metric, base, base_passes, head_passes in metric_pairs(pooled, head):
         screened = screens(pooled.screening(metric.name), head_passes)
-        test, fresh, contest = None, None, None
+        test, fresh, contest, contest_scores = None, None, None, None
         if confirmations is None:  # nothing can run again: decide on the runs there are
             test = MetricTest(tuple(base_passes), tuple(head_passes))
         elif screened and metric.name in fresh_metrics:
@@ -217,8 +219,11 @@ def _prepare(key: CaseKey, head: CaseResult, pool: BaselinePool,
                         if longer is not None else None
                     contest = (head_passes, run_passes(longer, own) if own is not None  # type: ignore[arg-type]
                                else fresh_passes)
-        compared.append(_Compared(metric, base, base_passes, head_passes, screened, test, fresh, contest))
-    return _Case(head, pooled, None, compared)
+                    contest_scores = list(own.runs if own is not None else fresh.runs)
+        compared.append(_Compared(metric, base, base_passes, head_passes, screened, test, fresh, contest,
+                                  contest_scores))
+    return _Case(head, pooled, None, compared,
+                 list(fresh_case.runs) if fresh_case is not None and compared else None)
 
 
 def _every_run_errored(case: CaseResult) -> bool:
@@ -232,6 +237,7 @@ def _label(prepared: _Case, family: FamilyDecision, better_level: float,
     if prepared.change is not None:
         return head.model_copy(update={"change": prepared.change, "flaky": flaky, "baseline_pool": None,
                                        "baseline_status": None, "screening_disagrees": None,
+                                       "fresh_runs": None,
                                        "metrics": [uncompared(m) for m in head.metrics]})
     pooled = prepared.pooled
     assert pooled is not None
@@ -264,6 +270,7 @@ def _label(prepared: _Case, family: FamilyDecision, better_level: float,
                 update["confirm_budget"] = found.fresh.confirm_budget
         if found.contest is not None:
             screening, fresh = found.contest
+            update["disagreement_runs"] = found.contest_scores
             p = disagreement.p_disagree(screening, fresh)
             if p <= contest_level:
                 disagrees = True
@@ -277,7 +284,8 @@ def _label(prepared: _Case, family: FamilyDecision, better_level: float,
     change = "regressed" if regressed else "improved" if improved else "unchanged"
     update = {"metrics": metrics, "change": change, "flaky": flaky,
               "baseline_pool": pooled.sources if history else None,
-              "baseline_status": pooled.newest.status, "screening_disagrees": disagrees or None}
+              "baseline_status": pooled.newest.status, "screening_disagrees": disagrees or None,
+              "fresh_runs": prepared.fresh_runs if confirming else None}
     return head.model_copy(update=update)
 
 
@@ -368,7 +376,10 @@ def _compare(pool: BaselinePool, head: Results, alpha: float, seed: int,
     if history:
         baseline_info = baseline_info.model_copy(update={"history": [
             BaselineFile(path=i.path, commit=i.commit) for i in pool.infos]})
+    familywise = family.as_json(confirming)
+    if confirming:  # what the fresh runs were asked for against: `compare` decides on them again
+        familywise["baselines"] = [baseline_digest(f) for f in pool.files]
     comparison = Comparison(baseline=baseline_info, summary=summary, removed=removed,
                             metrics=suite_metrics(pairs, seed=seed), notes=notes,
-                            familywise=family.as_json(confirming))
+                            familywise=familywise)
     return head.model_copy(update={"eval_sets": sets, "comparison": comparison})

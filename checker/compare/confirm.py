@@ -27,6 +27,14 @@ showed, so it goes on getting fresh runs after its regression test stopped, unti
 question is decided either way or its budget is spent. Those runs are the disagreement
 test's (``disagreement_runs``); the regression test reads only its own.
 
+A shard (``--shard I/N``) sees only its own cases, so it cannot know the suite's family: it
+screens and confirms as above, and records the fresh runs; the merge decides the family over
+every shard's (docs/sharding.md). Its stops must then give the verdict the full budget would
+whatever the other shards hold: a regression test is never stopped as certain (its least
+level depends on every screened test of the suite), and a disagreement stops only once it is
+decided at every level the suite's family can have - between alpha / (the metrics main's
+newest results passed in every run, over the whole baseline) and alpha / (this shard's own).
+
 Pure bookkeeping: the runs themselves come from the agents stage (compare/adaptive.py
 drives both).
 """
@@ -84,6 +92,22 @@ def joined(earlier: CaseResult | None, later: CaseResult) -> CaseResult:
                                       "trajectories": merged(earlier.trajectories, later.trajectories)})
 
 
+def baseline_contestable(pool: BaselinePool) -> int:
+    """At least as many as the disagreement family of any run against ``pool`` holds: every
+    gating metric of every case's newest result whose runs all passed (comparison.contestable
+    counts those of them a run compares)."""
+    count = 0
+    for key in pool.keys():
+        found = pool.newest_case(key)
+        assert found is not None
+        case = found[1]
+        for metric in case.metrics:
+            if metric.status != "informational":
+                passes = run_passes(case, metric)
+                count += bool(passes) and all(passes)
+    return count
+
+
 @dataclass
 class Confirming:
     """One case under confirmation."""
@@ -106,10 +130,13 @@ class Confirming:
 class Confirmation:
     """Which cases get fresh runs, round by round, and their scored fresh runs."""
 
-    def __init__(self, pool: BaselinePool, confirm_runs: int, alpha: float = DEFAULT_ALPHA):
+    def __init__(self, pool: BaselinePool, confirm_runs: int, alpha: float = DEFAULT_ALPHA, *,
+                 shard: bool = False):
         self.pool = pool
         self.confirm_runs = confirm_runs
         self.alpha = alpha
+        # A shard: the family is the merge's, over cases this one does not see (module doc).
+        self.shard = shard
         self.cases: dict[CaseKey, Confirming] = {}
         self.rounds = 0
         self.curtailed = 0  # metrics whose regression was certain before their budget ran out
@@ -136,13 +163,19 @@ class Confirmation:
         self._total_weight = sum(map(screening_weight, flagged_p))
         self._flagged = len(flagged_p)
         self._disagree_level = disagreement.level(self.alpha, compared)
+        # The least level the disagreement family can have: in a shard, over every metric of
+        # the whole baseline that main's newest result passed in every run.
+        self._disagree_least = disagreement.level(self.alpha, baseline_contestable(self.pool)) \
+            if self.shard else self._disagree_level
         return self._round()
 
     def _certain(self, state: Confirming, name: str, fresh: list[bool], done: int) -> bool:
         """Whether the metric's test is regressed whatever its remaining runs do: its p-value
         with every one of them passing - the largest it can end with, and at least its p-value
         now (a passing run never lowers p(worse); fewer passes or runs only lower it) - is at
-        most its least possible level."""
+        most its least possible level. Never in a shard: that level is the merge's."""
+        if self.shard:
+            return False
         level = certain_level(self.alpha, state.screen_p[name], self._total_weight, self._flagged)
         left = max(0, state.budgets[name] - done)
         return p_worse(state.pooled[name], fresh + [True] * left) <= level
@@ -173,7 +206,7 @@ class Confirmation:
             left = max(0, state.budgets[name] - done)
             # Certainly regressed: the case fails whatever the disagreement says.
             if done >= state.budgets[name] or name in state.certain or (fresh and disagreement.decided(
-                    state.screening[name], fresh, left, self._disagree_level)):
+                    state.screening[name], fresh, left, self._disagree_level, self._disagree_least)):
                 state.contesting.discard(name)
                 state.contest_stopped[name] = min(done, state.budgets[name])
 

@@ -61,12 +61,15 @@ def level(alpha: float, tests: int) -> float:
     return alpha / max(tests, 1)
 
 
-def decided(screening: list[bool], fresh: list[bool], left: int, at: float) -> bool:
+def decided(screening: list[bool], fresh: list[bool], left: int, at: float,
+            least: float | None = None) -> bool:
     """Whether more fresh runs (``left`` of them) can no longer change the verdict at level
-    ``at``: even all passing keeps p above it, or even all failing keeps p at or below it."""
+    ``at``: even all passing keeps p above it, or even all failing keeps p at or below it.
+    ``least``: the level is not known yet, only that it lies in [least, at] (a shard): the
+    verdict is decided at every level there."""
     best = p_disagree(screening, fresh + [True] * left)
     worst = p_disagree(screening, fresh + [False] * left)
-    return best > at or worst <= at
+    return best > at or worst <= (at if least is None else least)
 
 
 def disagreement_words(found: dict) -> str:

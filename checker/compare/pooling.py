@@ -18,6 +18,7 @@ Pure: nothing here reads files or changes its inputs.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 from ..models.results import BaselineInfo, CaseResult, MetricResult, Results
@@ -28,6 +29,12 @@ from .stats import fisher_better, fisher_worse
 CONSISTENT_P = 0.05
 
 CaseKey = tuple[str, str]
+
+
+def baseline_digest(baseline: Results) -> str:
+    """"sha256:..." of a baseline's content as read (not its bytes or path: the same results
+    of main downloaded by two jobs, or read at the base commit, are the same baseline)."""
+    return "sha256:" + hashlib.sha256(baseline.model_dump_json(by_alias=True).encode("utf-8")).hexdigest()
 
 
 def criteria(case: CaseResult) -> dict[str, float | None]:

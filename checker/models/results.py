@@ -90,6 +90,11 @@ class MetricResult(ResultsModel):
     # it (compare/disagreement.py): {screening: [passed, runs], fresh: [passed, runs],
     # pValue, level}.
     screening_disagreement: dict[str, Any] | None = optional()
+    # A contested metric (every screening run failed where main passed every run): the scores
+    # of the fresh runs its screening-vs-confirmation test read. It may go on past
+    # ``confirm_runs`` (the regression test's): the extra runs are the ones asked for only
+    # for that test (``metadata.confirmContestedRuns``).
+    disagreement_runs: list[float | None] | None = optional()
 
     @property
     def min_max(self) -> tuple[float, float] | None:
@@ -147,6 +152,10 @@ class CaseResult(ResultsModel):
     # True when the fresh confirmation runs contradict a drop every screening run showed
     # (compare/disagreement.py): a failure under fail-on regression, never "within noise".
     screening_disagrees: bool | None = optional()
+    # Every fresh confirmation run of the case, in order (kept apart from ``runs``, which make
+    # its own verdict): a metric's ``confirmRuns`` and ``disagreementRuns`` are the first of
+    # them. A shard records them for the merge to decide on (docs/sharding.md).
+    fresh_runs: list[RunResult] | None = optional()
     # Not written: each run's verdict per metric, as scored (what --adk-eval-history writes
     # per run: checker/report/adk_history.py). None for a case read from a file.
     _run_verdicts: list[RunVerdicts] | None = PrivateAttr(default=None)
@@ -184,6 +193,17 @@ class Summary(ResultsModel):
     carried: int | None = optional()
 
 
+class ConfirmationFamily(ResultsModel):
+    """What a shard screened and confirmed against (docs/sharding.md): main's results (each
+    "sha256:..." of the baseline file's content as read, newest first), the family-wise alpha
+    and --confirm-runs. The merge decides the whole suite's family on the shards' fresh runs,
+    and only for shards that agree on this, with its own --baseline and --alpha."""
+
+    baselines: list[str]
+    alpha: float
+    confirm_runs: int
+
+
 class ShardInfo(ResultsModel):
     index: int = Field(ge=1)  # 1-based
     count: int = Field(ge=1)
@@ -196,6 +216,9 @@ class ShardInfo(ResultsModel):
     # cases (--baseline), or "none". Not in ``selection``: it changes which shard a case is
     # in, not its score. Absent in files of an evalcheck that did not record it.
     baseline_durations: str | None = optional()
+    # Given a baseline with an agent, the shard screened its cases and ran their confirmation
+    # runs (recorded per case and metric); this is what it did so against. Absent: it ran none.
+    family: ConfirmationFamily | None = optional()
 
 
 class BaselineFile(ResultsModel):

@@ -16,13 +16,20 @@ from typing import Any
 from ..compare.results_file import load_results_file
 from ..errors import InputError
 from ..safety.limits import loads_bounded
-from ..models.results import CaseResult, EvalSetResult, Results, ShardInfo
+from ..models.results import CaseResult, ConfirmationFamily, EvalSetResult, Results, ShardInfo
 from ..models.setkey import set_key, shown
 from ..scoring.pipeline import finish_results
 from ..inputs.validation import validate
 
 # Metadata that describes one machine's run, combined over the shards below.
 _TIMING = ("startedAt", "finishedAt", "durationSeconds")
+# Confirmation counters (compare/confirm.py Confirmation.metadata), added up over the shards.
+_CONFIRM_COUNTS = ("confirmExtraRuns", "confirmCases", "confirmCertainEarly", "confirmContested",
+                   "confirmContestedRuns")
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _load_json(path: Path) -> Any:
@@ -77,6 +84,35 @@ def check_same_run(f: ShardFile, first: ShardFile, *, versionless_ok: bool = Fal
                          fix="give every shard the same --baseline, or give none of them one")
 
 
+def shards_family(loaded: Sequence[tuple[Path, Results]]) -> ConfirmationFamily | None:
+    """The family every shard screened and confirmed against (docs/sharding.md), or None when
+    none ran confirmation runs; shards that disagree on it (another baseline, alpha or
+    --confirm-runs, or one with and one without) are bad input: their fresh runs were chosen
+    by different screenings and cannot make one decision."""
+    (first_path, first), *rest = loaded
+    mine = first.shard.family if first.shard is not None else None
+    for path, results in rest:
+        theirs = results.shard.family if results.shard is not None else None
+        if theirs == mine:
+            continue
+        assert results.shard is not None
+        where = f"shard {results.shard.index}/{results.shard.count}"
+        raise InputError(f"{where} {_confirmed_as(theirs)}, {first_path} {_confirmed_as(mine)}",
+                         file=str(path), path="$.shard.family",
+                         fix="give every shard the same --baseline files (newest first), --alpha and "
+                             "--confirm-runs, and run them all with an agent (or all in replay)")
+    return mine
+
+
+def _confirmed_as(family: ConfirmationFamily | None) -> str:
+    if family is None:
+        return "ran no confirmation runs (no --baseline, --confirm-runs 0, or replay)"
+    files = len(family.baselines)
+    digests = ", ".join(d[:15] + "..." for d in family.baselines)
+    return (f"confirmed against {files} baseline file{'' if files == 1 else 's'} ({digests}) at "
+            f"alpha {family.alpha:g} with --confirm-runs {family.confirm_runs}")
+
+
 def _split_on(durations: str | None) -> str:
     return "no baseline" if durations == "none" else f"baseline durations {str(durations)[:19]}..."
 
@@ -127,6 +163,13 @@ def _merged_metadata(shards: Sequence[Results]) -> dict[str, Any]:
     judges = [s.metadata["judge"] for s in shards if isinstance(s.metadata.get("judge"), dict)]
     if judges:
         metadata["judge"] = _sum_numbers(judges)
+    for key in _CONFIRM_COUNTS:  # every shard's fresh runs, in the suite's counts
+        counts = [s.metadata[key] for s in shards if _count(s.metadata.get(key))]
+        if counts:
+            metadata[key] = sum(counts)
+    rounds = [s.metadata["confirmRounds"] for s in shards if _count(s.metadata.get("confirmRounds"))]
+    if rounds:  # the shards' rounds ran side by side
+        metadata["confirmRounds"] = max(rounds)
     numbers = [s.metadata.get("numRuns") for s in shards if isinstance(s.metadata.get("numRuns"), int)]
     if numbers:
         metadata["numRuns"] = max(numbers)

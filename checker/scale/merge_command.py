@@ -17,8 +17,8 @@ from pydantic_core import to_json
 from ..errors import InputError
 from ..inputs.bulk import paused_gc
 from ..compare.overrides import AcceptLabel, apply_overrides, say_overrides
-from ..models.results import Results
-from .merge import MergeInputs, merge_recorded_runs, merge_results, read_merge_inputs, shard_of
+from ..models.results import ConfirmationFamily, Results
+from .merge import MergeInputs, merge_recorded_runs, merge_results, read_merge_inputs, shard_of, shards_family
 
 
 @dataclass
@@ -109,16 +109,25 @@ def merge_files(request: MergeRequest) -> Results:
         merged.passed = False  # as the shard that spent it: never a pass
     apply_prices(merged, prices)  # each shard's summary cost is gone with its summary
     claims = [c for c in merged.pull_request_files or [] if c.kind != "baseline"]  # the shards' replay
+    family = shards_family(inputs.results)
+    baselines: list[Results] = []
+    chosen = RunOptions(baselines=list(request.baselines), base=request.base)
     if request.baselines:
         from ..compare.results_file import read_baselines
         from ..inputs.discover import find_repo_root
 
-        chosen = RunOptions(baselines=list(request.baselines), base=request.base)
         baselines, said = read_baselines(chosen, find_repo_root(Path.cwd()))
         claims += said
-        if baselines:
-            merged = compare_run(chosen.baselines, merged, baselines, alpha=request.alpha,
-                                 max_token_increase=request.max_token_increase)
+    if family is not None:  # the shards' fresh runs decide, once, for the whole suite
+        merged = _decide_confirmed(merged, family, baselines, chosen.baselines, request, inputs)
+    elif baselines:
+        merged = compare_run(chosen.baselines, merged, baselines, alpha=request.alpha,
+                             max_token_increase=request.max_token_increase)
+        if merged.comparison is not None and merged.metadata.get("mode") != "replay":
+            merged.comparison.notes.append(
+                "the shards ran no confirmation runs (they had no baseline): decided on the runs "
+                "recorded; give every shard the same --baseline (the Action's shard jobs: "
+                "baseline: auto with `actions: read`) to decide on fresh runs as an unsharded run does")
     if claims or merged.pull_request_files:
         from ..compare.baseline_change import record_claims
 
@@ -130,6 +139,26 @@ def merge_files(request: MergeRequest) -> Results:
                   runs=_recorded(recorded) if recorded is not None and request.html else None)
     files.check()
     return merged
+
+
+def _decide_confirmed(merged: Results, family: ConfirmationFamily, baselines: list[Results],
+                      paths: list[Path], request: MergeRequest, inputs: MergeInputs) -> Results:
+    """The comparison of the merged suite decided on the shards' fresh runs: the family is
+    every shard's screened tests together, as one unsharded run's (docs/sharding.md). Only
+    against the baseline files and alpha the shards screened and stopped with."""
+    from ..compare.command import compare_run
+    from ..compare.recorded import check_family, check_screened, recorded_confirmation, recorded_keys
+    from ..inputs.discover import report_path
+
+    where = str(inputs.results[0][0])
+    check_family(family, baselines, [report_path(p) for p in paths], request.alpha, where, "the shards")
+    keys = recorded_keys(merged, baselines)
+    recorded = recorded_confirmation(merged, keys)
+    compared = compare_run(paths, merged, baselines, alpha=request.alpha,
+                           confirmations=recorded.confirmations, contested_runs=recorded.contested,
+                           max_token_increase=request.max_token_increase)
+    check_screened(compared, recorded, keys, ", ".join(str(p) for p, _ in inputs.results))
+    return compared
 
 
 def check_merge_inputs(modes: Sequence[str], shard: str) -> None:
