@@ -63,9 +63,11 @@ def forget_runner_environ(secrets: list[str]) -> None:
 def find_auto_baseline(config: ActionConfig, ctx: RunContext) -> BaselineSearch | None:
     """``baseline: auto`` on a pull request: the results artifact of its merge base (or up to
     20 commits older) becomes ``config.run.baseline``. Never fails the job: what it could
-    not find becomes a note in the report (github/baseline.py)."""
-    if not config.auto_baseline or config.run.shard:
-        return None  # shards are compared once merged (docs/sharding.md)
+    not find becomes a note in the report (github/baseline.py). A shard job finds it too: it
+    screens and confirms its cases against it, and the merge job, finding the same, decides
+    (docs/sharding.md)."""
+    if not config.auto_baseline:
+        return None
     from .github.baseline import auto_baseline, describe
     from ..version import evalcheck_version
 

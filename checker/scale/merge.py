@@ -145,7 +145,8 @@ def _positions(path: Path, info: ShardInfo, count: int) -> list[int]:
 
 def _merged_metadata(shards: Sequence[Results]) -> dict[str, Any]:
     first = shards[0].metadata
-    metadata = {k: v for k, v in first.items() if k not in _TIMING and k != "judge"}
+    # A shard job's baseline search notes are its own: the merge job records its own search.
+    metadata = {k: v for k, v in first.items() if k not in _TIMING and k not in ("judge", "baselineNotes")}
     started = [s.metadata["startedAt"] for s in shards if s.metadata.get("startedAt")]
     finished = [s.metadata["finishedAt"] for s in shards if s.metadata.get("finishedAt")]
     if started:

@@ -140,14 +140,14 @@ def test_merge_refuses_shards_decided_against_another_family(repo, main_results,
 
     # One shard at another alpha, one without a baseline.
     again = _run(repo, "a2.json", "--shard", f"2/{SHARDS}", "--baseline", "main.json", "--alpha", "0.01",
-                 monkeypatch=monkeypatch, broken=True)
+                 "--fail-on", "regression", monkeypatch=monkeypatch, broken=True)
     assert again.code == 0, again.output
     out = run_cli(["merge", files[0], "a2.json", *files[2:], "--baseline", "main.json",
                    "--results", "m.json"], repo)
     assert out.code == 2 and f"shard 2/{SHARDS} confirmed against 1 baseline file" in out.output \
         and "at alpha 0.01" in out.output and f"{files[0]} confirmed against" in out.output, out.output
     bare = _run(repo, "b2.json", "--shard", f"2/{SHARDS}", "--baseline", "main.json", "--confirm-runs", "0",
-                monkeypatch=monkeypatch, broken=True)
+                "--fail-on", "regression", monkeypatch=monkeypatch, broken=True)
     assert bare.code == 0, bare.output
     out = run_cli(["merge", files[0], "b2.json", *files[2:], "--baseline", "main.json",
                    "--results", "m.json"], repo)

@@ -4,9 +4,17 @@ status, one job summary and the outputs. (tests/container runs the same in the i
 
 from __future__ import annotations
 
+import io
 import json
+import shlex
+import sys
+import zipfile
+from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
+from corehelpers import run_cli  # noqa: E402
 
 from shard_suite import FAILING, SHARDS, downloaded, shard_inputs, suite_files
 from test_github_action import HEAD, run_action
@@ -27,7 +35,8 @@ def test_shard_jobs_post_nothing_and_the_merge_job_publishes_once(tmp_path, fake
         shard = json.loads((runner.workspace / outputs["results-path"]).read_text())["shard"]
         assert (shard["index"], shard["count"]) == (index, SHARDS)
         workspaces.append(runner.workspace)
-    assert fake.requests == []  # not even a read
+    # A shard reads (the baseline search: none here) and writes nothing.
+    assert fake.writes() == [] and all("artifacts" in r.path or "compare" in r.path for r in fake.requests)
 
     code, runner, log = run_action(tmp_path / "merge", fake, capfd, commit_status="true", replay="",
                                    paths="", merge="shards/*.json", files=downloaded(workspaces))
@@ -111,3 +120,73 @@ def test_the_comment_footer_shows_tokens_and_cost_from_one_job_and_from_the_merg
     assert FOOTER in comment["body"].replace("\\", "") and FOOTER in runner.summary().replace("\\", "")
     page = (runner.workspace / "evalcheck-report/report.html").read_text()
     assert FOOTER in page
+
+
+TRAVEL_AGENT = (f"{shlex.quote(sys.executable)} "
+                f"{shlex.quote(str(Path(__file__).parents[1] / 'compare' / 'agents' / 'travel_agent.py'))}")
+TRAVEL_SHARDS = 4
+
+
+def _travel_suite() -> dict[str, str]:
+    """Issue 40's new user's suite: lisbon_usd should call currency_agent, seven more cases."""
+    def one(eval_id: str, tool: str) -> dict:
+        return {"eval_id": eval_id, "conversation": [{
+            "invocation_id": "t1", "user_content": {"role": "user", "parts": [{"text": f"{eval_id}?"}]},
+            "final_response": {"role": "model", "parts": [{"text": "Done."}]},
+            "intermediate_data": {"tool_uses": [{"name": tool, "args": {"city": eval_id.split("_")[0]}}]}}]}
+
+    cases = [one("lisbon_usd", "currency_agent"), one("porto_flaky", "get_forecast")]
+    cases += [one(f"{c}_weather", "get_forecast") for c in ("paris", "rome", "oslo", "nice", "bern", "kyiv")]
+    return {"evals/travel.evalset.json": json.dumps({"eval_set_id": "travel", "eval_cases": cases}),
+            "evals/test_config.json": json.dumps({"criteria": {"tool_trajectory_avg_score": 1.0}})}
+
+
+def test_shard_jobs_confirm_against_the_baseline_they_find_and_the_merge_job_decides(
+        tmp_path, fake, capfd, monkeypatch):
+    """The matrix of docs/sharding.md on a pull request that breaks one case (lisbon_usd
+    calls book_hotel in every run; main called currency_agent in 2 of 3): each shard job
+    finds main's results artifact (baseline: auto), screens and confirms its own cases
+    against it; the merge job finds the same artifact and fails the gate naming the case."""
+    from test_github_action_baseline import MERGE_BASE, event, on_main
+
+    monkeypatch.setenv("TRAVEL_SEED", "s")
+    main_dir = tmp_path / "main"
+    for name, text in _travel_suite().items():
+        (main_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (main_dir / name).write_text(text)
+    (main_dir / ".git").mkdir()
+    monkeypatch.setenv("TRAVEL_BREAK", "0")
+    done = run_cli(["run", "evals", "--agent-command", TRAVEL_AGENT, "--num-runs", "3",
+                    "--results", "main.json"], main_dir)
+    assert done.code == 1, done.output
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("results.json", (main_dir / "main.json").read_text())
+    on_main(fake).add_artifact(MERGE_BASE, buffer.getvalue())
+
+    monkeypatch.setenv("TRAVEL_BREAK", "1")
+    workspaces = []
+    for index in range(1, TRAVEL_SHARDS + 1):
+        code, runner, log = run_action(
+            tmp_path / f"shard{index}", fake, capfd, event=event(), files=_travel_suite(), replay="",
+            paths="evals", **{"agent-command": TRAVEL_AGENT, "num-runs": "3", "fail-on": "regression",
+                              "shard": f"{index}/{TRAVEL_SHARDS}", "publish": "false",
+                              "results": f"evalcheck-report/results-{index}.json"})
+        assert code == 0, log
+        assert f"baseline: results of main at {MERGE_BASE[:7]} (the merge base)" in log
+        shard = json.loads((runner.workspace / f"evalcheck-report/results-{index}.json").read_text())
+        assert "comparison" not in shard and shard["shard"]["family"]["confirmRuns"] == 60
+        workspaces.append(runner.workspace)
+    assert fake.writes() == []
+
+    code, runner, log = run_action(tmp_path / "merge", fake, capfd, event=event(), replay="", paths="",
+                                   merge="shards/*.json", fail_on="regression",
+                                   files={**_travel_suite(), **downloaded(workspaces)})
+    assert code == 1, log
+    merged = json.loads((runner.workspace / "evalcheck-report/results.json").read_text())
+    cases = {c["evalId"]: c for s in merged["evalSets"] for c in s["cases"]}
+    assert cases["lisbon_usd"]["change"] == "regressed"
+    assert merged["comparison"]["familywise"]["confirmed"] is True
+    assert merged["comparison"]["baseline"]["commit"] == MERGE_BASE
+    (comment,) = fake.comments[7]
+    assert "Gate failed (fail-on: regression): 1 case regressed" in comment["body"]

@@ -60,10 +60,12 @@ def test_matrix_example_shards_and_merges():
     assert evals["strategy"]["matrix"]["shard"] == [1, 2, 3, 4]
     step = next(s for s in evals["steps"] if s.get("uses", "").startswith("evalcheck/"))
     assert step["with"]["shard"] == "${{ matrix.shard }}/4" and step["with"]["publish"] is False
+    # Each shard finds main's results (baseline: auto) and confirms its own cases against them.
+    assert evals["permissions"]["actions"] == "read" and "baseline" not in step["with"]
     download = next(s for s in report["steps"] if s.get("uses", "").startswith("actions/download-artifact"))
     assert download["with"]["merge-multiple"] is True and download["with"]["pattern"] == "evalcheck-shard-*"
     merge = next(s for s in report["steps"] if s.get("uses", "").startswith("evalcheck/"))
-    assert merge["with"] == {"merge": "shards/results-*.json"}
+    assert merge["with"] == {"merge": "shards/results-*.json", "fail-on": "regression"}
     assert report["needs"] == "evals" and "cancelled()" in report["if"]
 
 
