@@ -71,15 +71,32 @@ def _thresholds(ctx: click.Context, param: click.Parameter, values: tuple[str, .
     return out
 
 
-def _accept(label: str | None):
-    """--accept-label: the label as the pull request's timeline shows it, or None."""
+def _accept(options: dict):
+    """--accept-label: the label as the pull request's timeline shows it (and as it counts:
+    added after the latest push, by an account with --accept-label-permission or a bot
+    --accept-label-bot names), or None. Pops the three options."""
+    label = options.pop("accept_label")
+    permission, bots = options.pop("accept_label_permission"), options.pop("accept_label_bots")
     if label is None:
         return None
     import os
 
-    from .action.github.labels import accept_label_from_environment
+    from .action.github.labels import LabelPolicy, accept_label_from_environment, check_bots, check_permission
 
-    return accept_label_from_environment(label, os.environ)
+    policy = LabelPolicy(permission=check_permission(permission or "", "--accept-label-permission"),
+                         bots=check_bots(bots, "--accept-label-bot"))
+    return accept_label_from_environment(label, os.environ, policy)
+
+
+def accept_policy_options(command):
+    """--accept-label-permission and --accept-label-bot, on each command that takes --accept-label."""
+    command = click.option("--accept-label-bot", "accept_label_bots", multiple=True, metavar="LOGIN",
+                           help="A bot (e.g. renovate[bot]) whose --accept-label counts; any other "
+                                "bot's accepts nothing. Repeatable.")(command)
+    return click.option("--accept-label-permission", metavar="ROLE",
+                        help="The least repository role (read, triage, write, maintain, admin) of "
+                             "whoever adds --accept-label's label; below it the label accepts "
+                             "nothing (default: write).")(command)
 
 
 def _fail_input(exc: Exception) -> InputProblem:
@@ -119,6 +136,7 @@ def main() -> None:
 @click.option("--max-token-increase", type=click.FloatRange(min=0), metavar="PCT", help="Fail (exit 1) when a case's agent tokens per run grew by more than PCT percent against the baseline.")
 @click.option("--baseline", "baselines", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="Results file of main to compare with; give several (newest first) to pool main's history (docs/comparing.md).")
 @click.option("--changed-since", metavar="REF", help="Run only the eval sets whose eval file, criteria file or agent changed since the merge base of REF (git); carry the others from --baseline, labelled carried. A change outside every agent's files runs everything (docs/changed-files.md).")
+@accept_policy_options
 @click.option("--accept-label", metavar="LABEL", help="In a GitHub Actions job of a pull request (GITHUB_TOKEN set): when the pull request carries LABEL, its confirmed regressions do not fail --fail-on regression or drop; who added it and when are read from its timeline and reported (docs/quarantine.md).")
 @click.option("--quarantine-ref", metavar="REF", help="Quarantine the cases .evalcheck/quarantine.yml lists as the commit REF names has it (git; e.g. origin/main: the base branch as it is now), never the working tree's: they run and are reported, and do not gate until their entry expires (docs/quarantine.md). Default: --base's REF.")
 @click.option("--base", metavar="REF", help="The checkout is a change of REF (a pull request's base): a --baseline file git tracks is read as the merge base of REF and HEAD has it, and a --replay file the change added or changed is said to be its own (default: --changed-since's REF).")
@@ -149,7 +167,7 @@ def run(paths: tuple[str, ...], **options) -> None:
     if options.get("agent_paths") and not options.get("changed_since"):
         raise click.UsageError("--agent-paths goes with --changed-since")
     try:
-        options["accept"] = _accept(options.pop("accept_label"))
+        options["accept"] = _accept(options)
         passed = execute(RunOptions(paths=list(paths), **{**options, "baselines": list(options["baselines"]),
                                                            "agent_paths": list(options["agent_paths"])}))
     except InputError as exc:
@@ -167,6 +185,7 @@ def run(paths: tuple[str, ...], **options) -> None:
 @click.option("--html", type=click.Path(dir_okay=False, path_type=Path), help="Also write a self-contained HTML report (one page, no network).")
 @click.option("--max-token-increase", type=click.FloatRange(min=0), metavar="PCT", help="Fail (exit 1) when a case's agent tokens per run grew by more than PCT percent against the baseline.")
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the comparison (exit 1); regression: only a regressed case, a failing new case or a metric error; drop: also a suite-wide drop.")
+@accept_policy_options
 @click.option("--accept-label", metavar="LABEL", help="In a GitHub Actions job of a pull request (GITHUB_TOKEN set): when the pull request carries LABEL, its confirmed regressions do not fail --fail-on regression or drop; who added it and when are read from its timeline and reported (docs/quarantine.md).")
 @click.option("--quarantine-ref", metavar="REF", help="Quarantine the cases .evalcheck/quarantine.yml lists as the commit REF names has it (git; e.g. origin/main: the base branch as it is now), never the working tree's: they run and are reported, and do not gate until their entry expires (docs/quarantine.md).")
 @click.option("--alpha", type=click.FloatRange(min=0, max=0.5, min_open=True), default=0.05, show_default=True, help="Family-wise significance level of the whole suite's regression decisions.")
@@ -181,7 +200,7 @@ def compare(**options) -> None:
     from .errors import InputError
 
     try:
-        options["accept"] = _accept(options.pop("accept_label"))
+        options["accept"] = _accept(options)
         passed = compare_files(CompareRequest(**options))
     except InputError as exc:
         raise _fail_input(exc) from None
@@ -200,6 +219,7 @@ def compare(**options) -> None:
 @click.option("--max-token-increase", type=click.FloatRange(min=0), metavar="PCT", help="Fail (exit 1) when a case's agent tokens per run grew by more than PCT percent against the baseline.")
 @click.option("--baseline", "baselines", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="Results file of main to compare the merged results with; several (newest first) pool main's history (docs/comparing.md).")
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the merge (exit 1); regression and drop need --baseline.")
+@accept_policy_options
 @click.option("--accept-label", metavar="LABEL", help="In a GitHub Actions job of a pull request (GITHUB_TOKEN set): when the pull request carries LABEL, its confirmed regressions do not fail --fail-on regression or drop; who added it and when are read from its timeline and reported (docs/quarantine.md).")
 @click.option("--quarantine-ref", metavar="REF", help="Quarantine the cases .evalcheck/quarantine.yml lists as the commit REF names has it (git; e.g. origin/main: the base branch as it is now), never the working tree's: they run and are reported, and do not gate until their entry expires (docs/quarantine.md).")
 @click.option("--alpha", type=click.FloatRange(min=0, max=0.5, min_open=True), default=0.05, show_default=True, help="Family-wise significance level of the whole suite's regression decisions.")
@@ -215,7 +235,7 @@ def merge(files: tuple[Path, ...], **options) -> None:
     from .scale.merge_command import MergeRequest, merge_files
 
     try:
-        options["accept"] = _accept(options.pop("accept_label"))
+        options["accept"] = _accept(options)
         request = MergeRequest(files=list(files), **options)
         merged = merge_files(request)
     except InputError as exc:

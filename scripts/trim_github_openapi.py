@@ -43,6 +43,8 @@ OPERATIONS: list[tuple[str, str]] = [
     ("/repos/{owner}/{repo}/actions/runs/{run_id}", "get"),
     # accept-label: who added the label to the pull request, and when (github/labels.py)
     ("/repos/{owner}/{repo}/issues/{issue_number}/timeline", "get"),
+    # accept-label: whether the account that added the label holds the permission it needs
+    ("/repos/{owner}/{repo}/collaborators/{username}/permission", "get"),
 ]
 
 

@@ -4,11 +4,12 @@ to publish, the gate. Bad inputs are InputError (exit 2) before anything runs.""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..compare.gate import FAIL_ON
 from ..errors import InputError
+from .github.labels import LabelPolicy, check_bots, check_permission
 from .github.publish import PublishOptions, check_comment_key
 from .github.workflow import Inputs
 from ..options import RunOptions
@@ -28,7 +29,7 @@ INPUTS = (
     "baseline", "baseline-depth", "verdict", "max-runs", "confirm-runs", "alpha",
     "adk-eval-history",
     "html", "prices", "max-agent-tokens", "max-judge-tokens", "max-token-increase",
-    "only-changed", "agent-paths", "accept-label",
+    "only-changed", "agent-paths", "accept-label", "accept-label-permission", "accept-label-bots",
 )
 DEFAULT_ACCEPT_LABEL = "evalcheck:accept-regression"
 ONLY_CHANGED = ("auto", "off")
@@ -50,6 +51,8 @@ class ActionConfig:
     baseline_depth: int = 5  # results of main pooled by `baseline: auto`
     only_changed: str = "off"  # `auto`: a pull request runs only the eval sets it can change
     accept_label: str = DEFAULT_ACCEPT_LABEL  # "": no label accepts regressions
+    # who may accept: the least repository role of the label's author, the bots allowed
+    accept_policy: LabelPolicy = field(default_factory=LabelPolicy)
 
 
 def _path(inputs: Inputs, name: str, base: Path, *, must_exist: bool = False,
@@ -146,7 +149,11 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
                         publish_enabled=inputs.flag("publish", True),
                         auto_baseline=baseline.lower() == "auto", baseline_depth=baseline_depth,
                         only_changed=only_changed,
-                        accept_label=_accept_label(env, inputs))
+                        accept_label=_accept_label(env, inputs),
+                        accept_policy=LabelPolicy(
+                            permission=check_permission(inputs.text("accept-label-permission"),
+                                                        "input 'accept-label-permission'"),
+                            bots=check_bots(inputs.lines("accept-label-bots"), "input 'accept-label-bots'")))
 
 
 def _accept_label(env: Mapping[str, str], inputs: Inputs) -> str:

@@ -91,12 +91,17 @@ def find_accept_label(config: ActionConfig, ctx: RunContext, commands: Commands)
         return None
     from .github.labels import read_accept_label
 
-    found, warning = read_accept_label(config.accept_label, config.token, ctx, config.publish.budget)
+    found, warning = read_accept_label(config.accept_label, config.token, ctx, config.publish.budget,
+                                       config.accept_policy)
     if warning:
         commands.warning(f"evalcheck: {clean(warning)}")
+    if found is not None and found.refused is not None:
+        commands.warning(f"evalcheck: label {clean(found.label)!r} on pull request #{number}: "
+                         f"{clean(found.refused)}")
     elif found is not None:
         say(clean(f"evalcheck: label {found.label!r} on pull request #{number}, added by "
-                  f"@{found.actor} at {found.time}: confirmed regressions will not fail the gate"))
+                  f"@{found.actor} at {found.time} after the push of {found.commit[:7]}: confirmed "
+                  "regressions will not fail the gate"))
     return found
 
 

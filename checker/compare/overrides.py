@@ -29,11 +29,15 @@ def utc_today() -> date:
 
 @dataclass(frozen=True)
 class AcceptLabel:
-    """The accept label on the pull request, as its timeline says: who added it, when."""
+    """The accept label on the pull request, as its timeline says: who added it, when, and
+    the head commit it was given for; ``refused``: why it accepts nothing (added before the
+    latest push, by an account without the permission it needs, by a bot not allowed)."""
 
     label: str
     actor: str  # login
     time: str  # ISO 8601, as GitHub gives it
+    commit: str = ""  # the head commit the run evaluates, which the label was added after
+    refused: str | None = None
 
 
 @dataclass
@@ -83,6 +87,10 @@ def apply_quarantine(results: Results, quarantine: Quarantine, today: date) -> l
 def accept_regressions(results: Results, accept: AcceptLabel) -> None:
     """``comparison.accepted``: the regressed cases (not quarantined: those do not gate
     anyway) and the suite's drops the label accepts; nothing when there are none."""
+    if accept.refused is not None:  # said in the gate's line and the report, never assumed
+        results.metadata["acceptLabelRefused"] = accept.refused
+        results.metadata["warnings"] = [accept.refused, *results.metadata.get("warnings", [])]
+        return
     comparison = results.comparison
     if comparison is None:
         return
@@ -94,7 +102,8 @@ def accept_regressions(results: Results, accept: AcceptLabel) -> None:
     drops = [shift.metric for shift in suite_drops(comparison)]
     if cases or drops:
         comparison.accepted = Acceptance(label=accept.label, actor=accept.actor, time=accept.time,
-                                         cases=cases, suite_drops=drops or None)
+                                         commit=accept.commit or None, cases=cases,
+                                         suite_drops=drops or None)
 
 
 def forget_overrides(results: Results) -> None:
@@ -108,6 +117,10 @@ def forget_overrides(results: Results) -> None:
         results.comparison.accepted = None
     if isinstance(results.metadata, dict):
         results.metadata.pop("quarantine", None)
+        refused = results.metadata.pop("acceptLabelRefused", None)
+        warnings = results.metadata.get("warnings")
+        if refused is not None and isinstance(warnings, list):
+            results.metadata["warnings"] = [w for w in warnings if w != refused]
 
 
 def apply_overrides(results: Results, overrides: Overrides | None) -> list[str]:
@@ -147,9 +160,13 @@ def override_parts(results: Results) -> list[str]:
         what = [f"{n} regression{'s' if n != 1 else ''}"] if n else []
         if accepted.suite_drops:
             what.append("the suite's drop in " + ", ".join(accepted.suite_drops))
+        given = f" after the push of {accepted.commit[:7]}" if accepted.commit else ""
         parts.append(f"{' and '.join(what)} accepted by label `{accepted.label}` (added by "
-                     f"@{accepted.actor} at {shown_time(accepted.time)}, read from the pull "
+                     f"@{accepted.actor} at {shown_time(accepted.time)}{given}, read from the pull "
                      "request's timeline)")
+    refused = results.metadata.get("acceptLabelRefused") if isinstance(results.metadata, dict) else None
+    if isinstance(refused, str) and refused:
+        parts.append(refused)
     quarantined = [c for s in results.eval_sets for c in s.cases if c.quarantined is not None]
     if quarantined:
         failing = sum(c.status != "passed" for c in quarantined)

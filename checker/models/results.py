@@ -263,6 +263,7 @@ class Acceptance(ResultsModel):
     label: str
     actor: str  # the login that added the label
     time: str  # when, as GitHub says (ISO 8601, UTC)
+    commit: str | None = optional()  # the head commit it was given for (added after its push)
     cases: list[CaseRef] = Field(default_factory=list)
     suite_drops: list[str] | None = optional()  # metrics whose suite mean dropped for sure
 

@@ -137,6 +137,10 @@ class FakeGitHub:
     runs: dict[int, dict[str, Any]] = field(default_factory=dict)  # workflow runs by id
     # an issue's (a pull request's) timeline, oldest first: label events and others
     timeline: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    # each account's role on the repository (GET /collaborators/{username}/permission); one
+    # not listed holds `default_role`; None: GitHub's 404 (no such user)
+    roles: dict[str, str | None] = field(default_factory=dict)
+    default_role: str = "write"
     repository_id: int = 42
     _blob_server: ThreadingHTTPServer | None = None
     blob_url: str = ""
@@ -189,6 +193,28 @@ class FakeGitHub:
         item.update(id=self._new_id(), event=event, actor=user, created_at=created_at,
                     label={"name": label, "color": "ededed"}, commit_id=None, commit_url=None,
                     performed_via_github_app=None)
+        self.timeline.setdefault(issue, []).append(item)
+        return item
+
+    def add_push_event(self, issue: int, sha: str, *, event: str = "committed",
+                       actor: str = "mallory", created_at: str = "2026-11-20T11:00:00Z") -> dict[str, Any]:
+        """A push on the pull request's timeline: a ``committed`` event (timeline-committed-event:
+        a commit, with no time of its own but its author's), or a ``head_ref_force_pushed`` /
+        ``head_ref_restored`` event (issue events of the common shape: actor, commit_id, created_at)."""
+        if event == "committed":
+            item = instance(self.spec, {"$ref": "#/components/schemas/timeline-committed-event"})
+            person = {"name": actor, "email": f"{actor}@example.invalid", "date": created_at}
+            item.update(event="committed", sha=sha, node_id=f"C_{sha[:8]}", author=person, committer=person,
+                        url=f"https://api.github.com/repos/octo/agents/git/commits/{sha}",
+                        html_url=f"https://github.com/octo/agents/commit/{sha}", message="a push")
+            item["tree"] = {"sha": "f" * 40, "url": "https://api.github.com/repos/octo/agents/git/trees/" + "f" * 40}
+        else:
+            item = instance(self.spec, {"$ref": "#/components/schemas/state-change-issue-event"})
+            user = instance(self.spec, {"$ref": "#/components/schemas/simple-user"})
+            user.update(login=actor, type="User")
+            item.update(id=self._new_id(), event=event, actor=user, created_at=created_at, commit_id=sha,
+                        commit_url=f"https://api.github.com/repos/octo/agents/commits/{sha}",
+                        performed_via_github_app=None)
         self.timeline.setdefault(issue, []).append(item)
         return item
 
@@ -373,6 +399,8 @@ class FakeGitHub:
                 return 201, {}, comment
             if (mm := re.fullmatch(r"issues/(\d+)/timeline", rest)) and method == "GET":
                 return self._list_timeline(owner, repo, int(mm.group(1)), query)
+            if (mm := re.fullmatch(r"collaborators/([^/]+)/permission", rest)) and method == "GET":
+                return self._permission(mm.group(1))
             if (mm := re.fullmatch(r"issues/comments/(\d+)", rest)) and method == "PATCH":
                 cid = int(mm.group(1))
                 for comment in (c for cs in self.comments.values() for c in cs):
@@ -501,6 +529,21 @@ class FakeGitHub:
             url = f"{self.base_url}/repos/{owner}/{repo}/issues/{issue}/timeline?per_page={per_page}"
             headers["Link"] = f'<{url}&page={page + 1}>; rel="next"'
         return 200, headers, items[(page - 1) * per_page: page * per_page]
+
+    def _permission(self, login: str) -> tuple[int, dict[str, str], Any]:
+        from urllib.parse import unquote
+
+        login = unquote(login)
+        role = self.roles.get(login, self.default_role)
+        if role is None:
+            return 404, {}, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}
+        answer = instance(self.spec, {"$ref": "#/components/schemas/repository-collaborator-permission"})
+        user = instance(self.spec, {"$ref": "#/components/schemas/nullable-collaborator"})
+        user.update(login=login, type="User")
+        # the legacy base role: maintain reads as write, triage as read (GitHub's description)
+        answer.update(permission={"maintain": "write", "triage": "read"}.get(role, role), role_name=role,
+                      user=user)
+        return 200, {}, answer
 
     def _new_id(self) -> int:
         self._next_id += 1

@@ -92,10 +92,10 @@ def test_a_regression_accepted_by_label_passes_with_the_trail(workspace, fake, c
     rainy = next(c for s in results["evalSets"] for c in s["cases"] if c["evalId"] == "rainy")
     assert rainy["change"] == "regressed" and rainy["status"] == "failed"  # the verdicts stay
     assert results["comparison"]["accepted"] == {
-        "label": LABEL, "actor": "carol", "time": "2026-11-20T10:00:00Z",
+        "label": LABEL, "actor": "carol", "time": "2026-11-20T10:00:00Z", "commit": HEAD,
         "cases": [{"evalSetId": "weather", "evalId": "rainy"}]}
-    trail = (f"1 regression accepted by label `{LABEL}` (added by @carol at 2026-11-20 10:00 UTC, "
-             "read from the pull request's timeline)")
+    trail = (f"1 regression accepted by label `{LABEL}` (added by @carol at 2026-11-20 10:00 UTC "
+             f"after the push of {HEAD[:7]}, read from the pull request's timeline)")
     assert f"gate passed (fail-on: regression): {trail}" in log
     (run,) = fake.check_runs.values()
     assert run["conclusion"] != "failure"
@@ -225,7 +225,8 @@ def test_the_command_lines_accept_label_reads_the_same_timeline(workspace, fake,
     inside = run_cli(compare, ws)
     assert inside.code == 0, inside.output
     assert ("gate passed (fail-on: regression): 1 regression accepted by label `evalcheck:accept-regression` "
-            "(added by @carol at 2026-11-20 10:00 UTC, read from the pull request's timeline)") in inside.stdout
+            f"(added by @carol at 2026-11-20 10:00 UTC after the push of {HEAD[:7]}, read from the pull "
+            "request's timeline)") in inside.stdout
     accepted = json.loads((ws / "compared.json").read_text())["comparison"]["accepted"]
     assert accepted["actor"] == "carol" and accepted["cases"] == [{"evalSetId": "weather", "evalId": "rainy"}]
 
@@ -247,3 +248,119 @@ def test_an_entry_main_removed_does_not_come_back_for_an_older_branch(workspace,
     assert all("quarantined" not in c for s in results["evalSets"] for c in s["cases"])
     assert results["metadata"]["quarantine"]["commit"] == tip
     assert "gate failed (fail-on: regression): 1 case regressed" in log
+
+
+# ------------------------------------------------ a label accepts what it was given for (issue 39 point 3)
+
+PREDATES = f"the accept label predates the latest push ({HEAD[:7]}): add it again to accept"
+
+
+def test_a_label_added_after_the_last_push_accepts_as_before(workspace, fake, capfd):
+    """The control: pushes, then the label, then a comment (not a push)."""
+    set_base(workspace, git(workspace.workspace, "rev-parse", "main"))
+    fake.add_push_event(7, "b" * 40, created_at="2026-11-20T09:00:00Z")
+    fake.add_push_event(7, HEAD, event="head_ref_force_pushed", created_at="2026-11-20T09:30:00Z")
+    fake.add_label_event(7, LABEL, actor="carol", created_at="2026-11-20T10:00:00Z")
+    fake.add_timeline_comment(7, "thanks")
+    code, results, log = act(workspace, fake, capfd)
+    assert code == 0, log
+    assert results["comparison"]["accepted"]["commit"] == HEAD
+    assert fake.violations == []
+
+
+@pytest.mark.parametrize("push", ["committed", "head_ref_force_pushed", "head_ref_restored"])
+def test_a_label_older_than_the_latest_push_accepts_nothing_and_says_so(workspace, fake, capfd, push):
+    """The label was added at 10:00 for one regression; at 11:00 a push brings more: nothing
+    is accepted, and the report says why."""
+    set_base(workspace, git(workspace.workspace, "rev-parse", "main"))
+    fake.add_label_event(7, LABEL, actor="carol", created_at="2026-11-20T10:00:00Z")
+    fake.add_push_event(7, HEAD, event=push, created_at="2026-11-20T11:00:00Z")
+    code, results, log = act(workspace, fake, capfd)
+    assert code == 1, log
+    assert "accepted" not in results["comparison"]
+    assert f"gate failed (fail-on: regression): 1 case regressed; {PREDATES}" in log
+    assert f"::warning::evalcheck: label '{LABEL}' on pull request #7: {PREDATES}" in log
+    (comment,) = fake.comments[7]
+    assert PREDATES in comment["body"].splitlines()[1]
+    (run,) = fake.check_runs.values()
+    assert run["conclusion"] == "failure" and PREDATES in run["output"]["title"]
+    assert fake.violations == []
+    # added again after the push: it accepts
+    fake.add_label_event(7, LABEL, actor="carol", event="unlabeled", created_at="2026-11-20T11:05:00Z")
+    fake.add_label_event(7, LABEL, actor="carol", created_at="2026-11-20T11:06:00Z")
+    code, results, log = act(workspace, fake, capfd)
+    assert code == 0 and results["comparison"]["accepted"]["time"] == "2026-11-20T11:06:00Z", log
+
+
+def test_a_label_from_an_account_below_the_required_permission_accepts_nothing(workspace, fake, capfd):
+    set_base(workspace, git(workspace.workspace, "rev-parse", "main"))
+    fake.roles["trina"] = "triage"
+    fake.add_label_event(7, LABEL, actor="trina")
+    code, results, log = act(workspace, fake, capfd)
+    assert code == 1 and "accepted" not in results["comparison"], log
+    said = ("the accept label was added by @trina, whose permission on the repository is triage, "
+            "below the write it needs: nothing accepted")
+    assert f"gate failed (fail-on: regression): 1 case regressed; {said}" in log
+    (asked,) = [r for r in fake.requests if r.path.endswith("/permission")]
+    assert asked.path == "/repos/octo/agents/collaborators/trina/permission"
+    # the permission is the workflow's to set: triage then suffices
+    code, results, log = act(workspace, fake, capfd, **{"accept-label-permission": "triage"})
+    assert code == 0 and results["comparison"]["accepted"]["actor"] == "trina", log
+    assert fake.violations == []
+
+
+def test_a_maintainer_passes_the_default_and_an_unknown_account_accepts_nothing(workspace, fake, capfd):
+    set_base(workspace, git(workspace.workspace, "rev-parse", "main"))
+    fake.roles.update(mona="maintain", ghost=None)
+    fake.add_label_event(7, LABEL, actor="mona")
+    code, results, _ = act(workspace, fake, capfd)
+    assert code == 0 and results["comparison"]["accepted"]["actor"] == "mona"
+    fake.add_label_event(7, LABEL, actor="ghost", created_at="2026-11-20T12:00:00Z")
+    code, results, log = act(workspace, fake, capfd)
+    assert code == 1 and "accepted" not in results["comparison"], log
+    assert ("::warning::evalcheck: accept-label: could not read @ghost's permission on the repository "
+            "(HTTP 404: Not Found): nothing accepted") in log
+
+
+def test_a_bot_accepts_only_when_allowed_by_name(workspace, fake, capfd):
+    set_base(workspace, git(workspace.workspace, "rev-parse", "main"))
+    fake.add_label_event(7, LABEL, actor="labeller[bot]", actor_type="Bot")
+    code, results, log = act(workspace, fake, capfd)
+    assert code == 1 and "accepted" not in results["comparison"], log
+    assert ("the accept label was added by @labeller[bot], a bot that accept-label-bots does not "
+            "name: nothing accepted") in log
+    assert not [r for r in fake.requests if r.path.endswith("/permission")]
+    code, results, log = act(workspace, fake, capfd, **{"accept-label-bots": "renovate[bot] labeller[bot]"})
+    assert code == 0 and results["comparison"]["accepted"]["actor"] == "labeller[bot]", log
+    code, _, log = act(workspace, fake, capfd, **{"accept-label-bots": "labeller"})
+    assert code == 2 and "input 'accept-label-bots': 'labeller' is not a bot's login" in log
+    code, _, log = act(workspace, fake, capfd, **{"accept-label-permission": "owner"})
+    assert code == 2 and "input 'accept-label-permission' must be one of read, triage, write" in log
+
+
+def test_the_command_line_holds_the_label_to_the_latest_push_and_the_permission(workspace, fake, monkeypatch):
+    """`evalcheck compare --accept-label` in a pull request's job: a label older than the
+    latest push accepts nothing; --accept-label-permission sets the role it needs."""
+    ws = workspace.workspace
+    assert run_cli(["run", "evals", "--replay", "runs.json", "--num-runs", str(RUNS),
+                    "--results", "head.json"], ws).code == 1
+    compare = ["compare", str(workspace.root / "main.json"), "head.json", "--fail-on", "regression",
+               "--accept-label", LABEL, "--results", "compared.json"]
+    for name, value in workspace.github_env(fake.base_url, in_container=False, head_sha=HEAD).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("GITHUB_TOKEN", fake.token)
+    fake.add_label_event(7, LABEL, actor="carol", created_at="2026-11-20T10:00:00Z")
+    fake.add_push_event(7, HEAD, created_at="2026-11-20T11:00:00Z")
+    done = run_cli(compare, ws)
+    assert done.code == 1, done.output
+    assert f"gate failed (fail-on: regression): 1 case regressed; {PREDATES}" in done.stdout
+    assert "accepted" not in json.loads((ws / "compared.json").read_text())["comparison"]
+    fake.add_label_event(7, LABEL, actor="trina", created_at="2026-11-20T12:00:00Z")
+    fake.roles["trina"] = "triage"
+    done = run_cli(compare, ws)
+    assert done.code == 1 and "whose permission on the repository is triage, below the write" in done.stdout
+    done = run_cli([*compare, "--accept-label-permission", "triage"], ws)
+    assert done.code == 0, done.output
+    assert json.loads((ws / "compared.json").read_text())["comparison"]["accepted"]["commit"] == HEAD
+    done = run_cli([*compare, "--accept-label-permission", "boss"], ws)
+    assert done.code == 2 and "--accept-label-permission must be one of read, triage, write" in done.stderr

@@ -276,6 +276,14 @@ class GitHubClient:
         """The issue's (a pull request's) timeline events, oldest first (needs read access)."""
         return self.paginate(f"/repos/{owner}/{repo}/issues/{number}/timeline")
 
+    def get_collaborator_permission(self, owner: str, repo: str, username: str) -> dict[str, Any]:
+        """``username``'s role on the repository (``permission``: admin, write, read or none;
+        ``role_name``: the role itself); needs only metadata read access."""
+        from urllib.parse import quote
+
+        return self.json(self.request("GET", f"/repos/{owner}/{repo}/collaborators/"
+                                             f"{quote(username, safe='')}/permission"))
+
     def get_pull(self, owner: str, repo: str, number: int) -> dict[str, Any]:
         return self.json(self.request("GET", f"/repos/{owner}/{repo}/pulls/{number}"))
 
