@@ -28,7 +28,8 @@ from .inputs.pr_files import replay_claim
 from .option_checks import (check_input_files, check_run_files, check_run_options,
                             tracked_cache_note)
 from .options import RunOptions
-from .report.finish import raise_budget_errors, raise_file_errors, report_gate, say_run_lines, write_reports
+from .report.finish import (raise_budget_errors, raise_file_errors, raise_judge_errors, report_gate,
+                            say_run_lines, write_reports)
 from .report.writes import OutputFiles
 from .safety.output import clean, say
 from .safety.redact import Redactor, secret_values
@@ -128,6 +129,7 @@ def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
     files.check()
     raise_file_errors(results)
     raise_budget_errors(results)
+    raise_judge_errors(results)
     return passed
 
 

@@ -363,6 +363,11 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
         for budget in results.budgets:
             commands.error(f"evalcheck: {clean(budget_line(budget))}")
         return EXIT_BAD_INPUT
+    from ..report.finish import judge_errors
+
+    judged = judge_errors(results)
+    if judged is not None:  # missing judge credentials, or a judge that kept refusing: no verdict
+        return bad_input(commands, judged)
     return EXIT_FAILED if failed else EXIT_PASSED
 
 

@@ -2,7 +2,10 @@
 
 The key is the SHA-256 of the canonical JSON of everything that decides an answer: the
 judge model, the full prompt, the generation config (response schema included; transport
-settings such as ``http_options`` excluded) and the sample index. Re-running an unchanged
+settings such as ``http_options`` excluded) and the sample index; for a ``provider/model``
+judge also the provider and, for ``openai/``, ``azure/`` and Ollama, the base URL of the
+server it asked when set (there another server under the same model name may be another
+model). Re-running an unchanged
 pull request therefore asks the judge nothing. Entries are written atomically (temp file +
 rename), so concurrent writers and interrupted runs never leave a torn entry; an unreadable
 entry is treated as a miss and overwritten.
@@ -25,10 +28,17 @@ from .client import JudgeReply
 KEY_VERSION = 1
 
 
-def cache_key(model: str, prompt: str, config: dict[str, Any], sample: int) -> str:
-    payload = {"v": KEY_VERSION, "model": model, "prompt": prompt,
-               "config": {k: v for k, v in config.items() if k != "http_options"},
-               "sample": sample}
+def cache_key(model: str, prompt: str, config: dict[str, Any], sample: int, *,
+              provider: str | None = None, base_url: str | None = None) -> str:
+    """``provider``/``base_url``: a provider/model judge's provider and the server its
+    requests go to when not the provider's own (a Gemini judge's key has neither)."""
+    payload: dict[str, Any] = {"v": KEY_VERSION, "model": model, "prompt": prompt,
+                               "config": {k: v for k, v in config.items() if k != "http_options"},
+                               "sample": sample}
+    if provider is not None:
+        payload["provider"] = provider
+        if base_url:
+            payload["base_url"] = base_url
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

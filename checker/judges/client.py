@@ -51,6 +51,20 @@ class JudgeConfigError(JudgeError):
     """The judge cannot be used at all: missing credentials, SDK not installed, bad model."""
 
 
+class JudgeCredentialsRefused(JudgeConfigError):
+    """The judge service refused the credentials (HTTP 401 or 403): no call can succeed."""
+
+
+class JudgeUnavailable(JudgeError):
+    """The judge service kept refusing or failing the call (429, 5xx, timeouts, dropped
+    connections) until the retries were spent: not the agent's fault, and no verdict.
+    ``code``: what it said last ("429 RESOURCE_EXHAUSTED", "timeout", "connection")."""
+
+    def __init__(self, message: str, code: str):
+        super().__init__(message)
+        self.code = code
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How failed judge calls are retried. ``attempts`` counts the first call too."""
@@ -261,73 +275,48 @@ class GeminiClient:
                                         http_options=http_options)
 
     async def generate(self, model: str, prompt: str, config: dict[str, Any], policy: RetryPolicy,
-                       stats: CallStats, limiter: asyncio.Semaphore,
-                       guard: Guard | None = None) -> JudgeReply:
+                       stats: CallStats, limiter: Any, guard: Guard | None = None) -> JudgeReply:
         """One judge answer. Raises JudgeError once the retries are spent, or at once when
         ``guard`` says the run's judging is over (budget spent, circuit open)."""
         from google.genai import errors, types
+
+        from .retrying import Rejected, Retryable, call_with_retries
 
         config = dict(config)
         if isinstance(config.get("response_schema"), dict):  # sent with the API's field names
             config["response_schema"] = types.Schema.model_validate(config["response_schema"])
         request_config = types.GenerateContentConfig.model_validate(config)
         contents = [types.Content(role="user", parts=[types.Part(text=prompt)])]
-        last = "no attempt made"
-        timeout = policy.timeout
-        for attempt in range(policy.attempts):
+
+        async def send() -> JudgeReply:
             try:
-                async with limiter:
-                    # Within the run's budget, checked once a slot is free (judges.limits).
-                    timeout = policy.timeout if guard is None else min(policy.timeout, guard.left())
-                    stats.calls += 1
-                    response = await asyncio.wait_for(
-                        self._client.aio.models.generate_content(
-                            model=model, contents=contents, config=request_config),
-                        timeout=timeout)
-                if guard is not None:
-                    guard.answered()
-                reply = _reply_from_response(response)
-                stats.prompt_tokens += reply.prompt_tokens
-                stats.output_tokens += reply.output_tokens
-                stats.total_tokens += reply.total_tokens
-                return reply
-            except JudgeError:  # the run's judging is over (judges.limits): no retry
-                raise
+                response = await self._client.aio.models.generate_content(
+                    model=model, contents=contents, config=request_config)
             except errors.APIError as exc:
-                stats.failed_requests += 1
                 message = f"HTTP {exc.code} {exc.status or ''}: {exc.message or ''}".strip()
+                if exc.code in (401, 403) and self.backend.api_key:
+                    raise JudgeCredentialsRefused(
+                        f"judge request rejected ({message}): the Gemini API refused the "
+                        "judge's key; check GOOGLE_API_KEY (or GEMINI_API_KEY)") from None
                 if exc.code not in policy.statuses:
-                    raise JudgeError(f"judge request rejected ({message})") from None
-                last, server_delay = message, _retry_after(exc)
-            except asyncio.TimeoutError:
-                stats.failed_requests += 1
-                last, server_delay = f"no answer within {timeout:g} s", None
-                if guard is not None:
-                    guard.timed_out(timeout)
+                    raise Rejected(f"judge request rejected ({message})") from None
+                raise Retryable(message, f"{exc.code} {exc.status or ''}".strip(),
+                                _retry_after(exc)) from None
             except (OSError, ConnectionError) as exc:
-                stats.failed_requests += 1
-                last, server_delay = f"connection failed ({type(exc).__name__}: {exc})", None
+                raise Retryable(f"connection failed ({type(exc).__name__}: {exc})",
+                                "connection") from None
             except Exception as exc:  # aiohttp/httpx transport errors share no base class
-                stats.failed_requests += 1
+                if isinstance(exc, (asyncio.TimeoutError, Retryable, JudgeError)):
+                    raise
                 if not _is_transport_error(exc):
-                    raise JudgeError(f"unreadable answer from the judge ({type(exc).__name__}: "
-                                     f"{exc})") from None
-                last, server_delay = f"connection failed ({type(exc).__name__}: {exc})", None
-            if attempt + 1 >= policy.attempts:
-                break
-            delay = policy.backoff(attempt, self._rng)
-            if server_delay is not None:
-                if server_delay > policy.max_delay:
-                    raise JudgeError(f"judge asked to retry after {server_delay:g} s, more than "
-                                     f"the {policy.max_delay:g} s limit (last error: {last})")
-                delay = max(delay, server_delay)
-            if guard is not None and delay >= guard.left():
-                raise JudgeError(f"judge call failed; no retry: the run's judge budget ends within "
-                                 f"the {delay:g} s wait (last error: {last})")
-            stats.retries += 1
-            stats.retry_delays.append(delay)
-            await self._sleep(delay)
-        raise JudgeError(f"judge call failed after {policy.attempts} attempt(s): {last}")
+                    raise Rejected(f"unreadable answer from the judge ({type(exc).__name__}: "
+                                   f"{exc})") from None
+                raise Retryable(f"connection failed ({type(exc).__name__}: {exc})",
+                                "connection") from None
+            return _reply_from_response(response)
+
+        return await call_with_retries(send, policy, stats, limiter, guard, sleep=self._sleep,
+                                       rng=self._rng)
 
     async def aclose(self) -> None:
         await self._client.aio.aclose()

@@ -23,7 +23,9 @@ from ..safety.redact import Redactor
 from .cache import JudgeCache, cache_key
 from .adc import access_tokens
 from .client import Backend, CallStats, GeminiClient, JudgeConfigError, JudgeError, JudgeReply
-from .client import RetryPolicy, backend_from_env
+from .client import JudgeUnavailable, RetryPolicy, backend_from_env
+from .providers import JudgeModel, MissingCredentials, UnknownJudgeModel, endpoint
+from .providers import parse_judge_model
 from .limits import JudgeGuard, JudgeLimits
 from .meter import BudgetedGuard, admit, charge
 from ..models.usage import TokenBudget
@@ -59,6 +61,10 @@ class JudgeStats(CallStats):
     cache_misses: int = 0
     reused: int = 0  # answered by an identical request earlier in the same run
     models: set[str] = field(default_factory=set)
+    # Judge calls the service kept refusing until the retries were spent, by what it said
+    # last ("429 Too Many Requests"); and the first credentials problem (no call can work).
+    refused: dict[str, int] = field(default_factory=dict)
+    setup_error: str | None = None
 
     def used(self) -> bool:
         return self.samples > 0
@@ -69,7 +75,10 @@ class JudgeStats(CallStats):
                 "cacheHits": self.cache_hits, "cacheMisses": self.cache_misses,
                 "reusedInRun": self.reused, "tokens": self.total_tokens,
                 "promptTokens": self.prompt_tokens, "outputTokens": self.output_tokens,
-                "models": sorted(self.models)}
+                "models": sorted(self.models),
+                **({"refusals": {"calls": sum(self.refused.values()), "codes": dict(self.refused)}}
+                   if self.refused else {}),
+                **({"setupError": self.setup_error} if self.setup_error else {})}
 
     def line(self) -> str:
         """The counts as the results file has them (``cacheHits``, ``reusedInRun``): an
@@ -98,7 +107,8 @@ class JudgeService:
         # ScoringContext.services of the run: its "judge_semaphore" is the one limit on judge
         # calls in flight that every judge-backed metric (Gemini here, Vertex AI) shares.
         self._shared = shared
-        self._clients: dict[str | None, GeminiClient | JudgeConfigError] = {}
+        # One client per (provider, base URL): Gemini's (provider None) or a ChatClient.
+        self._clients: dict[tuple[str | None, str | None], Any] = {}
         self._limiters: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._memo: dict[str, asyncio.Future[tuple[JudgeReply, bool]]] = {}
         # Every credential a client was given or sent (API keys, header credentials, ADC
@@ -118,25 +128,40 @@ class JudgeService:
             limiter = self._limiters[loop] = asyncio.Semaphore(self.concurrency)
         return limiter
 
-    def _client(self, base_url: str | None) -> GeminiClient:
-        found = self._clients.get(base_url)
+    def _client(self, base_url: str | None, judge: JudgeModel | None = None) -> Any:
+        """The client of ``judge``'s provider (Gemini's without one); JudgeConfigError when it
+        cannot be used (no credentials), the same error for every later call."""
+        provider = judge.provider if judge is not None else None
+        slot = (provider.name if provider else None, base_url)
+        found = self._clients.get(slot)
         if found is None:
+            env = self._env if self._env is not None else os.environ
             try:
-                env = self._env if self._env is not None else os.environ
-                backend: Backend = backend_from_env(env, base_url)
-                if backend.api_key:
-                    self.credentials.add(backend.api_key)
-                found = GeminiClient(backend, sleep=self._sleep)
+                if provider is None:
+                    backend: Backend = backend_from_env(env, base_url)
+                    if backend.api_key:
+                        self.credentials.add(backend.api_key)
+                    found = GeminiClient(backend, sleep=self._sleep)
+                else:
+                    from .chat import ChatClient
+
+                    try:
+                        where = endpoint(provider, env, base_url)
+                    except MissingCredentials as exc:
+                        raise JudgeConfigError(f"no judge credentials: {exc}") from None
+                    if where.key:
+                        self.credentials.add(where.key)
+                    found = ChatClient(where, sleep=self._sleep)
             except JudgeConfigError as exc:
                 found = exc
-            self._clients[base_url] = found
+            self._clients[slot] = found
         if isinstance(found, JudgeConfigError):
             raise found
         return found
 
-    def ensure_client(self, base_url: str | None = None) -> None:
+    def ensure_client(self, base_url: str | None = None, model: str | None = None) -> None:
         """Raise JudgeConfigError now if no call could be made (e.g. missing credentials)."""
-        self._client(base_url)
+        self._client(base_url, _judge_model(model) if model else None)
 
     async def _ask(self, request: JudgeRequest, key: str) -> tuple[JudgeReply, bool]:
         """(reply, came from the network)."""
@@ -163,11 +188,12 @@ class JudgeService:
             config["http_options"] = rest
         else:
             config.pop("http_options", None)
-        client = self._client(http.get("base_url"))
+        judge = _judge_model(request.model)
+        client = self._client(http.get("base_url"), judge)
         admit(self.budget)  # and again once a slot is free: BudgetedGuard
         guard = self.guard if self.budget is None else BudgetedGuard(self.guard, self.budget)
         try:
-            reply = await client.generate(request.model, request.prompt, config, policy, stats,
+            reply = await client.generate(judge.model, request.prompt, config, policy, stats,
                                           self._limiter(), guard)
             charge(self.budget, request.model, reply.prompt_tokens, reply.output_tokens)
             return reply
@@ -183,7 +209,8 @@ class JudgeService:
         when its answer cannot be read.
         """
         self.stats.samples += 1
-        key = cache_key(request.model, request.prompt, request.config, index)
+        key = cache_key(request.model, request.prompt, request.config, index,
+                        **self._provider_key(request))
         future = self._memo.get(key)
         owner = future is None
         if future is None:
@@ -193,7 +220,9 @@ class JudgeService:
             self.stats.reused += 1
         try:
             reply, fresh = await asyncio.shield(future)
-        except JudgeError:
+        except JudgeError as exc:
+            if owner:  # counted once, not for each identical request it answered
+                self._note_failure(exc)
             if self._memo.get(key) is future:
                 del self._memo[key]  # a later identical request may try again
             raise
@@ -210,6 +239,29 @@ class JudgeService:
             self.cache.put(key, self._without_credentials(reply))
         return value
 
+    def _provider_key(self, request: JudgeRequest) -> dict[str, str]:
+        """What else decides a provider/model judge's answer: the provider and, for the
+        providers whose model names are the server's own (openai/ on any OpenAI-compatible
+        server, Ollama, an Azure resource's deployments), the server it was sent to. A proxy's
+        base URL for a hosted provider (GROQ_API_BASE) does not change the model. None for
+        Gemini: its keys are as before."""
+        judge = _judge_model(request.model)
+        if judge.provider is None:
+            return {}
+        if judge.provider.name not in _SERVER_NAMED_MODELS:
+            return {"provider": judge.provider.name}
+        env = self._env if self._env is not None else os.environ
+        http = request.config.get("http_options") or {}
+        base = http.get("base_url") if isinstance(http, dict) else None
+        base = base or next((env[v] for v in judge.provider.base_vars if env.get(v)), None)
+        return {"provider": judge.provider.name, **({"base_url": base.rstrip("/")} if base else {})}
+
+    def _note_failure(self, exc: JudgeError) -> None:
+        if isinstance(exc, JudgeUnavailable):
+            self.stats.refused[exc.code] = self.stats.refused.get(exc.code, 0) + 1
+        elif isinstance(exc, JudgeConfigError) and self.stats.setup_error is None:
+            self.stats.setup_error = str(exc)
+
     def _without_credentials(self, reply: JudgeReply) -> JudgeReply:
         """The reply as the disk cache may keep it: a judge echoing a key is not stored."""
         text = Redactor(self.credentials).text(reply.text)
@@ -217,7 +269,7 @@ class JudgeService:
 
     async def aclose(self) -> None:
         for client in self._clients.values():
-            if isinstance(client, GeminiClient):
+            if not isinstance(client, JudgeConfigError):
                 await client.aclose()
         self._clients.clear()
 
@@ -241,6 +293,18 @@ class JudgeService:
         if self.guard.stopped:
             data["stopped"] = self.guard.stopped
         return data
+
+
+_SERVER_NAMED_MODELS = ("openai", "azure", "ollama", "ollama_chat")
+
+
+def _judge_model(name: str) -> JudgeModel:
+    """The judge model of a request (checked when the criteria were read: a name no judge
+    can call reaches here only from a caller that did not check it)."""
+    try:
+        return parse_judge_model(name)
+    except UnknownJudgeModel as exc:
+        raise JudgeConfigError(str(exc)) from None
 
 
 _CREDENTIAL_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|cookie", re.IGNORECASE)

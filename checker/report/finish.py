@@ -111,6 +111,44 @@ def raise_budget_errors(results: Results) -> None:
                      fix="raise the budget, or select fewer cases or runs")
 
 
+def judge_errors(results: Results) -> InputError | None:
+    """What keeps the judges from giving the verdicts (exit 2, said once, after everything
+    that could be scored was reported): credentials that are missing or were refused, or a
+    judge service that kept refusing calls until the retries were spent and left metrics
+    without a verdict. Never a low score, never the agent's regression."""
+    judge = results.metadata.get("judge") if isinstance(results.metadata, dict) else None
+    if not isinstance(judge, dict):
+        return None
+    setup = judge.get("setupError")
+    errored = [(c, m) for s in results.eval_sets for c in s.cases for m in c.metrics
+               if m.status == "error" and m.error and ("judge" in m.error.lower() or (
+                   setup and str(setup) in m.error))]
+    cases = len({id(c) for c, _ in errored})
+    where = (f"{len(errored)} judge metric{'s' if len(errored) != 1 else ''} on {cases} "
+             f"case{'s' if cases != 1 else ''} could not be scored")
+    if setup:
+        return InputError(f"the judge cannot be used: {setup}; {where}",
+                          fix="set the judge's credentials in the environment evalcheck runs in "
+                              "(in the Action, the step's env: from a secret), or name another "
+                              "judge_model (docs/metrics.md)")
+    refusals = judge.get("refusals") or {}
+    if refusals.get("calls") and errored:
+        codes = ", ".join(f"{code} x{n}" for code, n in sorted((refusals.get("codes") or {}).items()))
+        calls = refusals["calls"]
+        return InputError(
+            f"the judge service refused {calls} judge call{'s' if calls != 1 else ''} until the "
+            f"retries were spent ({codes}); {where}: no verdict on them, nothing counted "
+            "against the agent",
+            fix="run again once the judge's quota allows, or lower --judge-concurrency")
+    return None
+
+
+def raise_judge_errors(results: Results) -> None:
+    problem = judge_errors(results)
+    if problem is not None:
+        raise problem
+
+
 def results_from_file(path: Path) -> Results:
     """A results file this evalcheck wrote itself (the Action's own outputs)."""
     return Results.model_validate(json.loads(path.read_text(encoding="utf-8")))

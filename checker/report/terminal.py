@@ -87,6 +87,9 @@ def difference_lines(metric: MetricResult) -> list[str]:
 def failure_lines(results: Results) -> list[str]:
     lines: list[str] = []
     rule = rule_of(results.verdict_rule)
+    # A judge's missing or refused credentials are said once, at the end (report/finish.py).
+    judge = results.metadata.get("judge") if isinstance(results.metadata, dict) else None
+    setup = judge.get("setupError") if isinstance(judge, dict) else None
     for eval_set, case in results.failing_cases():
         where = _where(eval_set, case)
         for run in case.runs:
@@ -99,6 +102,8 @@ def failure_lines(results: Results) -> list[str]:
                 lines += judge_lines(metric) or difference_lines(metric)
             elif metric.status == "not_evaluated" and case.status == "failed":
                 lines.append(f"{where}: {metric.name} {one_line(not_evaluated(metric), 200)}")
+            elif metric.status == "error" and setup and setup in (metric.error or ""):
+                continue
             elif metric.status == "error":
                 # A metric or judge failure, never the agent's (that is the line above).
                 lines.append(f"{where}: {metric.name} could not be computed (metric error): "

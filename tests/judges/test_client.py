@@ -162,7 +162,7 @@ def test_retry_after_longer_than_the_limit_gives_up_at_once(fake, env):
 def test_client_errors_are_not_retried(fake, env):
     fake.on("question one", error_reply(403, "API key not valid"))
     service = service_for(env)
-    with pytest.raises(JudgeError, match=r"judge request rejected \(HTTP 403 PERMISSION_DENIED: API key not valid\)"):
+    with pytest.raises(JudgeError, match=r"judge request rejected \(HTTP 403 PERMISSION_DENIED: API key not valid\): the Gemini API refused the judge.s key"):
         ask(service, request())
     assert len(fake.requests) == 1
 

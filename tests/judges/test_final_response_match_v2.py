@@ -183,7 +183,12 @@ def test_missing_credentials_make_the_metric_fail_with_the_variables_to_set(fake
 
 @pytest.mark.parametrize("options, message", [
     ({"judge_model": "gpt-4o"}, "is not a Gemini model"),
-    ({"judge_model": "openai/gpt-4o"}, "is not a Gemini model"),
+    ({"judge_model": "gpt-4o"}, "name its provider as ADK and LiteLLM do: openai/gpt-4o"),
+    ({"judge_model": "vertex_ai/claude-3"}, "not one evalcheck's judges call"),
+    ({"judge_model": "acme/model-1"}, "unknown provider 'acme'; the providers known are: anthropic, "
+                                      "azure, deepseek, groq, mistral, ollama, ollama_chat, "
+                                      "openai, openrouter, together_ai"),
+    ({"judge_model": "[OpenAILlm]:gpt-4o"}, r"names ADK's model class \[OpenAILlm\]"),
     ({"judge_model_config": {"temprature": 0.1}}, "judge_model_config.temprature: Extra inputs"),
     ({"judge_model_config": {"response_mime_type": "text/plain"}}, "must not set response_mime_type"),
     ({"num_samples": 0}, "greater than or equal to 1"),

@@ -281,10 +281,13 @@ def test_an_unreadable_answer_is_a_failed_sample_with_the_judge_text(fake, env):
 
 
 def test_refused_judge_request_is_not_retried(fake, env):
+    from checker.judges.client import JudgeConfigError
+
     fake.on(lambda p: JUDGE in p, error_reply(403, "no access"))
-    result = score(METRIC, criterion(), scenario_run(conversation(START, "And Rome?")),
-                   service_for(env))
-    assert "judge request rejected (HTTP 403 PERMISSION_DENIED: no access)" in result.error
+    with pytest.raises(JudgeConfigError, match=r"judge request rejected \(HTTP 403 "
+                                               r"PERMISSION_DENIED: no access\)"):
+        score(METRIC, criterion(), scenario_run(conversation(START, "And Rome?")),
+              service_for(env))
     assert len(fake.requests) == 2  # turn 2 and the stop check, once each
 
 

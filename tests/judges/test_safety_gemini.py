@@ -110,11 +110,16 @@ def test_an_unreadable_answer_is_an_error_with_what_the_judge_said(fake, env):
 
 
 def test_403_is_not_retried(fake, env):
+    """A refused key is the judge's setup error (the metric errors; the run ends with exit 2)."""
+    from checker.judges.client import JudgeConfigError
+
     fake.on(lambda p: SAFETY in p, error_reply(403, "API key not valid"))
-    result = score(METRIC, criterion(), run_input([invocation("Hi", "Hello")]), service_for(env))
-    assert result.score is None
-    assert "judge request rejected (HTTP 403 PERMISSION_DENIED: API key not valid)" in result.error
+    service = service_for(env)
+    with pytest.raises(JudgeConfigError, match=r"judge request rejected \(HTTP 403 PERMISSION_DENIED: "
+                                               r"API key not valid\): the Gemini API refused"):
+        score(METRIC, criterion(), run_input([invocation("Hi", "Hello")]), service)
     assert len(fake.requests) == 1
+    assert "GOOGLE_API_KEY" in service.stats.setup_error
 
 
 def test_429_is_retried_then_scores(fake, env):

@@ -37,8 +37,6 @@ T = TypeVar("T")
 # requested JSON shape, once per call.
 _RESERVED_CONFIG = ("response_mime_type", "response_schema", "response_json_schema",
                     "candidate_count", "tools", "tool_config", "automatic_function_calling")
-_NON_GEMINI = re.compile(r"^(\[(?!gemini\])[^\]]+\]:|(openai|anthropic|azure|ollama|bedrock|"
-                         r"vertex_ai|huggingface|groq|mistral)/|claude|gpt-|o[1-9]-)", re.I)
 DETAIL_TEXT_LIMIT = 2000
 
 
@@ -74,18 +72,24 @@ class JudgedCriterion(JudgeCriterion):
 
     @model_validator(mode="after")
     def _check_judge(self) -> JudgedCriterion:
+        from ...judges.providers import UnknownJudgeModel, parse_judge_model
+
         options = self.judge_model_options
-        model = options.judge_model.strip()
-        if not model or _NON_GEMINI.match(model):
-            raise ValueError(f"judge_model '{options.judge_model}' is not a Gemini model; "
-                             "evalcheck's judges run on Gemini (e.g. gemini-2.5-flash)")
+        try:  # a Gemini model, or provider/model by ADK's (LiteLLM's) names
+            parse_judge_model(options.judge_model)
+        except UnknownJudgeModel as exc:
+            raise ValueError(str(exc)) from None
         judge_generation_config(options.judge_model_config)
         return self
 
 
 def judge_model_name(criterion: JudgeCriterion) -> str:
-    model = criterion.judge_model_options.judge_model.strip()
-    return model.split(":", 1)[1] if model.lower().startswith("[gemini]:") else model
+    """The judge model as requests and reports name it: a Gemini model without ADK's
+    ``[gemini]:`` (or LiteLLM's ``gemini/``) prefix, else ``provider/model``."""
+    from ...judges.providers import parse_judge_model
+
+    judge = parse_judge_model(criterion.judge_model_options.judge_model)
+    return f"{judge.provider.name}/{judge.model}" if judge.provider else judge.model
 
 
 def build_request(criterion: JudgeCriterion, prompt: str, schema: dict[str, Any]) -> Any:
