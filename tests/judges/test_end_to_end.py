@@ -196,7 +196,10 @@ def test_judge_outage_errors_the_judge_metrics_and_the_run_goes_on(repo, fake):
             "http_options": {"retry_options": {"attempts": 2, "initial_delay": 0.01, "jitter": 0}}}
     (repo / "evals" / "test_config.json").write_text(json.dumps(config))
     done = evalcheck(repo, fake, "--results", "r.json")
-    assert done.returncode == 1
+    # No verdict from the judge: exit 2 naming its refusals, not a failed gate (issue 38.3)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "evalcheck: error: the judge service refused" in done.stderr
+    assert "(503 UNAVAILABLE x" in done.stderr and "no verdict on them" in done.stderr
     results = json.loads((repo / "r.json").read_text())
     for case in ("booking", "greeting"):
         frm = metric(results, case, "final_response_match_v2")
