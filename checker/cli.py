@@ -88,6 +88,15 @@ def _accept(options: dict):
     return accept_label_from_environment(label, os.environ, policy)
 
 
+def _in_pull_request_job(options: dict, cache_key: str | None = None) -> None:
+    """In a GitHub Actions pull-request job, the Action's protections (inputs/pr_job.py)."""
+    import os
+
+    from .inputs.pr_job import apply_pull_request_job
+
+    apply_pull_request_job(options, os.environ, cache_key=cache_key)
+
+
 def accept_policy_options(command):
     """--accept-label-permission and --accept-label-bot, on each command that takes --accept-label."""
     command = click.option("--accept-label-bot", "accept_label_bots", multiple=True, metavar="LOGIN",
@@ -167,6 +176,7 @@ def run(paths: tuple[str, ...], **options) -> None:
     if options.get("agent_paths") and not options.get("changed_since"):
         raise click.UsageError("--agent-paths goes with --changed-since")
     try:
+        _in_pull_request_job(options, cache_key="judge_cache")
         options["accept"] = _accept(options)
         passed = execute(RunOptions(paths=list(paths), **{**options, "baselines": list(options["baselines"]),
                                                            "agent_paths": list(options["agent_paths"])}))
@@ -187,6 +197,7 @@ def run(paths: tuple[str, ...], **options) -> None:
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the comparison (exit 1); regression: only a regressed case, a failing new case or a metric error; drop: also a suite-wide drop.")
 @accept_policy_options
 @click.option("--accept-label", metavar="LABEL", help="In a GitHub Actions job of a pull request (GITHUB_TOKEN set): when the pull request carries LABEL, its confirmed regressions do not fail --fail-on regression or drop; who added it and when are read from its timeline and reported (docs/quarantine.md).")
+@click.option("--base", metavar="REF", help="The checkout is a change of REF (a pull request's base): a BASELINE file git tracks is read as the merge base of REF and HEAD has it (default: in a GitHub Actions pull-request job, its base commit).")
 @click.option("--quarantine-ref", metavar="REF", help="Quarantine the cases .evalcheck/quarantine.yml lists as the commit REF names has it (git; e.g. origin/main: the base branch as it is now), never the working tree's: they run and are reported, and do not gate until their entry expires (docs/quarantine.md).")
 @click.option("--alpha", type=click.FloatRange(min=0, max=0.5, min_open=True), default=0.05, show_default=True, help="Family-wise significance level of the whole suite's regression decisions.")
 def compare(**options) -> None:
@@ -200,6 +211,7 @@ def compare(**options) -> None:
     from .errors import InputError
 
     try:
+        _in_pull_request_job(options)
         options["accept"] = _accept(options)
         passed = compare_files(CompareRequest(**options))
     except InputError as exc:
@@ -221,6 +233,7 @@ def compare(**options) -> None:
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the merge (exit 1); regression and drop need --baseline.")
 @accept_policy_options
 @click.option("--accept-label", metavar="LABEL", help="In a GitHub Actions job of a pull request (GITHUB_TOKEN set): when the pull request carries LABEL, its confirmed regressions do not fail --fail-on regression or drop; who added it and when are read from its timeline and reported (docs/quarantine.md).")
+@click.option("--base", metavar="REF", help="The checkout is a change of REF (a pull request's base): a --baseline file git tracks is read as the merge base of REF and HEAD has it (default: in a GitHub Actions pull-request job, its base commit).")
 @click.option("--quarantine-ref", metavar="REF", help="Quarantine the cases .evalcheck/quarantine.yml lists as the commit REF names has it (git; e.g. origin/main: the base branch as it is now), never the working tree's: they run and are reported, and do not gate until their entry expires (docs/quarantine.md).")
 @click.option("--alpha", type=click.FloatRange(min=0, max=0.5, min_open=True), default=0.05, show_default=True, help="Family-wise significance level of the whole suite's regression decisions.")
 def merge(files: tuple[Path, ...], **options) -> None:
@@ -235,6 +248,7 @@ def merge(files: tuple[Path, ...], **options) -> None:
     from .scale.merge_command import MergeRequest, merge_files
 
     try:
+        _in_pull_request_job(options)
         options["accept"] = _accept(options)
         request = MergeRequest(files=list(files), **options)
         merged = merge_files(request)

@@ -23,6 +23,9 @@ class CompareRequest:
     max_token_increase: float | None = None
     quarantine_ref: str | None = None  # .evalcheck/quarantine.yml of the commit it names
     accept: AcceptLabel | None = None  # --accept-label, as the pull request's timeline shows it
+    # --base (in a pull-request job: its base commit): a BASELINE file git tracks is read as
+    # the base has it, and its quarantine applies when --quarantine-ref is not given
+    base: str | None = None
 
 
 def compare_with_files(paths: list[Path], head: Results, *, alpha: float,
@@ -95,11 +98,30 @@ def compare_files(request: CompareRequest) -> bool:
         check_template(request.template)
     from .results_file import load_baselines
 
-    overrides = command_overrides(request.quarantine_ref, request.accept)
-    baselines = load_baselines(list(request.baselines))
+    overrides = command_overrides(request.quarantine_ref or request.base, request.accept,
+                                  auto=request.quarantine_ref is None)
+    from ..errors import InputError
+
+    claims: list = []
+    if request.base is not None:  # a baseline file of the repository the change rewrote: the base's
+        from ..inputs.discover import find_repo_root
+        from .results_file import read_baselines
+
+        chosen = RunOptions(baselines=list(request.baselines), base=request.base)
+        baselines, claims = read_baselines(chosen, find_repo_root(Path.cwd()))
+        paths = chosen.baselines
+    else:
+        baselines, paths = load_baselines(list(request.baselines)), list(request.baselines)
     head = load_suite_results(request.head, "results file")
-    results = compare_run(request.baselines, head, baselines, alpha=request.alpha,
+    if not baselines:
+        raise InputError("no BASELINE left to compare with: " + "; ".join(c.said for c in claims),
+                         fix="compare with a results file of the base branch")
+    results = compare_run(paths, head, baselines, alpha=request.alpha,
                           max_token_increase=request.max_token_increase)
+    if claims:
+        from .baseline_change import record_claims
+
+        results = record_claims(results, claims)
     say_overrides(apply_overrides(results, overrides))
     write_reports(results, RunOptions(results=request.results, markdown=request.markdown,
                                       junit=request.junit, template=request.template,

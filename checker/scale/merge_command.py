@@ -85,8 +85,8 @@ def merge_files(request: MergeRequest) -> Results:
         check_template(request.template)
     prices = read_prices(request.prices) if request.prices is not None else default_table()
     files = OutputFiles()
-    overrides = command_overrides(request.quarantine_ref, request.accept,  # git, before the work
-                                  auto=request.quarantine_auto)
+    overrides = command_overrides(request.quarantine_ref or request.base, request.accept,  # git, first
+                                  auto=request.quarantine_auto or request.quarantine_ref is None)
 
     inputs = read_merge_inputs(request.files)
     merged = merge_results([p for p, _ in inputs.results], [r for _, r in inputs.results])

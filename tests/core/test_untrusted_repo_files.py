@@ -471,3 +471,71 @@ def test_a_link_head_holds_is_the_pull_requests_even_where_the_checkout_has_a_fo
     assert done.code == 1 and "comparison" not in results, done.output
     assert (f"baseline file {WORKFLOWS} added by this PR (through .evalcheck, a symbolic link in "
             "HEAD)") in done.stdout
+
+
+# ------------------------------------------------------- the command line in a pull-request job
+
+def in_pull_request_job(monkeypatch, root: Path, base: str, event: str = "pull_request") -> None:
+    """The variables and event file of a `run:` step of a GitHub Actions pull-request job."""
+    path = root.parent / "event.json"
+    path.write_text(json.dumps({"number": 7, "pull_request": {"number": 7, "base": {"sha": base, "ref": "main"},
+                                                                 "head": {"sha": "a" * 40}}}))
+    for name, value in {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": event,
+                        "GITHUB_EVENT_PATH": str(path), "GITHUB_WORKSPACE": str(root)}.items():
+        monkeypatch.setenv(name, value)
+
+
+def rewritten(baseline_repo: Path) -> str:
+    """The attack: the pull request rewrites the committed baseline (main failed a too)."""
+    run_cli(["run", "evals", "--replay", "runs.json", "--results", "baseline.json"], baseline_repo)
+    commit(baseline_repo, "pr: main failed a too, says the baseline")
+    return git(baseline_repo, "rev-parse", "main")
+
+
+def test_run_in_a_pull_request_job_reads_the_base_from_the_event(baseline_repo, monkeypatch):
+    base = rewritten(baseline_repo)
+    plain, _, _ = gate(baseline_repo)  # the control: a plain command takes the file as given
+    assert plain.code == 0, plain.output
+    in_pull_request_job(monkeypatch, baseline_repo, base)
+    done, results, _ = gate(baseline_repo)
+    assert done.code == 1 and results["comparison"]["summary"]["regressed"] == 1, done.output
+    assert results["comparison"]["baseline"]["commit"] == base
+    assert (f"evalcheck: note: a GitHub Actions job of pull request #7: files the gate reads are "
+            f"compared with its base commit {base[:12]}") in done.stderr
+    assert "baseline file baseline.json changed by this PR: 1 case's baseline lowered" in done.stdout
+    # --base says otherwise: the commit it names (here the PR's own: the file as committed)
+    done, results, _ = gate(baseline_repo, "--base", "HEAD")
+    assert done.code == 0 and "a GitHub Actions job" not in done.stderr, done.output
+    # a push event is no pull request: as a plain command
+    in_pull_request_job(monkeypatch, baseline_repo, base, event="push")
+    assert gate(baseline_repo)[0].code == 0
+
+
+def test_compare_and_merge_in_a_pull_request_job_read_the_base_from_the_event(baseline_repo, monkeypatch, tmp_path):
+    base = rewritten(baseline_repo)
+    run_cli(["run", "evals", "--replay", "runs.json", "--results", "../head.json"], baseline_repo)
+    for shard in (1, 2):
+        run_cli(["run", "evals", "--replay", "runs.json", "--shard", f"{shard}/2",
+                 "--results", f"../shard-{shard}.json"], baseline_repo)
+    compare = ["compare", "baseline.json", "../head.json", "--fail-on", "regression"]
+    merge = ["merge", "../shard-1.json", "../shard-2.json", "--baseline", "baseline.json",
+             "--fail-on", "regression"]
+    assert run_cli(compare, baseline_repo).code == 0  # the controls: plain commands
+    assert run_cli(merge, baseline_repo).code == 0
+    in_pull_request_job(monkeypatch, baseline_repo, base)
+    for command in (compare, merge):
+        done = run_cli(command, baseline_repo)
+        assert done.code == 1, (command, done.output)
+        assert "baseline file baseline.json changed by this PR: 1 case's baseline lowered" in done.stdout
+
+
+def test_a_judge_cache_inside_the_workspace_is_refused_in_a_pull_request_job(tmp_path, judge, monkeypatch):
+    root = judged_repo(tmp_path / "repo")
+    base = git(root, "rev-parse", "HEAD")
+    in_pull_request_job(monkeypatch, root, base)
+    done, _ = judged_run(root, "--judge-cache", ".judge-cache")
+    assert done.code == 2, done.output
+    assert "--judge-cache: .judge-cache" in done.stderr and "Traceback" not in done.output
+    outside = tmp_path / "cache"
+    done, results = judged_run(root, "--judge-cache", str(outside))  # the control
+    assert done.code == 1 and results["metadata"]["judge"]["calls"] == 1, done.output
