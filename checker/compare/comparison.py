@@ -376,7 +376,9 @@ def _compare(pool: BaselinePool, head: Results, alpha: float, seed: int,
     if history:
         baseline_info = baseline_info.model_copy(update={"history": [
             BaselineFile(path=i.path, commit=i.commit) for i in pool.infos]})
-    familywise = family.as_json(confirming)
+    testable_cases = sum(any(c.test is not None and family.level_of(c.test) > 0 for c in p.compared)
+                         for row in prepared for p in row)
+    familywise = family.as_json(confirming, testable_cases)
     if confirming:  # what the fresh runs were asked for against: `compare` decides on them again
         familywise["baselines"] = [baseline_digest(f) for f in pool.files]
     comparison = Comparison(baseline=baseline_info, summary=summary, removed=removed,

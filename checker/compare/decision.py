@@ -98,10 +98,14 @@ class FamilyDecision:
     def rejects(self, test: MetricTest) -> bool:
         return test.p_worse <= self.level_of(test)
 
-    def as_json(self, confirmed: bool) -> dict:
-        return {"alpha": self.alpha, "method": METHOD_WEIGHTED if self.weights else METHOD,
-                "tests": self.tests, "testable": self.testable, "level": self.level,
-                "confirmed": confirmed}
+    def as_json(self, confirmed: bool, testable_cases: int | None = None) -> dict:
+        """``testable_cases``: the cases with a test that can reach its level."""
+        out = {"alpha": self.alpha, "method": METHOD_WEIGHTED if self.weights else METHOD,
+               "tests": self.tests, "testable": self.testable, "level": self.level,
+               "confirmed": confirmed}
+        if testable_cases is not None:
+            out["testableCases"] = testable_cases
+        return out
 
 
 def decide(tests: list[MetricTest], alpha: float) -> FamilyDecision:
@@ -118,6 +122,25 @@ def decide(tests: list[MetricTest], alpha: float) -> FamilyDecision:
         total = sum(raw.values())
         decision.weights = {key: value * k / total for key, value in raw.items()}
     return decision
+
+
+def family_words(familywise: dict, method: str = "") -> str:
+    """What a comparison's family was, read defensively (from a file): "alpha 0.05 over 10
+    testable cases (12 of 14 tests can reach the level)" - the tests that count against
+    each other, not every (case, metric) compared (Tarone: a test that cannot reach the level
+    does not count). ``method``: named first in the parentheses ("Tarone: 12 of ...")."""
+    named = f"{method}: " if method else ""
+    alpha, tests = familywise.get("alpha"), familywise.get("tests")
+    testable, cases = familywise.get("testable"), familywise.get("testableCases")
+    if not isinstance(alpha, (int, float)) or not isinstance(tests, int):
+        return "the family-wise level"
+    test_words = f"{tests} test{'' if tests == 1 else 's'}"
+    if not isinstance(testable, int) or not isinstance(cases, int):  # an older results file
+        return f"alpha {alpha:g} ({named}{test_words})" if method else f"alpha {alpha:g} over {test_words}"
+    if not testable:
+        return f"alpha {alpha:g} ({named}none of {test_words} can reach its level)"
+    return (f"alpha {alpha:g} over {cases} testable case{'' if cases == 1 else 's'} "
+            f"({named}{testable} of {test_words} can reach the level)")
 
 
 def decide_improvements(pairs: list[tuple[list[bool], list[bool]]], alpha: float) -> float:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..models.results import CaseResult, Results
 from ..safety.output import clean
+from .decision import family_words
 from .verdict import baseline_pass_counts, case_pass_counts
 
 NAME_LIMIT = 60  # an eval id is the PR's text: one headline holds at most one, cut
@@ -130,10 +131,9 @@ def failing_parts(results: Results, skip: Collection[int] = frozenset()) -> list
         _, case = found.uncalled[0]
         p = min(_called_alone(case, familywise))
         here = f", {case_pass_counts(case)} here, p = {p:.3g}"
-        level, alpha, tests = familywise.get("level"), familywise.get("alpha"), familywise.get("tests")
-        why = (f"the family-wise level {level:.3g} (alpha {alpha:g} over "
-               f"{_plural(tests, 'test', 'tests')})" if isinstance(level, (int, float))
-               and isinstance(alpha, (int, float)) and isinstance(tests, int) else "the family-wise level")
+        level = familywise.get("level")
+        why = (f"the family-wise level {level:.3g}, {family_words(familywise)}"
+               if isinstance(level, (int, float)) else "the family-wise level")
         parts.append(_first(found.uncalled, here) + (
             f": too few runs to reach {why}; more results of main (--baseline given several "
             "times; the Action's baseline: auto) or confirmation runs with an agent decide it"))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
+from ..compare.decision import family_words
 from ..compare.gate import accepted_keys
 from .behaviour import BehaviourView, behaviour_views
 from .changes import ChangeView, Flaky, build_changes, flaky_counts
@@ -207,8 +208,7 @@ def familywise_line(results: Results) -> str:
         how = "decided on fresh confirmation runs"
     else:  # replay, compare, merge, or --confirm-runs 0
         how = "decided on the runs recorded, with no confirmation runs"
-    return (f"regressions at family-wise alpha {fw.get('alpha')} (Tarone, {fw.get('tests')} "
-            f"test{'' if fw.get('tests') == 1 else 's'}), {how}; {pooled}")
+    return f"regressions at family-wise {family_words(fw, 'Tarone')}, {how}; {pooled}"
 
 
 @dataclass

@@ -52,7 +52,7 @@ def test_a_visible_drop_the_family_wise_gate_cannot_call_says_why_and_what_decid
     assert text.startswith("Gate passed (fail-on: regression): no regression; the suite dropped")
     assert ("; 3 cases fail that "
                            "passed on main (weather/a 3/3, 0/3 here, p = 0.05, ...): too few runs to "
-                           "reach the family-wise level 0.025 (alpha 0.05 over 3 tests); more results "
+                           "reach the family-wise level 0.025, alpha 0.05 (none of 3 tests can reach its level); more results "
                            "of main (--baseline given several times; the Action's baseline: auto)") in text
     assert text.endswith("or confirmation runs with an agent decide it")
     assert "as on main" not in text and "within noise" not in text

@@ -63,7 +63,7 @@ def test_labels_p_values_plurals_and_footer(repo, tmp_path):
     assert "0 of 1 eval case passed in 1 eval set \u00b7 " in dom
     footer = re.search(r'<p class="note footer">(.*?)</p>', dom).group(1)
     assert "verdict rule mean \u00b7 fail-on regression \u00b7 baseline main.json \u00b7 " in footer
-    assert ("regressions at family-wise alpha 0.05 (Tarone, 1 test), decided on the runs recorded, "
+    assert ("regressions at family-wise alpha 0.05 over 1 testable case (Tarone: 1 of 1 test can reach the level), decided on the runs recorded, "
             "with no confirmation runs; 2 results of main pooled") in footer
 
 
@@ -80,5 +80,8 @@ def test_a_screened_metric_shows_its_confirmation_runs_and_the_markdown_footer_a
     assert "<th>confirmation runs</th>" in head
     assert "<td>5 fresh runs, 4 passed (budget 40)</td>" in dom
     footer = re.search(r'<p class="note footer">(.*?)</p>', dom).group(1)
-    fw = "regressions at family-wise alpha 0.05 (Tarone, 1 test), decided on fresh confirmation runs"
+    # 4 of 5 fresh runs against 3/3 of the older result: 7 of 8 runs pass, so the fresh runs
+    # pass at least 4 times and p(worse) >= 1 - C(7,5)/C(8,5) = 0.625: no level is reachable.
+    fw = ("regressions at family-wise alpha 0.05 (Tarone: none of 1 test can reach its level), "
+          "decided on fresh confirmation runs")
     assert fw in footer and fw in render_markdown(calm, fail_on="regression").splitlines()[-1]
