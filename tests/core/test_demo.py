@@ -18,7 +18,7 @@ def test_the_demo_explains_the_failure_evalcheck_reports():
     assert out.stdout.splitlines()[:3] == [
         "examples/weather/agent_evals/weather.evalset.json:22 compare_cities [flaky 1/2 runs passed, "
         "baseline 2/2]: tool_trajectory_avg_score 0.50 < 1.00 (baseline 1.00, p=0.5, within noise)",
-        '    run 2, turn 1: expected get_weather(city="Oslo") at call 2, got no call',
+        '    run 2, turn 1: missing get_weather(city="Oslo")',
         "compared with baseline examples/weather/baseline/results.json: 0 regressed, 0 improved, "
         "2 unchanged, 0 new, 0 changed, 0 removed"]
     assert "--baseline examples/weather/baseline/results.json" in demo
