@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import ipaddress
 import json
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -150,10 +151,14 @@ class LoopbackClient:
         return await self._over(reader, writer, method, data)
 
     def _reusable(self) -> Connection | None:
+        """An idle connection to reuse: not one the server closed or may be closing, nor one
+        holding bytes nobody asked for (an answer before its request: the next run would read
+        it as its own); those are closed."""
         now = time.monotonic()
         while self._idle:
             reader, writer, since = self._idle.pop()
-            if now - since < IDLE_SECONDS and not writer.is_closing() and not reader.at_eof():
+            if (now - since < IDLE_SECONDS and not writer.is_closing() and not reader.at_eof()
+                    and not _unread(reader)):
                 return reader, writer, since
             writer.close()
         return None
@@ -192,7 +197,7 @@ class LoopbackClient:
             keep = False
             raise
         finally:
-            if keep:
+            if keep and not _unread(reader):  # bytes past the answer: no answer of ours
                 self._idle.append((reader, writer, time.monotonic()))
             else:
                 writer.close()
@@ -204,6 +209,16 @@ class LoopbackClient:
         for _, writer, _ in idle:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+
+DECIMAL = re.compile(r"[0-9]+", re.ASCII)
+HEX = re.compile(rb"[0-9A-Fa-f]+")
+
+
+def _unread(reader: asyncio.StreamReader) -> bool:
+    """Whether the connection holds bytes already received and not read (StreamReader keeps
+    them in its buffer; it has no public call for this)."""
+    return bool(getattr(reader, "_buffer", b""))
 
 
 async def _read_head(reader: asyncio.StreamReader,
@@ -224,8 +239,9 @@ async def _read_head(reader: asyncio.StreamReader,
     keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
     chunked = "chunked" in headers.get("transfer-encoding", "").lower()
     length = headers.get("content-length")
-    if length is not None and not length.isdigit():
-        raise TransportError(f"an answer's Content-Length is not a number: {length[:30]!r}")
+    if length is not None and not DECIMAL.fullmatch(length):  # '²'.isdigit(), int(' 5'), int('+5')
+        raise TransportError(f"the agent server sent a bad Content-Length: {length[:30]!r} (not "
+                             "a decimal number of bytes)")
     return int(code), keep, None if length is None else int(length), chunked
 
 
@@ -245,10 +261,10 @@ async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
     total = 0
     while True:
         size_line = (await reader.readuntil(b"\n")).split(b";", 1)[0].strip()
-        try:
-            size = int(size_line, 16)
-        except ValueError:
-            raise TransportError(f"a chunk size that is not one: {size_line[:20]!r}") from None
+        if not HEX.fullmatch(size_line):  # int() takes '-5', '+5', '0x5', '5_0'
+            raise TransportError(f"the agent server sent a bad chunk size: {size_line[:20]!r} (not a "
+                                 "hexadecimal number of bytes)")
+        size = int(size_line, 16)
         if size == 0:
             while (await reader.readuntil(b"\n")) not in (b"\r\n", b"\n"):
                 pass  # trailers

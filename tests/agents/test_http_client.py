@@ -151,7 +151,15 @@ def test_a_connection_idle_longer_than_the_servers_keep_alive_is_not_reused(monk
     (b"HTTP/1.0 200 OK\r\nContent-Length: 10\r\n\r\nshort", "IncompleteReadError in the answer"),
     (b"SSH-2.0-OpenSSH\r\n\r\n", "an answer that is not HTTP"),
     (b"HTTP/1.1 200 OK\r\nContent-Length: 9999999999\r\n\r\n", "an answer longer than 64 MiB"),
-    (b"HTTP/1.1 200 OK\r\nContent-Length: ten\r\n\r\n", "Content-Length is not a number"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: ten\r\n\r\n", "the agent server sent a bad Content-Length: 'ten'"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: \xb2\r\n\r\nx",  # latin-1 '\u00b2': its isdigit() is true
+     "the agent server sent a bad Content-Length: '\u00b2'"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: +5\r\n\r\nhello", "the agent server sent a bad Content-Length: '\\+5'"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\nhello\r\n0\r\n\r\n",
+     "the agent server sent a bad chunk size: b'-5'"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0x5\r\nhello\r\n0\r\n\r\n",
+     "the agent server sent a bad chunk size: b'0x5'"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "bad chunk size"),
 ])
 def test_a_broken_answer_is_a_transport_error(reply, says):
     async def answer(method, path, body):
@@ -198,3 +206,76 @@ def test_nothing_listening_is_a_connect_error():
 ])
 def test_only_plain_http_to_this_machine_uses_the_small_client(url, loopback):
     assert is_loopback(url) is loopback
+
+
+def test_an_answer_nobody_asked_for_is_never_read_as_the_next_one():
+    """The server sends two answers to one request: the connection still holds the second,
+    so it is closed, not pooled; the next request gets its own answer on a new connection."""
+    async def answer(method, path, body):
+        if path == "/one":
+            return ok(b'{"for":"one"}') + ok(b'{"for":"nobody"}')
+        return ok(b'{"for":"%s"}' % path[1:].encode())
+
+    async def talk(http, server):
+        first = await http.request("GET", "/one")
+        await asyncio.sleep(0.05)
+        return first, await http.request("GET", "/two")
+
+    server, (first, second) = served(answer, talk)
+    assert (first.content, second.content) == (b'{"for":"one"}', b'{"for":"two"}')
+    assert server.connections == 2
+
+
+def test_an_answer_that_arrives_before_its_request_fails_that_connection():
+    """While the connection is idle the server sends an answer: the next request does not
+    read it, it goes on a new connection."""
+    async def talk(http, server):
+        await http.request("GET", "/one")
+        for writer in server.writers:  # unasked: an answer before any request
+            writer.write(ok(b'{"for":"nobody"}'))
+        await asyncio.sleep(0.05)
+        return await http.request("GET", "/two")
+
+    server, second = served(always_ok, talk)
+    assert second.content == b'{"ok":true}' and server.connections == 2
+
+
+def test_a_clean_keep_alive_answer_keeps_its_connection():
+    """The control: one answer per request, nothing left over: one connection."""
+    async def talk(http, server):
+        return [await http.request("GET", f"/{n}") for n in range(3)]
+
+    server, answers = served(always_ok, talk)
+    assert [a.status_code for a in answers] == [200, 200, 200] and server.connections == 1
+
+
+def test_a_bad_content_length_fails_that_run_through_the_command_line(tmp_path):
+    """`evalcheck run --agent-url` against a server whose answer to one case carries
+    `Content-Length: ²`: that run errors with the reason, the other case passes, no traceback."""
+    import json
+    import shlex
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
+    from corehelpers import case as eval_case, evalset, invocation, run_cli, write_json
+
+    tiny = Path(__file__).resolve().parent / "agents" / "tiny_api_server.py"
+    (tmp_path / ".git").mkdir()
+    write_json(tmp_path / "evals" / "t.evalset.json", evalset(
+        "t", eval_case("fine", invocation("hi", "answer for None")),
+        eval_case("bad", invocation("BADLENGTH", "answer for None"))))
+    write_json(tmp_path / "evals" / "test_config.json", {"criteria": {"response_match_score": 0.8}})
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = run_cli(["run", "evals", "--agent-url", f"http://127.0.0.1:{port}", "--app-name", "tiny",
+                    "--agent-server-command", f"{shlex.quote(sys.executable)} {shlex.quote(str(tiny))} "
+                    f"{port} {tmp_path / 'pids'}", "--num-runs", "1", "--retries", "0",
+                    "--results", "r.json"], tmp_path)
+    assert done.code == 1, done.output
+    assert "Traceback" not in done.output and "ValueError" not in done.output
+    cases = {c["evalId"]: c for s in json.loads((tmp_path / "r.json").read_text())["evalSets"] for c in s["cases"]}
+    assert cases["fine"]["status"] == "passed"
+    (run,) = cases["bad"]["runs"]
+    assert "the agent server sent a bad Content-Length: '\u00b2'" in json.dumps(run, ensure_ascii=False), run

@@ -1,7 +1,8 @@
 """A small stand-in for ``adk api_server`` (standard library only): ``tiny_api_server.py PORT PIDFILE``.
 
 It speaks the subset of the ADK API that evalcheck uses. The user's text steers it:
-"SLOW" sleeps 5 s, "FAIL" answers HTTP 500, anything else answers with one tool call and
+"SLOW" sleeps 5 s, "FAIL" answers HTTP 500, "BADLENGTH" answers with ``Content-Length: ²``
+(the latin-1 byte 0xb2, whose ``str.isdigit()`` is true), anything else answers with one tool call and
 a final text naming the session's state. Every created and deleted session is logged to
 stderr.
 """
@@ -64,6 +65,14 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(5)
             if "FAIL" in text:
                 return self.reply(500, {"detail": "Internal Server Error"})
+            if "BADLENGTH" in text:
+                self.close_connection = True
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "\u00b2")  # sent as latin-1: b"\xb2"
+                self.end_headers()
+                self.wfile.write(b"[]")
+                return
             state = sessions[body["sessionId"]]
             inv = "e-" + str(uuid.uuid4())
             return self.reply(200, [
