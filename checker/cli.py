@@ -155,6 +155,7 @@ def main() -> None:
 @click.option("--confirm-runs", type=click.IntRange(min=0), metavar="N", help="Most fresh runs for a case that looks worse than the baseline (two thirds of it when it looked only a little worse); only they decide (default 60; 0 in replay; at most 100).")
 @click.option("--alpha", type=click.FloatRange(min=0, max=0.5, min_open=True), default=0.05, show_default=True, help="Family-wise significance level of the whole suite's regression decisions.")
 @click.option("--retries", type=click.IntRange(min=0, max=5), default=1, show_default=True, help="Re-runs of a run whose agent errored, before it counts as failing.")
+@click.option("--max-service-wait", type=click.FloatRange(min=0, max=86400), default=600.0, show_default=True, metavar="SECONDS", help="How long to wait, in all, for a model service that keeps refusing (429, 503, ...): a refused run is run again after the delay the service asks for, never counted as failing; once no run got through for this long, the runs left get no verdict (exit 2).")
 @click.option("--max-runs", type=click.IntRange(min=1), metavar="M", help="Adaptive: give cases whose verdict is uncertain more runs, one round at a time, up to M runs in all (at most 100).")
 @click.option("--shard", metavar="I/N", help="Evaluate only shard I (1-based) of N of the selected cases; merge the shards with `evalcheck merge`.")
 @click.option("--threshold", "thresholds", multiple=True, metavar="NAME=VALUE", callback=_thresholds, help="Threshold of a metric of an agents-cli eval_config.yaml (a format without thresholds); without one the metric is informational. Repeatable.")
@@ -244,7 +245,8 @@ def merge(files: tuple[Path, ...], **options) -> None:
     (a shard missing or given twice, a case in two shards, other selections or versions).
     """
     from .errors import InputError
-    from .report.finish import raise_budget_errors, raise_file_errors, report_gate, say_run_lines
+    from .report.finish import (raise_budget_errors, raise_file_errors, raise_refusal_errors,
+                                report_gate, say_run_lines)
     from .scale.merge_command import MergeRequest, merge_files
 
     try:
@@ -259,6 +261,7 @@ def merge(files: tuple[Path, ...], **options) -> None:
     try:
         raise_file_errors(merged)
         raise_budget_errors(merged)  # a shard's spent budget: exit 2, as that shard's was
+        raise_refusal_errors(merged)  # a shard's refused runs likewise
     except InputError as exc:
         raise _fail_input(exc) from None
     sys.exit(EXIT_PASSED if passed else EXIT_FAILED)

@@ -28,14 +28,15 @@ from .inputs.pr_files import replay_claim
 from .option_checks import (check_input_files, check_run_files, check_run_options,
                             tracked_cache_note)
 from .options import RunOptions
-from .report.finish import (raise_budget_errors, raise_file_errors, raise_judge_errors, report_gate,
-                            say_run_lines, write_reports)
+from .report.finish import (raise_budget_errors, raise_file_errors, raise_judge_errors,
+                            raise_refusal_errors, report_gate, say_run_lines, write_reports)
 from .report.writes import OutputFiles
 from .safety.output import clean, say
 from .safety.redact import Redactor, secret_values
 from .scoring.metadata import describe_run
 from .scoring.pipeline import RunKey, run_counts, score_all
 from .scoring.services import build_context, start_metric_worker
+from .agents.service_wait import ServiceWaits
 
 if TYPE_CHECKING:
     from .compare.adaptive import AdaptiveRuns
@@ -82,6 +83,8 @@ class Plan:
     prices: PriceTable | None = None  # the default table, or --prices over it
     budgets: Budgets = field(default_factory=lambda: Budgets())
     selection: Selection | None = None  # --changed-since: what runs, what is carried
+    # The waits on a model service that refuses, and what it refused (agents/service_wait.py)
+    service: ServiceWaits | None = None
 
 
 @dataclass
@@ -130,6 +133,7 @@ def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
     raise_file_errors(results)
     raise_budget_errors(results)
     raise_judge_errors(results)
+    raise_refusal_errors(results)
     return passed
 
 
@@ -273,7 +277,8 @@ def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
     return Plan(targets=targets, rule=inputs.rule, shard=shard, warnings=warnings, context=context,
                 simulated=SimulatorStats(), adaptive=adaptive, replayed=replayed,
                 metric_sources=sources, problems=inputs.problems, history=history,
-                prices=inputs.prices, budgets=budgets, selection=selection)
+                prices=inputs.prices, budgets=budgets, selection=selection,
+                service=ServiceWaits(options.max_service_wait))
 
 
 def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: OutputFiles) -> Runs:
@@ -284,7 +289,8 @@ def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: Ou
     else:
         from .agents.collect import collect_runs
 
-        runs = collect_runs(plan.targets, options, plan.simulated, plan.adaptive, plan.budgets.agent)
+        runs = collect_runs(plan.targets, options, plan.simulated, plan.adaptive, plan.budgets.agent,
+                            plan.service)
     if plan.adaptive is not None:  # confirmation runs are kept apart: only they decide a drop
         runs = {key: plan.adaptive.first_runs(key, found) for key, found in runs.items()}
     if options.replay is not None:
@@ -338,6 +344,8 @@ def score(options: RunOptions, plan: Plan, runs: Runs, started: Started) -> Resu
                  warnings=plan.warnings, adaptive=adaptive)
     if plan.selection is not None:
         results.metadata["changedSince"] = plan.selection.metadata()
+    if plan.service is not None and plan.service.used():  # the model service's refusals
+        results.metadata["modelService"] = plan.service.metadata()
     return results
 
 
@@ -391,6 +399,8 @@ def plan_lines(plan: Plan) -> list[str]:
     return [*([f"evalcheck: {empty}"] if empty is not None else []),
             *([clean(judge.line())] if judge.stats.used() else []),
             *([clean(plan.simulated.line())] if plan.simulated.used() else []),
+            *([clean(plan.service.line())] if plan.service is not None and plan.service.used()
+              else []),
             *(clean(line) for line in (plan.adaptive.lines() if plan.adaptive is not None else []))]
 
 

@@ -25,6 +25,8 @@ def check_run_options(options: RunOptions) -> VerdictRule:
     """Run counts, the turn timeout, the comparison's options; the verdict rule they allow."""
     check_runs("num-runs", options.num_runs)
     check_turn_timeout(options.turn_timeout)
+    if options.max_service_wait != 0:  # 0: a refused run is not run again
+        check_turn_timeout(options.max_service_wait, "max-service-wait")
     if options.max_runs is not None:
         check_runs("max-runs", options.max_runs)
     check_comparison_options(options)

@@ -70,6 +70,9 @@ class RunOptions:
     alpha: float = 0.05  # family-wise level of the suite's regression decisions
     confirm_runs: int | None = None  # fresh runs of screened cases; None: 60 live, 0 in replay
     retries: int = 1  # re-runs of a run whose agent errored
+    # Seconds of a model-service outage (no run got through) before the refused runs are
+    # given up (checker/agents/service_wait.py).
+    max_service_wait: float = 600.0
     # The Action's automatic history: an older result of another suite is left out (said),
     # not bad input as a --baseline given by hand is.
     baselines_found: bool = False

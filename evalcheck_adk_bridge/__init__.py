@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .loading import Agents, LoadFailure, load_agent
+from .refusals import service_refusal
 from .runtime import end_process, eval_plugins, fewer_collections
 
 USAGE = "usage: evalcheck-adk [--one-session | --concurrent N] DIR (an ADK agent folder, or a folder of them)"
@@ -73,13 +74,15 @@ def _refuse(out: IO[str], message: str, ready: dict[str, Any], session_id: str |
 
 
 def _fail(out: IO[str], message: str, invocation_id: str | None = None,
-          session_id: str | None = None) -> int:
+          session_id: str | None = None, unavailable: dict[str, Any] | None = None) -> int:
     print(f"evalcheck ADK bridge: {message}", file=sys.stderr, flush=True)
     error: dict[str, Any] = {"type": "error", "message": message}
     if invocation_id:
         error["invocationId"] = invocation_id
     if session_id is not None:
         error["session"] = session_id
+    if unavailable is not None:  # the model service refused: not the agent's error
+        error["unavailable"] = unavailable
     _send(out, error)
     return 1
 
@@ -260,7 +263,7 @@ async def serve_run(loaded: Any, start: dict[str, Any], read: Reader, out: IO[st
                     events.append(event.model_dump(mode="json", by_alias=True, exclude_none=True))
             except Exception as exc:
                 return _fail(out, f"the agent raised {type(exc).__name__}: {exc}", invocation_id,
-                             session_id)
+                             session_id, service_refusal(exc))
             _send(out, {"type": "response", "invocationId": invocation_id, "events": events,
                         **named})
     finally:

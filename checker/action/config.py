@@ -30,6 +30,7 @@ INPUTS = (
     "adk-eval-history",
     "html", "prices", "max-agent-tokens", "max-judge-tokens", "max-token-increase",
     "only-changed", "agent-paths", "accept-label", "accept-label-permission", "accept-label-bots",
+    "max-service-wait",
 )
 DEFAULT_ACCEPT_LABEL = "evalcheck:accept-regression"
 ONLY_CHANGED = ("auto", "off")
@@ -131,6 +132,7 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
     run.max_agent_tokens = inputs.integer("max-agent-tokens", 0) or None
     run.max_judge_tokens = inputs.integer("max-judge-tokens", 0) or None
     run.max_token_increase = _percent(inputs.text("max-token-increase"))
+    run.max_service_wait = inputs.number("max-service-wait", 600.0)
     run.agent_paths = [line.strip() for line in inputs.text("agent-paths").splitlines() if line.strip()]
     only_changed = inputs.choice("only-changed", ONLY_CHANGED, "off")
     run.fail_on = fail_on

@@ -368,6 +368,12 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
     judged = judge_errors(results)
     if judged is not None:  # missing judge credentials, or a judge that kept refusing: no verdict
         return bad_input(commands, judged)
+    from ..scoring.refusals import refused
+
+    gap = refused(results)
+    if gap is not None:  # the model service's refusals: what ran was reported; exit 2, named
+        commands.error(f"evalcheck: {clean(gap.sentence())}")
+        return EXIT_BAD_INPUT
     return EXIT_FAILED if failed else EXIT_PASSED
 
 

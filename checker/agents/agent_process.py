@@ -41,6 +41,8 @@ from .protocol import (
     end_message,
     is_ready,
     parse_message,
+    refused_turn,
+    response_refusal,
     serves_any_eval_set,
     start_message,
     to_invocation,
@@ -334,10 +336,15 @@ class AgentProcess:
                         and not self.many:
                     # An error for no turn before any answer: the agent could not start.
                     self.start_error = message.message[:300] or "(no message)"
+                if (refusal := message.refusal()) is not None:  # the model's, not the agent's
+                    raise AgentFailure(refused_turn(turn, refusal), refusal)
                 raise AgentFailure(f"the agent reported an error in turn {turn}: "
                                    f"{message.message[:300] or '(no message)'}")
             assert isinstance(message, ResponseMessage)
             self.heard = True
+            refused = response_refusal(message)
+            if refused is not None:
+                raise AgentFailure(refused_turn(turn, refused), refused)
             if message.invocation_id != invocation_id:
                 raise AgentFailure(f"turn {turn}: the response is for invocation "
                                    f"'{message.invocation_id[:60]}', expected '{invocation_id}'")

@@ -20,12 +20,15 @@ from urllib.parse import quote
 from ..safety.limits import JsonTooDeep, loads_bounded
 from ..models.records import RecordedRun
 from .base import AgentFailure, RunJob, session_spec
+from ..models.refusal import ServiceRefusal
 from .events import ConversionError, events_to_invocation
+from .protocol import refused_turn
+from .server_log import ServerLog, drain_into_log
+from .service_refusal import refusal_in_events, refusal_of_status, retry_after_header
 from .process import (
     OutputTail,
     become_subreaper,
     describe_status,
-    drain_into_tail,
     kill_group,
     reap,
     spawn,
@@ -72,6 +75,7 @@ class ApiServerRunner:
         self._client: Any = None
         self._server: asyncio.subprocess.Process | None = None
         self._server_tail = OutputTail(max_lines=30, max_bytes=4096)
+        self._server_log = ServerLog(self._server_tail)  # read for the model's refusals
         self._server_reader: asyncio.Future | None = None
         self._deleting: set[asyncio.Future] = set()  # session deletions in flight
 
@@ -92,7 +96,7 @@ class ApiServerRunner:
                                        f"{exc.strerror or exc}", None) from None
             assert self._server.stdout is not None
             self._server_reader = asyncio.ensure_future(
-                drain_into_tail(self._server.stdout, self._server_tail))
+                drain_into_log(self._server.stdout, self._server_log))
         await self._wait_ready(self.startup_timeout if self.server_command else self.connect_timeout)
 
     async def _wait_ready(self, timeout: float) -> None:
@@ -153,11 +157,12 @@ class ApiServerRunner:
         started = time.monotonic()
         invocations: list = []
         error: str | None = None
+        refusal = None
         try:
             await self._converse(job, user_turns(job), invocations)
         except AgentFailure as exc:
-            error = str(exc)
-        return job.record(invocations=invocations, error=error,
+            error, refusal = str(exc), exc.refusal
+        return job.record(invocations=invocations, error=error, unavailable=refusal,
                            stderr_tail=self.server_tail() if error else None,
                            duration_seconds=round(time.monotonic() - started, 3))
 
@@ -169,6 +174,7 @@ class ApiServerRunner:
     async def _post(self, path: str, body: Any, timeout: float, what: str) -> Any:
         from .http_client import RequestTimeout, TransportError
 
+        mark = self._server_log.mark()
         try:
             response = await self._client.request("POST", path, json_body=body, timeout=timeout)
         except RequestTimeout:
@@ -177,8 +183,12 @@ class ApiServerRunner:
             raise AgentFailure(f"{what}: cannot reach the agent server: "
                                f"{exc}{self._server_gone()}") from None
         if response.status_code >= 400:
-            raise AgentFailure(f"{what}: the agent server answered HTTP {response.status_code}: "
-                               f"{response.text[:300]}")
+            said = f"{what}: the agent server answered HTTP {response.status_code}: " \
+                f"{response.text[:300]}"
+            refusal = await self._refusal(response, mark)
+            if refusal is not None:
+                raise AgentFailure(f"{said} (the model service refused: {refusal.code})", refusal)
+            raise AgentFailure(said)
         try:
             return loads_bounded(response.content)
         except JsonTooDeep as exc:
@@ -186,6 +196,19 @@ class ApiServerRunner:
         except ValueError:
             raise AgentFailure(f"{what}: the agent server's answer is not JSON: "
                                f"{response.text[:200]}") from None
+
+    async def _refusal(self, response: Any, mark: int) -> ServiceRefusal | None:
+        """Whether an error answer is the model service's refusal: the server's own 429 or
+        503 (with its Retry-After), or a 500 whose exception, in the log of a server evalcheck
+        started, is a refused model call (agents/server_log.py). A server evalcheck did not
+        start keeps its log: its bare 500 is the agent's error."""
+        status = response.status_code
+        if status in (429, 502, 503, 504):
+            return refusal_of_status(status, None, response.text,
+                                     retry_after_header(response.headers.get("retry-after")))
+        if status == 500 and self._server is not None:
+            return await self._server_log.refusal_since(mark)
+        return None
 
     async def _converse(self, job: RunJob, turns: UserTurns, invocations: list) -> None:
         spec = session_spec(job)
@@ -211,6 +234,9 @@ class ApiServerRunner:
                 began = time.perf_counter()
                 events = await self._post("/run", body, job.turn_timeout, f"turn {turn}")
                 duration = round(time.perf_counter() - began, 3)
+                refusal = refusal_in_events(events)  # @google/adk's event of a model's error
+                if refusal is not None:
+                    raise AgentFailure(refused_turn(turn, refusal), refusal)
                 ids = [e.get("invocationId") for e in events if isinstance(e, dict)] \
                     if isinstance(events, list) else []
                 invocation_id = next((i for i in ids if isinstance(i, str) and i), f"inv-{turn}")

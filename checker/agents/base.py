@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..models.evalset import EvalCase
 from ..models.records import RecordedRun
+from ..models.refusal import ServiceRefusal
 from ..models.setkey import set_key
 
 if TYPE_CHECKING:
@@ -76,7 +77,13 @@ def session_spec(job: RunJob) -> SessionSpec:
 
 
 class AgentFailure(Exception):
-    """Ends one run as an error; the message is the short reason shown to the user."""
+    """Ends one run as an error; the message is the short reason shown to the user. With
+    ``refusal``, the run is unavailable instead: the model service refused or failed it
+    (agents/service_refusal.py), which is not the agent's failure."""
+
+    def __init__(self, message: str = "", refusal: ServiceRefusal | None = None):
+        super().__init__(message)
+        self.refusal = refusal
 
 
 def mark_cannot_start(run: RecordedRun, how: str) -> RecordedRun:

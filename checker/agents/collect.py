@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ..models.usage import TokenBudget
     from ..options import RunOptions
     from ..simulation.model import SimulatorStats
+    from .service_wait import ServiceWaits
 
 RunKey = tuple[str, str]
 
@@ -25,14 +26,16 @@ RunKey = tuple[str, str]
 def collect_runs(targets: list[EvalTarget], options: RunOptions,
                  simulator_stats: SimulatorStats | None = None,
                  adaptive: AdaptiveRuns | None = None,
-                 budget: TokenBudget | None = None) -> Mapping[RunKey, list[RecordedRun]]:
+                 budget: TokenBudget | None = None,
+                 service: ServiceWaits | None = None) -> Mapping[RunKey, list[RecordedRun]]:
     """Every agent run of ``targets`` (not in replay mode: the plan reads the replay)."""
     from .process import pidfd_child_watcher
     from .schedule import RunInterrupted, run_agent_jobs
 
     async def jobs() -> list[RecordedRun]:
         runs = run_agent_jobs(targets, options, simulator_stats=simulator_stats,
-                              more=adaptive.more if adaptive else None, budget=budget)
+                              more=adaptive.more if adaptive else None, budget=budget,
+                              service=service)
         # Adaptive runs score in this event loop: their judge clients and custom metric worker
         # are closed here, while the child watcher that saw the worker start still watches it.
         with pidfd_child_watcher():

@@ -37,6 +37,8 @@ class AgentCannotStart(InputError):
 def start_failure(run: RecordedRun) -> str | None:
     """How ``run`` failed before the agent answered anything, when that stops the whole
     run: the agent could not start, or a setup problem failed its first turn. None else."""
+    if run.unavailable is not None:  # the model service refused it: not the agent's setup
+        return None
     how = cannot_start(run)
     if how is not None or run.invocations:
         return how

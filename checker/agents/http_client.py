@@ -20,7 +20,8 @@ import ipaddress
 import json
 import re
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -47,6 +48,7 @@ class RequestTimeout(Exception):
 class Response:
     status_code: int
     content: bytes
+    headers: Mapping[str, str] = field(default_factory=dict)  # names in lower case
 
     @property
     def text(self) -> str:
@@ -97,7 +99,8 @@ class HttpxClient:
             raise ConnectError(str(exc) or type(exc).__name__) from None
         except httpx.TransportError as exc:
             raise TransportError(type(exc).__name__) from None
-        return Response(response.status_code, response.content)
+        return Response(response.status_code, response.content,
+                        {k.lower(): v for k, v in response.headers.items()})
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -177,7 +180,10 @@ class LoopbackClient:
                 if isinstance(exc, asyncio.IncompleteReadError) and exc.partial:
                     raise TransportError("the server closed the connection mid-answer") from None
                 raise TransportError("the server closed the connection without answering") from None
-            status, keep, body_length, chunked = await _read_head(reader, status_line)
+            status, keep, body_length, chunked, headers = await _read_head(reader, status_line)
+            # uvicorn closes the connection after the 500 of an exception (adk api_server's
+            # answer to a model that raised), without saying so: never reused.
+            keep = keep and status < 500
             if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
                 content = b""
             elif chunked:
@@ -189,7 +195,7 @@ class LoopbackClient:
             else:  # delimited by the end of the connection
                 keep = False
                 content = await _read_to_end(reader)
-            return Response(status, content)
+            return Response(status, content, headers)
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
             keep = False
             raise TransportError(f"{type(exc).__name__} in the answer") from None
@@ -222,8 +228,9 @@ def _unread(reader: asyncio.StreamReader) -> bool:
 
 
 async def _read_head(reader: asyncio.StreamReader,
-                     line: bytes) -> tuple[int, bool, int | None, bool]:
-    """(status, keep-alive, Content-Length, chunked) of an answer whose status line is ``line``."""
+                     line: bytes) -> tuple[int, bool, int | None, bool, dict[str, str]]:
+    """(status, keep-alive, Content-Length, chunked, headers) of an answer whose status line
+    is ``line``."""
     version, _, rest = line.decode("latin-1").strip().partition(" ")
     code = rest[:3]
     if not version.startswith("HTTP/1.") or not code.isdigit():
@@ -242,7 +249,7 @@ async def _read_head(reader: asyncio.StreamReader,
     if length is not None and not DECIMAL.fullmatch(length):  # '²'.isdigit(), int(' 5'), int('+5')
         raise TransportError(f"the agent server sent a bad Content-Length: {length[:30]!r} (not "
                              "a decimal number of bytes)")
-    return int(code), keep, None if length is None else int(length), chunked
+    return int(code), keep, None if length is None else int(length), chunked, headers
 
 
 async def _read_to_end(reader: asyncio.StreamReader) -> bytes:

@@ -11,7 +11,9 @@ from pydantic import Field, ValidationError
 from ..errors import json_path
 from ..models.base import StrictModel
 from ..models.evalset import Content, FunctionCall, FunctionResponse, Part
+from ..models.refusal import ServiceRefusal
 from .events import events_to_invocation, fields_to_invocation
+from .service_refusal import refusal_in_events, refusal_in_text, refusal_of_protocol
 
 PROTOCOL_VERSION = 1
 
@@ -32,10 +34,46 @@ class ResponseMessage(StrictModel):
     events: list[Any] | None = None
 
 
+class Unavailable(StrictModel):
+    """What a model service's refusal was (docs/agent-protocol.md): its code as the service
+    gave it ("429 RESOURCE_EXHAUSTED", "503", "UNAVAILABLE", "connection") and the delay it
+    asked for, in seconds."""
+
+    code: str | int | None = None
+    retry_after: float | None = Field(default=None, ge=0)
+
+
 class ErrorMessage(StrictModel):
     type: Literal["error"]
     message: str = ""
     invocation_id: str | None = None
+    # An addition to protocol 1: the run failed because the agent's model service refused or
+    # failed the call, not by the agent's fault (true, or what the service said).
+    unavailable: bool | Unavailable | None = None
+
+    def refusal(self) -> ServiceRefusal | None:
+        """The model service's refusal this error reports: the ``unavailable`` field, else
+        a model SDK's own words in the message (an agent that does not set the field)."""
+        if self.unavailable is False:
+            return None
+        if self.unavailable is not None:
+            given = (self.unavailable.model_dump(by_alias=True, exclude_none=True)
+                     if isinstance(self.unavailable, Unavailable) else True)
+            return refusal_of_protocol(given, self.message)
+        return refusal_in_text(self.message)
+
+
+def response_refusal(message: ResponseMessage) -> ServiceRefusal | None:
+    """A model's refusal among a response's ADK events (@google/adk answers a refused model
+    call with an event carrying its error code, not with an exception)."""
+    return refusal_in_events(message.events) if message.events is not None else None
+
+
+def refused_turn(turn: int, refusal: ServiceRefusal) -> str:
+    """A run's error when the model service refused its turn."""
+    after = f", retry after {refusal.retry_after:g} s" if refusal.retry_after is not None else ""
+    said = f": {refusal.message[:200]}" if refusal.message else ""
+    return f"the model service refused turn {turn} ({refusal.code}{after}){said}"
 
 
 _EXPLICIT = ("final_response", "tool_uses", "tool_responses", "intermediate_responses", "usage")

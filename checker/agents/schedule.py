@@ -11,6 +11,7 @@ import asyncio
 import os
 import sys
 import time
+from functools import partial
 from dataclasses import replace
 from pathlib import Path
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -26,7 +27,9 @@ from ..safety.output import GuardedStream, clean, say
 from ..safety.redact import Redactor
 from .base import AgentRunner, RunJob
 from .concurrency import API_CONCURRENCY, cpus, limit_to_files as _limit, settle as _settle
-from .failfast import StartWatch, server_cannot_start, start_failure
+from .failfast import StartWatch, server_cannot_start
+from .retrying import attempts, not_run
+from .service_wait import ServiceWaits
 
 if TYPE_CHECKING:
     from ..inputs.discover import EvalTarget
@@ -155,7 +158,7 @@ class Progress:
 
     def run_done(self, job: RunJob, run: RecordedRun) -> None:
         key = (job.key, job.eval_id)
-        if run.error is not None:
+        if run.error is not None and run.unavailable is None:  # a refusal is not a failed run
             self.failed_runs += 1
             self.errors.setdefault(key, []).append(run)
         self.remaining[key] -= 1
@@ -223,7 +226,8 @@ async def run_agent_jobs(targets: list[EvalTarget], options: RunOptions, *,
                          progress: Progress | None = None,
                          simulator_stats: SimulatorStats | None = None,
                          more: MoreRuns | None = None,
-                         budget: TokenBudget | None = None) -> list[RecordedRun]:
+                         budget: TokenBudget | None = None,
+                         service: ServiceWaits | None = None) -> list[RecordedRun]:
     """Every run of every selected case, at most ``options.concurrency`` at once, in the
     input's order whatever order they finish in. With ``more``, rounds of extra runs follow
     (one run per case a round) on the same runner until ``more`` answers none.
@@ -237,7 +241,9 @@ async def run_agent_jobs(targets: list[EvalTarget], options: RunOptions, *,
     if options.concurrency is not None:
         options.concurrency = _limit(options.concurrency)
     with pidfd_child_watcher():
-        return await _run_jobs(targets, options, runner, progress, simulator_stats, more, budget)
+        return await _run_jobs(targets, options, runner, progress, simulator_stats, more, budget,
+                               service if service is not None
+                               else ServiceWaits(options.max_service_wait))
 
 
 async def _attempt(runner: AgentRunner, job: RunJob) -> RecordedRun:
@@ -257,8 +263,10 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
                     progress: Progress | None,
                     simulator_stats: SimulatorStats | None,
                     more: MoreRuns | None = None,
-                    budget: TokenBudget | None = None) -> list[RecordedRun]:
+                    budget: TokenBudget | None = None,
+                    service: ServiceWaits | None = None) -> list[RecordedRun]:
     jobs = plan_jobs(targets, options)
+    service = service if service is not None else ServiceWaits(options.max_service_wait)
     runner = runner if runner is not None else make_runner(options)
     progress = progress if progress is not None else Progress(jobs)
     finished: list[RecordedRun] = []
@@ -306,18 +314,14 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
             return
         # The simulated user's model calls are metered per run (judges/meter.py), every
         # attempt's: they were spent whether or not the attempt counts.
+        if service.given_up is not None:  # the model service kept refusing: no run starts
+            run = not_run(job, service)
+            finished.append(run)
+            progress.run_done(job, run)
+            return
         with metering() as meter:
-            run = await _attempt(runner, job)
-            # A run whose agent errored once it had started is run again (--retries): one
-            # crash must not decide a comparison. Not a start failure nor a setup error (no
-            # credentials: a retry fails the same way): fail-fast owns those.
-            retries = 0
-            while run.error is not None and retries < options.retries and not watch.stopped \
-                    and start_failure(run) is None:
-                retries += 1
-                run = await _attempt(runner, job)
-        if retries:
-            run.retries = retries
+            run = await attempts(partial(_attempt, runner, job), options.retries, service,
+                                 lambda: watch.stopped)
         if (left_out := usage_left_out(run)) is not None:
             say(f"evalcheck: warning: {clean(left_out, 300)}", err=True)
         run.simulator_usage = meter.tokens
@@ -372,8 +376,8 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
                 for job in round_jobs:
                     key = (job.key, job.eval_id)
                     runs_of[key] = max(runs_of[key], job.run)
-            if more is None:
-                break
+            if more is None or service.given_up is not None:
+                break  # (no confirmation run against a service that keeps refusing)
             wanted = await more(finished[done_before:])
             round_jobs = []
             for key in wanted:  # a key given k times gets k more runs

@@ -20,6 +20,7 @@ import asyncio
 import time
 from typing import Any
 
+from ..models.refusal import ServiceRefusal
 from .agent_process import AgentProcess
 from .base import AgentFailure, RunJob, session_spec
 from .events import ConversionError
@@ -32,6 +33,8 @@ from .protocol import (
     end_message,
     is_ready,
     parse_message,
+    refused_turn,
+    response_refusal,
     serves_any_eval_set,
     start_message,
     to_invocation,
@@ -173,7 +176,7 @@ class SharedWorker:
             invocations = await self._converse(job, turns, session_id, turn1)
         except _RunFailure as exc:  # this run only: the process goes on with the others
             await self._end(session_id, job.turn_timeout)
-            raise AgentFailure(str(exc)) from None
+            raise AgentFailure(str(exc), exc.refusal) from None
         await self._end(session_id, job.turn_timeout)
         return invocations
 
@@ -218,7 +221,12 @@ class SharedWorker:
 
 
 class _RunFailure(Exception):
-    """Fails one run of a shared process, not the process."""
+    """Fails one run of a shared process, not the process (``refusal``: the model service's
+    refusal, which makes the run unavailable)."""
+
+    def __init__(self, message: str, refusal: ServiceRefusal | None = None):
+        super().__init__(message)
+        self.refusal = refusal
 
 
 def _invocation(item: dict, turn: int, invocation_id: str, user_content: Any, duration: float,
@@ -229,9 +237,14 @@ def _invocation(item: dict, turn: int, invocation_id: str, user_content: Any, du
     except ProtocolError as exc:
         raise _RunFailure(f"turn {turn}: invalid protocol message at {exc}") from None
     if isinstance(message, ErrorMessage):
+        if (refusal := message.refusal()) is not None:  # the model's, not the agent's
+            raise _RunFailure(refused_turn(turn, refusal), refusal)
         raise _RunFailure(f"the agent reported an error in turn {turn}: "
                           f"{message.message[:300] or '(no message)'}")
     assert isinstance(message, ResponseMessage)
+    refused = response_refusal(message)
+    if refused is not None:
+        raise _RunFailure(refused_turn(turn, refused), refused)
     if message.invocation_id != invocation_id:
         raise _RunFailure(f"turn {turn}: the response is for invocation "
                           f"'{message.invocation_id[:60]}', expected '{invocation_id}'")

@@ -147,9 +147,12 @@ class StdioRunner:
     async def run(self, job: RunJob) -> RecordedRun:
         started = time.monotonic()
 
-        def record(invocations: list, error: str | None = None, tail: str | None = None) -> RecordedRun:
-            return job.record(invocations=invocations, error=error,
-                               stderr_tail=tail if error else None,
+        def record(invocations: list, error: AgentFailure | str | None = None,
+                   tail: str | None = None) -> RecordedRun:
+            # A run the model service refused is unavailable, not errored (its error says so).
+            refusal = error.refusal if isinstance(error, AgentFailure) else None
+            return job.record(invocations=invocations, error=None if error is None else str(error),
+                               unavailable=refusal, stderr_tail=tail if error else None,
                                duration_seconds=round(time.monotonic() - started, 3))
 
         try:
@@ -212,12 +215,12 @@ class StdioRunner:
             return mark_cannot_start(run, cannot_start) if cannot_start else run
 
     async def _serve(self, agent: AgentProcess, job: RunJob,
-                     turns: UserTurns) -> tuple[list, str | None, str | None, bool]:
-        """One run in ``agent``: (invocations, error, why it could not start, whether it
+                     turns: UserTurns) -> tuple[list, AgentFailure | None, str | None, bool]:
+        """One run in ``agent``: (invocations, the failure, why it could not start, whether it
         failed before a word of this run)."""
         agent.begin_run()
         invocations: list = []
-        error: str | None = None
+        error: AgentFailure | None = None
         cannot_start: str | None = None
         unheard = False
         keep = False
@@ -244,8 +247,9 @@ class StdioRunner:
             else:
                 await agent.finish(min(self.exit_grace, job.turn_timeout))
         except AgentFailure as exc:
-            error = str(exc)
-            cannot_start = agent.cannot_start()  # before the kill: a hang is not this
+            error = exc
+            # Before the kill: a hang is not this. A refused model call is no failure to start.
+            cannot_start = agent.cannot_start() if exc.refusal is None else None
             unheard = not agent.heard
         finally:
             if keep:
@@ -272,8 +276,8 @@ class StdioRunner:
                 "EVALCHECK_EVAL_ID": job.eval_id, "EVALCHECK_RUN": str(job.run)}
 
     async def _serve_shared(self, worker: SharedWorker, job: RunJob,
-                            turns: UserTurns) -> tuple[list, str | None, bool]:
-        """One run in a process serving concurrent sessions: (invocations, error, whether the
+                            turns: UserTurns) -> tuple[list, AgentFailure | None, bool]:
+        """One run in a process serving concurrent sessions: (invocations, the failure, whether the
         process failed before a word of this run)."""
         self._sessions += 1
         session_id = f"s{self._sessions}"
@@ -281,14 +285,14 @@ class StdioRunner:
         return await self._in_session(worker, job, turns, session_id, None)
 
     async def _in_session(self, worker: SharedWorker, job: RunJob, turns: UserTurns,
-                          session_id: str, turn1) -> tuple[list, str | None, bool]:
+                          session_id: str, turn1) -> tuple[list, AgentFailure | None, bool]:
         invocations: list = []
-        error: str | None = None
+        error: AgentFailure | None = None
         unheard = False
         try:
             invocations = await worker.converse(job, turns, session_id, turn1)
         except AgentFailure as exc:
-            error = str(exc)
+            error = exc
             unheard = worker.broken is not None and session_id not in worker.heard
         except BaseException:
             worker.give_up("the run was cancelled")  # Ctrl-C: nothing may outlive it

@@ -153,7 +153,10 @@ def _gating(metric: MetricResult) -> bool:
 
 def metric_pairs(pooled: PooledCase, head: CaseResult):
     """(PR metric, newest baseline metric, pooled baseline passes, PR passes) of each gating
-    metric compared on both sides. Screening and the comparison read the same pairs."""
+    metric compared on both sides. Screening and the comparison read the same pairs. A case
+    the model service kept refusing a run of has none: no verdict, no confirmation run."""
+    if refused(head):
+        return
     base_metrics = {m.name: m for m in pooled.newest.metrics}
     for metric in head.metrics:
         base = base_metrics.get(metric.name)
@@ -199,6 +202,8 @@ def _prepare(key: CaseKey, head: CaseResult, pool: BaselinePool,
     if pooled is None:
         return _Case(head, None, "changed", [])
     fresh_case = confirmations.get(key) if confirmations is not None else None
+    if fresh_case is not None and refused(fresh_case):  # its fresh runs did not all run
+        return _Case(head, pooled, None, [])
     fresh_metrics = {m.name: m for m in fresh_case.metrics} if fresh_case is not None else {}
     longer = contested_runs.get(key)
     compared = []
@@ -224,6 +229,11 @@ def _prepare(key: CaseKey, head: CaseResult, pool: BaselinePool,
                                   contest_scores))
     return _Case(head, pooled, None, compared,
                  list(fresh_case.runs) if fresh_case is not None and compared else None)
+
+
+def refused(case: CaseResult) -> bool:
+    """Whether the model service kept refusing a run of the case (past --max-service-wait)."""
+    return any(r.unavailable is not None for r in case.runs)
 
 
 def _every_run_errored(case: CaseResult) -> bool:
@@ -355,7 +365,7 @@ def _compare(pool: BaselinePool, head: Results, alpha: float, seed: int,
             labelled.behaviour = case_behaviour(labelled, pool.compared_cases(
                 (set_key, labelled.eval_id), item.pooled),
                 (confirmations or {}).get((set_key, labelled.eval_id)))
-            if item.pooled is not None:
+            if item.pooled is not None and not refused(labelled):  # (no verdict: no delta)
                 pairs.append((item.pooled.newest, labelled))
                 if not (item.pooled.newest.fingerprint and labelled.fingerprint):
                     unknown += 1

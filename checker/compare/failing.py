@@ -65,8 +65,9 @@ def sort_failing(results: Results, skip: Collection[int] = frozenset()) -> Faili
     for eval_set in results.eval_sets:
         for case in eval_set.cases:
             if case.status == "passed" or id(case) in skip \
-                    or case.change not in ("unchanged", "improved", "carried"):
-                continue
+                    or case.change not in ("unchanged", "improved", "carried") \
+                    or any(r.unavailable is not None for r in case.runs):
+                continue  # (no verdict on a case the model service kept refusing: said apart)
             main = case.status if case.change == "carried" else case.baseline_status
             named = f"{eval_set.eval_set_id}/{case.eval_id}"
             if main is None:

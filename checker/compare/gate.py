@@ -28,6 +28,7 @@ from ..models.results import CaseResult, Results
 from .comparison import SuiteShift, suite_drops
 from .failing import fresh_runs, failing_parts, sort_failing
 from .overrides import override_parts
+from ..scoring.refusals import refused, refused_case
 
 FAIL_ON = ("failure", "regression", "drop", "error", "never")
 SCREENING_DISAGREES = "whose screening and confirmation disagree"
@@ -79,8 +80,8 @@ def regression_cases(results: Results) -> list[tuple[str, str, str]]:
     accepted = accepted_keys(results)
     for eval_set in results.eval_sets:
         for case in eval_set.cases:
-            if case.quarantined is not None:
-                continue
+            if case.quarantined is not None or refused_case(case):
+                continue  # (a case the model service kept refusing has no verdict)
             if case.change == "regressed" and (eval_set.eval_set_id, case.eval_id) in accepted:
                 continue
             if case.change == "regressed":
@@ -103,6 +104,8 @@ def gate_failed(results: Results, fail_on: str) -> bool:
         raise ValueError(f"fail-on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
     if fail_on == "never":
         return False
+    if refused(results, gating_cases(results)) is not None:
+        return True  # no verdict on some cases: never passed (exit 2, report/finish.py)
     if fail_on in COMPARING and results.comparison is not None:
         return bool(regression_cases(results)) or (
             fail_on == "drop" and bool(gating_drops(results)))
@@ -168,7 +171,17 @@ def gate_headline(results: Results, fail_on: str) -> tuple[bool, str]:
 def decided_headline(results: Results, fail_on: str) -> tuple[bool, str]:
     """(passed, the report's first line): the gate's decision, its rule and what decided it,
     e.g. "Gate passed (fail-on: regression): no confirmed regression; 3 cases fail, as on
-    main". Never "failed" over a gate that passed (the check would be green)."""
+    main". Never "failed" over a gate that passed (the check would be green). The runs the
+    model service kept refusing come first: what is left has no verdict."""
+    passed, line = _decided_headline(results, fail_on)
+    gap = refused(results, gating_cases(results))
+    if gap is None:
+        return passed, line
+    lead, _, rest = line.partition("): ")
+    return passed, f"{lead}): {gap.sentence()}" + (f"; {rest}" if rest else "")
+
+
+def _decided_headline(results: Results, fail_on: str) -> tuple[bool, str]:
     failed = gate_failed(results, fail_on)
     lead = f"Gate {'failed' if failed else 'passed'} (fail-on: {fail_on})"
     s = results.summary

@@ -8,6 +8,7 @@ from pydantic import Field, PrivateAttr
 
 from .base import OutputModel
 from .evalset import Invocation
+from .refusal import ServiceRefusal
 from .setkey import set_key
 from .usage import Tokens
 
@@ -26,6 +27,11 @@ class RecordedRun(OutputModel):
     duration_seconds: float | None = None
     # How many times the agent errored on this run before this attempt (--retries).
     retries: int | None = None
+    # Extra, optional: the model service refused or failed this run (not the agent's failure:
+    # never counted as a failing run), when it still did after evalcheck's waits; then
+    # ``error`` says so. ``refusals``: the attempts of this run the service refused before.
+    unavailable: ServiceRefusal | None = None
+    refusals: int | None = None
     # Extra, optional: the tokens of the run's simulated user (conversation_scenario), every
     # attempt's (--retries) included; absent when it made no model call.
     simulator_usage: Tokens | None = None

@@ -14,6 +14,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 from .base import OutputModel
 from .behaviour import Behaviour, Trajectory
 from .setkey import ambiguous_ids, set_key
+from .refusal import ServiceRefusal
 from .usage import Usage
 
 CaseStatus = Literal["passed", "failed", "error", "not_evaluated"]
@@ -55,6 +56,11 @@ class RunResult(ResultsModel):
     retries: int | None = optional()
     # Tokens the agent reported and the judges used on this run (models/usage.py).
     usage: Usage | None = optional()
+    # The model service refused or failed this run and kept doing so past --max-service-wait
+    # (status ``not_evaluated``: never a failing run); ``refusals``: its attempts the service
+    # refused (each run again after a wait), whether or not the last one got through.
+    unavailable: ServiceRefusal | None = optional()
+    refusals: int | None = optional()
 
 
 class MetricResult(ResultsModel):

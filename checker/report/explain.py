@@ -11,6 +11,7 @@ from typing import Any
 
 from ..compare.verdict import MEAN, VerdictRule
 from ..models.results import CaseResult, MetricResult
+from ..scoring.refusals import no_verdict
 from .differences import failing_turns, parameter_notes, response_notes, trajectory_note, unmatched_notes
 from .judged import JudgeTurn, judge_evidence
 from .scores import fmt_score, not_evaluated, requirement, shortfall
@@ -35,7 +36,7 @@ class CallRow:
 
 @dataclass
 class Explanation:
-    kind: str  # trajectory | f1 | parameters | response | judge | metric_error | run_error | not_evaluated | score
+    kind: str  # trajectory | f1 | parameters | response | judge | metric_error | run_error | run_refused | not_evaluated | score
     metric: str = ""
     run: int | None = None
     turn: int | None = None
@@ -218,7 +219,10 @@ def explain(case: CaseResult, rule: VerdictRule = MEAN) -> tuple[list[Explanatio
     out: list[Explanation] = []
     hidden = 0
     for run in case.runs:
-        if run.status == "error" or run.error:
+        if run.unavailable is not None:  # the model service's refusal, not the agent's failure
+            out.append(Explanation(kind="run_refused", run=run.run,
+                                   error=clip(printable(run.error or run.unavailable.code), MAX_TEXT)))
+        elif run.status == "error" or run.error:
             out.append(Explanation(kind="run_error", run=run.run,
                                    error=clip(printable(run.error or "run errored"), MAX_TEXT),
                                    stderr=clip_tail(printable(run.stderr_tail or ""),
@@ -254,7 +258,9 @@ def case_headline(case: CaseResult, rule: VerdictRule = MEAN) -> str:
     errored = sum(1 for r in case.runs if r.status == "error")
     if errored:
         bits.insert(0, f"{errored} of {len(case.runs)} runs errored")
-    if case.status == "not_evaluated":
+    if (refusal := no_verdict(case)) is not None:
+        bits.append(refusal)
+    elif case.status == "not_evaluated":
         bits.append("no gating metric could be scored")
     return "; ".join(bits) or case.status
 

@@ -149,6 +149,21 @@ def raise_judge_errors(results: Results) -> None:
         raise problem
 
 
+def raise_refusal_errors(results: Results) -> None:
+    """Runs the model service kept refusing past --max-service-wait: exit 2 naming the
+    refusals, once everything that did run was scored and reported (never exit 1: the agent
+    did not fail them)."""
+    from ..scoring.refusals import refused
+
+    gap = refused(results)
+    if gap is None:
+        return
+    raise InputError(gap.sentence(),
+                     fix="run again once the model service answers, or raise --max-service-wait "
+                         "(the Action's max-service-wait), lower --concurrency, or raise the "
+                         "model's quota")
+
+
 def results_from_file(path: Path) -> Results:
     """A results file this evalcheck wrote itself (the Action's own outputs)."""
     return Results.model_validate(json.loads(path.read_text(encoding="utf-8")))

@@ -220,6 +220,14 @@ def _summary(results: Results, fail_on: str) -> str:
         from .cost import budget_line
 
         parts.append(tag("p", esc(budget_line(budget)), "error"))
+    from ..scoring.refusals import refused, service_note
+
+    gap, note = refused(results), service_note(results)
+    if gap is not None:  # the model service's refusals left runs out: no verdict on their cases
+        parts.append(tag("p", esc(gap.sentence() + ": those runs are left out, never counted as "
+                                  "failing runs (exit status 2)"), "error"))
+    if note is not None:
+        parts.append(tag("p", esc(note), "note"))
     for error in results.file_errors or []:
         parts.append(tag("p", esc(error.error), "error"))
     return "".join(parts)

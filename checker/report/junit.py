@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from ..safety.logtext import escape_char
 from ..models.results import CaseResult, Results
 from ..compare.verdict import baseline_pass_counts, case_pass_counts, rule_of
+from ..scoring.refusals import no_verdict
 from .scores import fmt_score as fmt, not_evaluated, shortfall
 from .terminal import case_labels, judge_lines
 
@@ -127,7 +128,7 @@ def render_junit(results: Results) -> str:
                               type="error").text = body
             elif case.status == "not_evaluated":
                 ET.SubElement(tc, "skipped", message=(CARRIED if carried else "")
-                              + "no gating metric could be scored").text = body
+                              + (no_verdict(case) or "no gating metric could be scored")).text = body
             else:
                 ET.SubElement(tc, "system-out").text = body
     _clean_tree(root)

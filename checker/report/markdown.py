@@ -72,8 +72,11 @@ def environment(template_dir: Path | None = None) -> jinja2.Environment:
     from .cost import budget_line
     from .trend import trend_markdown
 
+    from ..scoring.refusals import refused, service_note
+
     env.globals.update(icon=STATUS_ICON, columns_for=columns_for, budget_line=budget_line,
-                       token_gate_message=token_gate_message, trend_markdown=trend_markdown)
+                       token_gate_message=token_gate_message, trend_markdown=trend_markdown,
+                       refused_runs=refused, service_note=service_note)
     return env
 
 

@@ -9,6 +9,7 @@ from ..compare.gate import plural
 from ..compare.disagreement import disagreement_words
 from ..compare.verdict import baseline_pass_counts, case_pass_counts, rule_of
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
+from ..scoring.refusals import no_verdict
 from .differences import MAX_TERMINAL_LINES, terminal_notes
 from .judged import judge_evidence, place, statements
 from .scores import fmt_score as fmt, not_evaluated, shortfall
@@ -108,7 +109,9 @@ def failure_lines(results: Results) -> list[str]:
                 # A metric or judge failure, never the agent's (that is the line above).
                 lines.append(f"{where}: {metric.name} could not be computed (metric error): "
                              f"{one_line(metric.error or '', 200)}")
-        if case.status == "not_evaluated":
+        if (refusal := no_verdict(case)) is not None:
+            lines.append(f"{where}: not evaluated: {refusal}")
+        elif case.status == "not_evaluated":
             reasons = sorted({m.error for m in case.metrics if m.status == "not_evaluated" and m.error})
             lines.append(f"{where}: not evaluated: no gating metric could be scored"
                          + (f" ({one_line('; '.join(reasons), 200)})" if reasons else ""))

@@ -179,8 +179,12 @@ def case_status(runs: list[RunResult], metrics: list[MetricResult]) -> str:
     evaluated"), fails the case; an errored run or metric makes it ``error`` first. A case
     with runs a spent token budget kept from starting is not evaluated unless the runs that
     did happen failed it (or left a gating metric unscored): what was never run is not the
-    agent's failure."""
+    agent's failure. A case with a run the model service kept refusing has no verdict."""
     gating = [m for m in metrics if m.status != "informational"]
+    if any(r.unavailable is not None for r in runs):
+        # The model service refused a run past --max-service-wait: no verdict on what is
+        # left (a mean over fewer runs is not the case's), unless the agent itself errored.
+        return "error" if any(r.status == "error" for r in runs) else "not_evaluated"
     if any(m.status == "failed" for m in gating):
         return "failed"
     if any(r.status == "error" for r in runs) or any(m.status == "error" for m in gating):
@@ -207,6 +211,8 @@ def _run_status(run: RecordedRun, index: int,
     that could be computed, so reports never blame the agent for a broken judge. Each run
     passes a metric as the metric passes: ``>=`` its threshold, ``<=`` when lower is better.
     """
+    if run.unavailable is not None:  # the model service's refusal, not the agent's failure
+        return "not_evaluated"
     if run.error is not None:
         return "error"
     verdicts = []
@@ -280,7 +286,8 @@ async def score_case(case: EvalCase, config: EvalConfig, runs: list[RecordedRun]
     run_results = [RunResult(run=r.run, status=_run_status(r, k, list(zip(metrics, [
                                  score for _, score in per_run[r.run]]))),
                              error=r.error, duration_seconds=own_time(r), stderr_tail=r.stderr_tail,
-                             retries=r.retries, usage=_usage(r, meters[r.run]))
+                             retries=r.retries, usage=_usage(r, meters[r.run]),
+                             unavailable=r.unavailable, refusals=r.refusals)
                    for k, r in enumerate(runs)]
     # A metric the judge budget left out is not the agent's failure: such a case is not
     # evaluated (scoring/budget.py), unless the metrics that were computed failed it.

@@ -137,6 +137,9 @@ def annotation_message(case: CaseResult) -> str:
             said = "; ".join(one_line(s, 300) for s in statements(ex.evidence)[:4])
             lead = f"{ex.metric} {ex.score} < {ex.threshold}" if ex.evidence.score is not None else ex.metric
             lines.append(f"{lead} ({place(ex.run, ex.turn, ex.evidence.title)}): {said}")
+        elif ex.kind == "run_refused":
+            lines.append(f"agent run {ex.run}: the model service refused it (no verdict): "
+                         f"{one_line(ex.error, 500)}")
         elif ex.kind == "run_error":
             lines.append(f"agent run {ex.run} errored: {one_line(ex.error, 500)}")
         elif ex.kind == "metric_error":
