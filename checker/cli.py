@@ -256,7 +256,9 @@ def merge(files: tuple[Path, ...], **options) -> None:
         merged = merge_files(request)
     except InputError as exc:
         raise _fail_input(exc) from None
-    say_run_lines(merged, ())
+    from .compare.confirm import confirmation_line
+
+    say_run_lines(merged, filter(None, [confirmation_line(merged.metadata)]))  # the shards' fresh runs
     passed = report_gate(merged, request.fail_on)
     try:
         raise_file_errors(merged)

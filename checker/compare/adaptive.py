@@ -27,7 +27,7 @@ from ..safety.output import say
 from ..models.results import CaseResult
 from ..scoring.case import score_case
 from .comparison import screened_metrics
-from .confirm import Confirmation, budget
+from .confirm import Confirmation, confirmation_line
 from .decision import DEFAULT_ALPHA
 from .pooling import BaselinePool
 
@@ -131,14 +131,8 @@ class AdaptiveRuns:
     def lines(self) -> list[str]:
         """The terminal lines: adaptive runs (when asked for), confirmation runs."""
         out = [self.line()] if self.adaptive else []
-        if self.confirmation is not None:
-            c = self.confirmation
-            out.append(f"confirmation: {c.extra_runs()} fresh run(s) in {c.rounds} round(s) for "
-                       f"{len(c.cases)} case(s) that looked worse than the baseline (up to "
-                       f"{c.confirm_runs} a case, {budget(c.confirm_runs, 1.0)} where it looked "
-                       "only a little worse)" if c.cases else
-                       "confirmation: no case looked worse than the baseline, no fresh run")
-        return out
+        line = confirmation_line(self.confirmation.metadata()) if self.confirmation is not None else None
+        return out + ([line] if line else [])
 
     def line(self) -> str:
         """The terminal line: how many extra runs went to how many cases."""

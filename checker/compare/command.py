@@ -116,8 +116,20 @@ def compare_files(request: CompareRequest) -> bool:
     if not baselines:
         raise InputError("no BASELINE left to compare with: " + "; ".join(c.said for c in claims),
                          fix="compare with a results file of the base branch")
+    # The run's confirmation runs decide again when they can (docs/comparing.md, step 4).
+    from .recorded import check_screened, recorded_keys, reuse_recorded
+
+    reuse = reuse_recorded(head, baselines, request.alpha)
+    recorded = reuse.recorded
     results = compare_run(paths, head, baselines, alpha=request.alpha,
+                          confirmations=recorded.confirmations if recorded is not None else None,
+                          contested_runs=recorded.contested if recorded is not None else None,
                           max_token_increase=request.max_token_increase)
+    if recorded is not None:
+        check_screened(results, recorded, recorded_keys(results, baselines), str(request.head),
+                       "the results file")
+    elif reuse.runs and results.comparison is not None and results.comparison.familywise is not None:
+        results.comparison.familywise["withoutFreshRuns"] = {"runs": reuse.runs, "why": reuse.why}
     if claims:
         from .baseline_change import record_claims
 
@@ -126,5 +138,8 @@ def compare_files(request: CompareRequest) -> bool:
     write_reports(results, RunOptions(results=request.results, markdown=request.markdown,
                                       junit=request.junit, template=request.template,
                                       html=request.html, fail_on=request.fail_on))
-    say_run_lines(results, ())
+    from .confirm import confirmation_line
+
+    # The run's fresh runs, when they decided again.
+    say_run_lines(results, filter(None, [confirmation_line(results.metadata) if recorded is not None else None]))
     return report_gate(results, request.fail_on, timed=False)

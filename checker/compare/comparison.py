@@ -19,6 +19,7 @@ from ..inputs.bulk import paused_gc
 from ..models.setkey import SEPARATOR
 from ..models.results import (BaselineFile, BaselineInfo, CaseRef, CaseResult, ChangeSummary, Comparison,
                               MetricResult, Results, RunResult)
+from ..models.behaviour import Trajectory
 from . import disagreement
 from .behaviour import case_behaviour
 from .decision import (DEFAULT_ALPHA, FamilyDecision, MetricTest, check_alpha, decide,
@@ -145,6 +146,7 @@ class _Case:
     change: str | None  # "new" / "changed" decided before any test
     compared: list[_Compared]
     fresh_runs: list[RunResult] | None = None  # every fresh confirmation run of the case
+    fresh_trajectories: list[Trajectory] | None = None  # the trajectories they took
 
 
 def _gating(metric: MetricResult) -> bool:
@@ -227,8 +229,9 @@ def _prepare(key: CaseKey, head: CaseResult, pool: BaselinePool,
                     contest_scores = list(own.runs if own is not None else fresh.runs)
         compared.append(_Compared(metric, base, base_passes, head_passes, screened, test, fresh, contest,
                                   contest_scores))
-    return _Case(head, pooled, None, compared,
-                 list(fresh_case.runs) if fresh_case is not None and compared else None)
+    if fresh_case is None or not compared:
+        return _Case(head, pooled, None, compared)
+    return _Case(head, pooled, None, compared, list(fresh_case.runs), fresh_case.trajectories)
 
 
 def refused(case: CaseResult) -> bool:
@@ -247,7 +250,7 @@ def _label(prepared: _Case, family: FamilyDecision, better_level: float,
     if prepared.change is not None:
         return head.model_copy(update={"change": prepared.change, "flaky": flaky, "baseline_pool": None,
                                        "baseline_status": None, "screening_disagrees": None,
-                                       "fresh_runs": None,
+                                       "fresh_runs": None, "fresh_trajectories": None,
                                        "metrics": [uncompared(m) for m in head.metrics]})
     pooled = prepared.pooled
     assert pooled is not None
@@ -295,7 +298,8 @@ def _label(prepared: _Case, family: FamilyDecision, better_level: float,
     update = {"metrics": metrics, "change": change, "flaky": flaky,
               "baseline_pool": pooled.sources if history else None,
               "baseline_status": pooled.newest.status, "screening_disagrees": disagrees or None,
-              "fresh_runs": prepared.fresh_runs if confirming else None}
+              "fresh_runs": prepared.fresh_runs if confirming else None,
+              "fresh_trajectories": prepared.fresh_trajectories if confirming else None}
     return head.model_copy(update=update)
 
 

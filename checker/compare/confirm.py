@@ -266,3 +266,25 @@ class Confirmation:
         open after every regression test of its case had stopped."""
         return sum(max(0, state.runs - max(state.stopped.values(), default=0))
                    for state in self.cases.values() if state.contest_stopped)
+
+
+def confirmation_line(metadata: dict) -> str | None:
+    """The terminal's line of a run's confirmation runs, from its results' metadata (so run,
+    merge and compare say the same): how many fresh runs, in how many rounds, for how many
+    cases, and how many of them only checked that screening and confirmation agree (step 5
+    of docs/comparing.md); None without confirmation."""
+    def count(key: str) -> int | None:
+        value = metadata.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    most, total, cases = count("confirmRuns"), count("confirmExtraRuns"), count("confirmCases")
+    if most is None or total is None or cases is None:
+        return None
+    if not cases:
+        return "confirmation: no case looked worse than the baseline, no fresh run"
+    contested = count("confirmContestedRuns") or 0
+    split = (f": {total - contested} for the regression tests, {contested} more only to check that "
+             "screening and confirmation agree" if contested else "")
+    return (f"confirmation: {total} fresh run(s) in {count('confirmRounds') or 0} round(s) for {cases} "
+            f"case(s) that looked worse than the baseline{split} (up to {most} a case, "
+            f"{budget(most, 1.0)} where it looked only a little worse)")

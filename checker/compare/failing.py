@@ -102,20 +102,27 @@ def _first(cases: list[tuple[str, CaseResult]], what: str) -> str:
 def fresh_runs(cases: list[CaseResult]) -> str:
     """"15 fresh runs (budget 60)", or for several cases "10 to 15 fresh runs each (budget 40
     to 60)": the confirmation runs each case took (its screened metric that ran longest)
-    before it stopped, and the most it could have had."""
+    before it stopped, and the most it could have had; and the fresh runs that went on past
+    them only to check that screening and confirmation agree ("(budget 40; 25 more checked
+    that screening and confirmation agree)"), so that the counts add up to the terminal's."""
     took, budgets = set(), set()
+    checking = 0  # fresh runs beyond the regression tests': for the screening check alone
     for case in cases:
         screened = [m for m in case.metrics if m.confirm_runs is not None] or case.metrics
         longest = max(screened, key=lambda m: len(m.confirm_runs or []))
         took.add(len(longest.confirm_runs or []))
         if longest.confirm_budget is not None:
             budgets.add(longest.confirm_budget)
+        fresh = len(case.fresh_runs) if case.fresh_runs is not None else \
+            max((len(m.disagreement_runs or []) for m in case.metrics), default=0)
+        checking += max(0, fresh - len(longest.confirm_runs or []))
 
     def span(values: set[int]) -> str:
         return f"{min(values)}" if len(values) == 1 else f"{min(values)} to {max(values)}"
 
+    more = (f"; {checking} more checked that screening and confirmation agree" if checking else "")
     return (f"{span(took)} fresh run{'' if took == {1} else 's'}{'' if len(cases) == 1 else ' each'}"
-            + (f" (budget {span(budgets)})" if budgets else ""))
+            + (f" (budget {span(budgets)}{more})" if budgets else f" ({more[2:]})" if more else ""))
 
 
 def failing_parts(results: Results, skip: Collection[int] = frozenset()) -> list[str]:

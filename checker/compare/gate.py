@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..models.results import CaseResult, Results
+from ..safety.output import clean
 from .comparison import SuiteShift, suite_drops
 from .failing import fresh_runs, failing_parts, sort_failing
 from .overrides import override_parts
@@ -230,5 +231,20 @@ def _decided_headline(results: Results, fail_on: str) -> tuple[bool, str]:
     parts += failing_parts(results, quarantined | disagreeing)
     if s.carried:
         parts.append(f"{plural(s.carried, 'case')} carried from main, not re-run")
+    without = without_fresh_runs(results)
+    if without:  # `compare` of a run's results it could not decide on again as they were
+        parts.append(without)
     parts += override_parts(results)
     return not failed, f"{lead}: " + "; ".join(parts)
+
+
+def without_fresh_runs(results: Results) -> str:
+    """"re-decided without the 30 fresh confirmation runs the results file holds (why)", or ""
+    (read defensively: from a file)."""
+    familywise = (results.comparison.familywise if results.comparison is not None else None) or {}
+    without = familywise.get("withoutFreshRuns")
+    if not isinstance(without, dict) or not isinstance(without.get("runs"), int):
+        return ""
+    why = without.get("why")
+    return (f"re-decided without the {plural(without['runs'], 'fresh confirmation run')} the results "
+            "file holds" + (f" ({clean(why, 200)})" if isinstance(why, str) and why else ""))

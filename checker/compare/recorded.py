@@ -58,7 +58,8 @@ def record_shard_confirmation(results: Results, confirmation: Confirmation, fami
                 if metric.name in contested:
                     update["disagreement_runs"] = list(contested[metric.name].runs)
                 metrics.append(metric.model_copy(update=update) if update else metric)
-            cases.append(case.model_copy(update={"metrics": metrics, "fresh_runs": list(fresh.runs)}))
+            cases.append(case.model_copy(update={"metrics": metrics, "fresh_runs": list(fresh.runs),
+                                                 "fresh_trajectories": fresh.trajectories}))
         sets.append(eval_set.model_copy(update={"cases": cases}))
     shard = results.shard.model_copy(update={"family": family})
     return results.model_copy(update={"eval_sets": sets, "shard": shard})
@@ -86,14 +87,15 @@ def recorded_confirmation(results: Results, set_keys: Sequence[str]) -> Recorded
             if case.fresh_runs is None:
                 continue
             runs = list(case.fresh_runs)
+            kept = {"runs": runs, "trajectories": case.fresh_trajectories}
             tested = [m.model_copy(update={"runs": list(m.confirm_runs)}) for m in case.metrics
                       if m.confirm_runs is not None]
             contested = [m.model_copy(update={"runs": list(m.disagreement_runs)}) for m in case.metrics
                          if m.disagreement_runs is not None]
             if tested:
-                out.confirmations[key] = case.model_copy(update={"runs": runs, "metrics": tested})
+                out.confirmations[key] = case.model_copy(update={**kept, "metrics": tested})
             if contested:
-                out.contested[key] = case.model_copy(update={"runs": runs, "metrics": contested})
+                out.contested[key] = case.model_copy(update={**kept, "metrics": contested})
     return out
 
 
@@ -134,7 +136,7 @@ def check_family(family: ConfirmationFamily, baselines: Sequence[Results], shown
 
 
 def check_screened(compared: Results, recorded: RecordedConfirmation, set_keys: Sequence[str],
-                   where: str) -> None:
+                   where: str, holder: str = "its shard") -> None:
     """Raise InputError when the comparison screens a (case, metric) the file recorded no
     screening of, or the other way round: its fresh runs were not chosen by this screening
     (a file edited, or confirmed against another baseline)."""
@@ -148,5 +150,52 @@ def check_screened(compared: Results, recorded: RecordedConfirmation, set_keys: 
                     raise InputError(
                         f"eval case '{case.eval_id}' of eval set '{eval_set.eval_set_id}', metric "
                         f"{metric.name}: screening against the baseline {'flags' if metric.screened else 'does not flag'} "
-                        f"it, but its shard {'recorded no' if metric.screened else 'ran'} confirmation runs for it",
-                        file=where, fix="re-run the shards against the same --baseline files, unedited")
+                        f"it, but {holder} {'recorded no' if metric.screened else 'ran'} confirmation runs for it",
+                        file=where, fix="give the results files as evalcheck wrote them, with the --baseline files they were "
+                            "run against")
+
+
+@dataclass
+class Reuse:
+    """What `evalcheck compare` does with the confirmation runs a results file holds: decide
+    on them (``recorded``), or not, with why (``why``) and how many were left out (``runs``)."""
+
+    recorded: RecordedConfirmation | None = None
+    runs: int = 0
+    why: str = ""
+
+
+def _fresh_count(results: Results) -> int:
+    """The fresh runs a results file holds: per case, every one (``freshRuns``), or for a
+    file that does not record them, the most any metric's tests read."""
+    total = 0
+    for eval_set in results.eval_sets:
+        for case in eval_set.cases:
+            if case.fresh_runs is not None:
+                total += len(case.fresh_runs)
+            else:
+                total += max((len(m.confirm_runs or []) for m in case.metrics), default=0)
+    return total
+
+
+def reuse_recorded(head: Results, baselines: Sequence[Results], alpha: float) -> Reuse:
+    """Whether ``head``'s confirmation runs can decide its comparison with ``baselines`` at
+    ``alpha``: only against the results of main they were asked for against (by content,
+    in order) and at the alpha their stops used."""
+    runs = _fresh_count(head)
+    if not runs:
+        return Reuse()
+    familywise = (head.comparison.familywise if head.comparison is not None else None) or {}
+    recorded_against = familywise.get("baselines")
+    older = any(c.fresh_runs is None and any(m.confirm_runs is not None for m in c.metrics)
+                for s in head.eval_sets for c in s.cases)
+    if not isinstance(recorded_against, list) or older:
+        return Reuse(None, runs, "the results file does not record what they were asked for against: "
+                                 "written by an older evalcheck")
+    if recorded_against != [baseline_digest(b) for b in baselines]:
+        return Reuse(None, runs, "they were asked for against other results of main than the BASELINE "
+                                 "files given")
+    if familywise.get("alpha") != alpha:
+        return Reuse(None, runs, f"they stopped at alpha {familywise.get('alpha')}, this comparison is "
+                                 f"at --alpha {alpha:g}")
+    return Reuse(recorded_confirmation(head, recorded_keys(head, baselines)), runs)

@@ -162,6 +162,9 @@ class CaseResult(ResultsModel):
     # its own verdict): a metric's ``confirmRuns`` and ``disagreementRuns`` are the first of
     # them. A shard records them for the merge to decide on (docs/sharding.md).
     fresh_runs: list[RunResult] | None = optional()
+    # The distinct trajectories those fresh runs took, as ``trajectories`` (the behaviour diff
+    # counts them on this run's side: a merge or `compare` decides and shows it again).
+    fresh_trajectories: list[Trajectory] | None = optional()
     # Not written: each run's verdict per metric, as scored (what --adk-eval-history writes
     # per run: checker/report/adk_history.py). None for a case read from a file.
     _run_verdicts: list[RunVerdicts] | None = PrivateAttr(default=None)

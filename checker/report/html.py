@@ -118,9 +118,14 @@ def _confirmation(metric: MetricResult) -> str:
     fresh = metric.confirm_runs
     if fresh is None:
         return ""
-    passed = sum(1 for s in fresh if s is not None and metric.threshold is not None and s >= metric.threshold)
+    passed = sum(1 for s in fresh if s is not None and metric.threshold is not None and metric.meets(s))
     budget = f" (budget {metric.confirm_budget})" if metric.confirm_budget is not None else ""
-    return f"{plural(len(fresh), 'fresh run')}, {passed} passed{budget}"
+    checked = metric.disagreement_runs
+    check = ""
+    if checked is not None and len(checked) > len(fresh):  # went on for the screening check alone
+        agree = sum(1 for s in checked if s is not None and metric.threshold is not None and metric.meets(s))
+        check = f"; the screening check read {len(checked)}, {agree} passed"
+    return f"{plural(len(fresh), 'fresh run')}, {passed} passed{budget}{check}"
 
 
 def _runs(case: CaseResult, recorded: list[RecordedRun]) -> str:

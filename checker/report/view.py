@@ -13,7 +13,7 @@ from typing import Any
 
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
 from ..compare.decision import family_words
-from ..compare.gate import accepted_keys
+from ..compare.gate import accepted_keys, without_fresh_runs
 from .behaviour import BehaviourView, behaviour_views
 from .changes import ChangeView, Flaky, build_changes, flaky_counts
 from .cost import usage_line
@@ -206,6 +206,8 @@ def familywise_line(results: Results) -> str:
         how = "no case looked worse than main, nothing to confirm"
     elif fw.get("confirmed"):
         how = "decided on fresh confirmation runs"
+    elif without_fresh_runs(results):  # compare: the file's fresh runs could not decide again
+        how = "decided on the runs recorded, " + without_fresh_runs(results).replace("re-decided ", "", 1)
     else:  # replay, compare, merge, or --confirm-runs 0
         how = "decided on the runs recorded, with no confirmation runs"
     return f"regressions at family-wise {family_words(fw, 'Tarone')}, {how}; {pooled}"

@@ -199,6 +199,8 @@ def merge_in_action(pattern: str, run: Any, fail_on: str) -> Results:
                                       alpha=run.alpha, max_token_increase=run.max_token_increase,
                                       quarantine_ref=run.quarantine_ref, accept=run.accept,
                                       quarantine_auto=run.quarantine_auto, base=run.base))
-    say_run_lines(merged, ())
+    from ..compare.confirm import confirmation_line
+
+    say_run_lines(merged, filter(None, [confirmation_line(merged.metadata)]))  # the shards' fresh runs
     report_gate(merged, fail_on)
     return merged

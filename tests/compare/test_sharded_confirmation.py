@@ -90,6 +90,17 @@ def test_a_sharded_run_catches_the_break_an_unsharded_run_catches(repo, main_res
     assert {k: c["change"] for k, c in _cases(repo / "whole.json").items()} == \
         {k: c["change"] for k, c in cases.items()}
     assert whole.stdout.splitlines()[-1] == merged.stdout.splitlines()[-1]
+    # compare of either decides again on their fresh runs, as they did; the first runs alone
+    # would not call it (2/3 against 0/3: p = 0.2), and compare says when it cannot use them.
+    for head in ("whole.json", "merged.json"):
+        again = run_cli(["compare", "main.json", head, "--fail-on", "regression"], repo)
+        assert again.code == 1 and again.stdout.splitlines()[-1] == whole.stdout.splitlines()[-1], again.output
+    other = json.loads(main_results.read_text())
+    other["metadata"]["note"] = "another run of main"
+    write_json(repo / "other.json", other)
+    apart = run_cli(["compare", "other.json", "merged.json", "--fail-on", "regression"], repo)
+    assert apart.code == 0, apart.output
+    assert "re-decided without the " in apart.stdout.splitlines()[-1]
 
     # Before: shards without a baseline run no confirmation, and the merge cannot call it.
     bare = _shards(repo, monkeypatch=monkeypatch, prefix="bare")
