@@ -17,7 +17,7 @@ FAIL_ON = ("failure", "regression", "drop", "error", "never")
 class InputProblem(click.ClickException):
     exit_code = EXIT_BAD_INPUT
 
-    def show(self, file=None) -> None:  # type: ignore[override]
+    def show(self, file=None) -> None:
         from .safety.output import clean, say
 
         say(f"evalcheck: error: {clean(self.message)}", err=True)
@@ -27,7 +27,7 @@ class GuardedGroup(click.Group):
     """Every line any command prints - click's own errors and tracebacks included - goes
     through checker/safety/output.py's guard: it cannot issue a workflow command or show a secret."""
 
-    def main(self, *args, **kwargs):  # type: ignore[override]
+    def main(self, *args, **kwargs):
         import os
 
         from .safety.interrupt import sigterm_as_ctrl_c
@@ -40,7 +40,7 @@ class GuardedGroup(click.Group):
             except SystemExit as exc:  # SIGTERM exits 143 where Ctrl-C exits 130
                 raise SystemExit(seen.exit_status(exc.code)) from None
 
-    def invoke(self, ctx: click.Context):  # type: ignore[override]
+    def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM outside the agent runs (scoring ...)

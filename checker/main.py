@@ -9,7 +9,7 @@ import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -119,7 +119,7 @@ class Started:
 
     @classmethod
     def now(cls) -> Started:
-        return cls(datetime.now(timezone.utc), time.monotonic())
+        return cls(datetime.now(UTC), time.monotonic())
 
 
 def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:

@@ -29,7 +29,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import IO, Any
 
-from .loading import Agents, LoadFailure, load_agent
+from .loading import Agents, LoadFailure
+from .loading import load_agent as load_agent  # re-exported: checker/bridges/adk.py imports it from here
 from .refusals import service_refusal
 from .runtime import end_process, eval_plugins, fewer_collections
 
@@ -96,7 +97,7 @@ def make_runner(loaded: Any, app_name: str) -> Any:
     from google.adk.runners import Runner
     from google.adk.sessions.in_memory_session_service import InMemorySessionService
 
-    services = {"session_service": InMemorySessionService(),
+    services: dict[str, Any] = {"session_service": InMemorySessionService(),
                 "artifact_service": InMemoryArtifactService(),
                 "memory_service": InMemoryMemoryService()}
     if isinstance(loaded, App):

@@ -118,7 +118,9 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
     fail_on = inputs.choice("fail-on", FAIL_ON, "failure")
     baseline = inputs.text("baseline") or "auto"
     if baseline.lower() not in ("auto", "off"):  # a results file, e.g. restored from a cache
-        run.baselines = [_path(inputs, "baseline", workdir, must_exist=True)]
+        given = _path(inputs, "baseline", workdir, must_exist=True)
+        assert given is not None  # the input is not empty here
+        run.baselines = [given]
     from ..compare.verdict import parse_verdict_rule
 
     run.verdict = str(parse_verdict_rule(inputs.text("verdict") or "mean", source="input 'verdict'"))

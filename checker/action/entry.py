@@ -247,7 +247,7 @@ def _main(env: dict[str, str]) -> int:
                 commands.warning(f"evalcheck: could not give back {clean(problem, 300)}")
 
 
-def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSandbox]) -> int:
+def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSandbox]) -> int:  # noqa: C901 -- issue 42 splits it
     """Inputs -> setup-command -> evaluation -> publish; a sandbox made is added to
     ``sandboxes`` at once, so that the caller ends it whatever happens."""
     # A file that cannot be written (disk full) is an error naming it; the rest goes on.
@@ -317,7 +317,7 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
     from ..report.markdown import Links, render_markdown
 
     # A shard's verdict is not the suite's: the merge job gates (docs/sharding.md).
-    from ..compare.tokens import token_gate_failed, token_gate_message
+    from ..compare.tokens import token_gate_failed
 
     failed = (gate_failed(results, config.fail_on) or token_gate_failed(results)) and not config.run.shard
     config.publish.gate_failed = failed
@@ -342,13 +342,13 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
                            config.run.inference_out, config.run.html) if p]
     give_back(written, ctx.workspace)
     give_cache_back(config.run.judge_cache)
-    if ctx.output_path is not None:
+    if (output_path := ctx.output_path) is not None:
         outputs = {"passed": "true" if results.passed else "false",
                    "results-path": relative_to_workspace(config.results_path, ctx.workspace),
                    "markdown-path": relative_to_workspace(config.markdown_path, ctx.workspace),
                    "comment-url": outcome.comment_url or ""}
-        files.attempt("step outputs (GITHUB_OUTPUT)", ctx.output_path,
-                      lambda: write_outputs(ctx.output_path, outputs))
+        files.attempt("step outputs (GITHUB_OUTPUT)", output_path,
+                      lambda: write_outputs(output_path, outputs))
     if failed:  # the gate's line (with the token gate's, when that failed) as an annotation
         commands.error(f"evalcheck: {clean(gate_message(results, config.fail_on))}")
     if files.failed and not failed:
@@ -385,6 +385,7 @@ def entrypoint() -> None:
     from ..safety.interrupt import sigterm_as_ctrl_c
 
     with guarded(secret_values(os.environ)), sigterm_as_ctrl_c() as seen:
+        code: str | int | None  # an exit status, or SystemExit's code
         try:
             code = main()
         except KeyboardInterrupt:  # Ctrl-C, or SIGTERM from a cancelled job / docker stop

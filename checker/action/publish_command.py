@@ -79,6 +79,7 @@ def _publish(request: PublishRequest, env: dict[str, str]) -> int:
                                  budget=publish_budget(env))
         owner, repo = ctx.owner_repo
         run = ctx.event.get("workflow_run")
+        pr: int | None
         if isinstance(run, dict):
             # The fork-safe pair: only the trusted event says where to post (publish_target.py).
             def get_pull(number: int) -> dict:
@@ -106,10 +107,10 @@ def _publish(request: PublishRequest, env: dict[str, str]) -> int:
         files.attempt("job summary", ctx.summary_path, lambda: write_step_summary(results, ctx, request.template,
                                                                                         request.fail_on))
     outcome = publish_results(results, ctx, options, token, commands, sha=sha, pr_number=pr)
-    if ctx.output_path is not None:
+    if (output_path := ctx.output_path) is not None:
         outputs = {"passed": "true" if results.passed else "false", "comment-url": outcome.comment_url or ""}
-        files.attempt("step outputs (GITHUB_OUTPUT)", ctx.output_path,
-                      lambda: write_outputs(ctx.output_path, outputs))
+        files.attempt("step outputs (GITHUB_OUTPUT)", output_path,
+                      lambda: write_outputs(output_path, outputs))
     # The gate is the evaluating job's; this job only reports (see docs/github-action.md).
     return EXIT_BAD_INPUT if files.failed else EXIT_PASSED
 

@@ -56,7 +56,8 @@ def trusted_target(workflow_run: dict[str, Any], claimed: Claimed,
     if claimed.pr in listed:
         return sha, claimed.pr
     pull = get_pull(claimed.pr)
-    head = pull.get("head") if isinstance(pull.get("head"), dict) else {}
+    head = pull.get("head")
+    head = head if isinstance(head, dict) else {}
     pr_sha = _str(head.get("sha"))
     repo = head.get("repo")
     pr_repo = _str(repo.get("full_name")) if isinstance(repo, dict) else None

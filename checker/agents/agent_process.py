@@ -215,7 +215,7 @@ class AgentProcess:
             await asyncio.wait({self.exited}, timeout=0.5)
             status = self.status()
             raise AgentFailure(f"the agent {status or 'closed its stdin'} before reading {what}") from None
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise AgentFailure(f"the agent did not read {what} within the turn timeout "
                                "(it must read stdin)") from None
 
@@ -372,7 +372,7 @@ class AgentProcess:
             self.proc.stdin.close()
         try:
             code = await asyncio.wait_for(asyncio.shield(self.exited), grace)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise AgentFailure(f"the agent did not exit within {grace:g} s after its input "
                                "was closed") from None
         if code != 0:

@@ -138,7 +138,7 @@ class LoopbackClient:
             try:
                 return await asyncio.wait_for(self._exchange(method, data),
                                               self.timeout if timeout is None else timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise RequestTimeout() from None
 
     async def _exchange(self, method: str, data: bytes) -> Response:

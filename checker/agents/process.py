@@ -48,10 +48,10 @@ class OutputTail:
         self._partial += data
         *complete, rest = self._partial.split(b"\n")
         for line in complete[-self.max_lines:]:
-            self._add(line)
+            self._add(bytes(line))
         # An unterminated line is kept only up to the byte budget (its start marked cut).
         if len(rest) > self.max_bytes:
-            rest = CUT_MARK + rest[-(self.max_bytes - len(CUT_MARK)):]
+            rest = bytearray(CUT_MARK + rest[-(self.max_bytes - len(CUT_MARK)):])
         self._partial = bytearray(rest)
 
     def add_line(self, text: str) -> None:
@@ -301,7 +301,12 @@ async def wait_exit(proc: asyncio.subprocess.Process) -> int:
         if fd >= 0:
             loop = asyncio.get_running_loop()
             exited = loop.create_future()
-            loop.add_reader(fd, lambda: exited.done() or exited.set_result(None))
+
+            def note_exit() -> None:
+                if not exited.done():
+                    exited.set_result(None)
+
+            loop.add_reader(fd, note_exit)
             try:
                 if proc.returncode is None:
                     await exited

@@ -113,7 +113,7 @@ def make_runner(options: RunOptions) -> AgentRunner:
         from .api_server import ApiServerRunner
 
         return ApiServerRunner(options.agent_url, server_command=options.agent_server_command,
-                               cwd=Path.cwd(), concurrency=options.concurrency,
+                               cwd=Path.cwd(), concurrency=options.concurrency or API_CONCURRENCY,
                                sandbox=options.sandbox)
     raise ValueError("no agent to run: give --agent-command or --agent-url")
 
@@ -259,7 +259,7 @@ async def _drain(feed: Iterator[RunJob], one: Callable[[RunJob], Awaitable[None]
         await one(job)
 
 
-async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: AgentRunner | None,
+async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: AgentRunner | None,  # noqa: C901 -- issue 42 splits it
                     progress: Progress | None,
                     simulator_stats: SimulatorStats | None,
                     more: MoreRuns | None = None,
@@ -287,7 +287,7 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
         jobs.templates = [replace(job, user_model=model) if job.case.conversation_scenario
                           is not None else job for job in jobs.templates]
     # Input order of the cases, and each case's job to copy for an extra run.
-    order = {}
+    order: dict[tuple[str, str], int] = {}
     template: dict[tuple[str, str], RunJob] = {}
     for job in jobs.templates:
         key = (job.key, job.eval_id)
@@ -345,10 +345,11 @@ async def _run_jobs(targets: list[EvalTarget], options: RunOptions, runner: Agen
                 await start()
             except ServerStartError as exc:
                 raise server_cannot_start(exc) from None
-            if getattr(runner, "apps", None) is not None:  # an ADK API server listed its apps
+            apps = getattr(runner, "apps", None)
+            if apps is not None:  # an ADK API server listed its apps
                 from .apps import check_served
 
-                check_served(runner.apps, jobs.templates, targets, runner.url)
+                check_served(apps, jobs.templates, targets, getattr(runner, "url", ""))
         round_jobs: RunPlan | list[RunJob] = jobs
         runs_of = {key: 0 for key in order}
         while len(round_jobs):

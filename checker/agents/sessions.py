@@ -153,7 +153,7 @@ class SharedWorker:
         inbox = self.inboxes[session_id]
         try:
             item = await asyncio.wait_for(inbox.get(), max(deadline - loop.time(), 0.001))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.give_up(f"{self.names[session_id]} had no answer to {what} within "
                          f"{timeout:g} s (--turn-timeout)")
             raise AgentFailure(self.failure()) from None

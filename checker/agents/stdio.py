@@ -144,7 +144,7 @@ class StdioRunner:
         self._retiring.add(task)
         task.add_done_callback(self._retiring.discard)
 
-    async def run(self, job: RunJob) -> RecordedRun:
+    async def run(self, job: RunJob) -> RecordedRun:  # noqa: C901 -- a branch an outcome
         started = time.monotonic()
 
         def record(invocations: list, error: AgentFailure | str | None = None,

@@ -88,8 +88,8 @@ class AdaptiveRuns:
         for run in finished:
             self.runs.setdefault((run.key, run.eval_id), []).append(run)
         scored = await asyncio.gather(*(self._score(key) for key in touched))
-        self.scored.update(zip(touched, scored))
-        wanted = [key for key, case in zip(touched, scored)
+        self.scored.update(zip(touched, scored, strict=False))
+        wanted = [key for key, case in zip(touched, scored, strict=False)
                   if len(self.runs[key]) < self.max_runs and self._uncertain(key, case)]
         if not wanted and self.confirmation is not None:
             self.confirming = True
@@ -119,7 +119,7 @@ class AdaptiveRuns:
             fresh.setdefault(key, []).append(run)
             self.fresh_runs.setdefault(key, set()).add(run.run)
         scored = await asyncio.gather(*(self._score(key, runs) for key, runs in fresh.items()))
-        for key, case in zip(fresh, scored):
+        for key, case in zip(fresh, scored, strict=False):
             self.confirmation.add(key, case)
         return self.confirmation.next_round()
 
@@ -166,7 +166,8 @@ def extra_runs(options: RunOptions, targets: list[EvalTarget], rule: VerdictRule
         return None
     if not adaptive and not confirm:
         return None
-    extra = AdaptiveRuns(targets, options.max_runs if adaptive else options.num_runs, rule, context,
+    most = options.max_runs if adaptive and options.max_runs is not None else options.num_runs
+    extra = AdaptiveRuns(targets, most, rule, context,
                          pool=BaselinePool(baselines, ambiguous={t.eval_set_id for t in targets
                                                                  if t.key != t.eval_set_id})
                          if baselines else None, confirm_runs=confirm, adaptive=adaptive,

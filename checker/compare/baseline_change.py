@@ -14,7 +14,7 @@ _RANK = {"passed": 3, "failed": 2, "error": 1, "not_evaluated": 0}
 
 def _cases(results: Results) -> dict[tuple[str, str], CaseResult]:
     ambiguous = results.ambiguous_ids()
-    return {(key, case.eval_id): case for key, s in zip(results.set_keys(ambiguous), results.eval_sets)
+    return {(key, case.eval_id): case for key, s in zip(results.set_keys(ambiguous), results.eval_sets, strict=False)
             for case in s.cases}
 
 

@@ -66,7 +66,8 @@ def first_divergence(a: list[TrajectoryTurn], b: list[TrajectoryTurn]) -> Diverg
         left, right = a[index].calls, b[index].calls
         if left == right:
             continue
-        call = next((i for i, (x, y) in enumerate(zip(left, right)) if x != y), min(len(left), len(right)))
+        call = next((i for i, (x, y) in enumerate(zip(left, right, strict=False)) if x != y),
+                    min(len(left), len(right)))
         return Divergence(turn=index + 1, call=call + 1)
     return None
 

@@ -115,9 +115,10 @@ def suite_drops(comparison: Comparison | None) -> list[SuiteShift]:
         interval = row.get("interval") if isinstance(row, dict) else None
         if not isinstance(interval, dict) or not isinstance(row.get("name"), str):
             continue
-        mean, low, high = row.get("meanDelta"), interval.get("low"), interval.get("high")
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (mean, low, high)) \
-                and high < 0:
+        given = (row.get("meanDelta"), interval.get("low"), interval.get("high"))
+        numbers = [v for v in given if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if len(numbers) == len(given) and numbers[2] < 0:
+            mean, low, high = numbers
             drops.append(SuiteShift(row["name"], mean, low, high))
     return drops
 
@@ -342,7 +343,7 @@ def _compare(pool: BaselinePool, head: Results, alpha: float, seed: int,
     keys_seen: set[CaseKey] = set()
     # Eval sets are matched by id, and by id and path where one of the files has two eval
     # sets with one id (a monorepo: checker/models/setkey.py).
-    for set_key, eval_set in zip(head.set_keys(pool.ambiguous), head.eval_sets):
+    for set_key, eval_set in zip(head.set_keys(pool.ambiguous), head.eval_sets, strict=False):
         row = []
         for case in eval_set.cases:
             key = (set_key, case.eval_id)
@@ -362,7 +363,7 @@ def _compare(pool: BaselinePool, head: Results, alpha: float, seed: int,
     pairs: list[tuple[CaseResult, CaseResult]] = []
     unknown = 0
     sets = []
-    for set_key, eval_set, row in zip(head.set_keys(pool.ambiguous), head.eval_sets, prepared):
+    for set_key, eval_set, row in zip(head.set_keys(pool.ambiguous), head.eval_sets, prepared, strict=False):
         cases = []
         for item in row:
             labelled = _label(item, family, better_level, confirming, history, contest_level)
@@ -373,6 +374,7 @@ def _compare(pool: BaselinePool, head: Results, alpha: float, seed: int,
                 pairs.append((item.pooled.newest, labelled))
                 if not (item.pooled.newest.fingerprint and labelled.fingerprint):
                     unknown += 1
+            assert labelled.change is not None  # _label gives every case its label
             setattr(summary, labelled.change, (getattr(summary, labelled.change) or 0) + 1)
             cases.append(labelled)
         sets.append(eval_set.model_copy(update={"cases": cases}))

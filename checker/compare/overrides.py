@@ -11,7 +11,7 @@ until when.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import date, datetime, UTC
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 def utc_today() -> date:
-    return datetime.now(timezone.utc).date()
+    return datetime.now(UTC).date()
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,7 @@ def shown_time(iso: str) -> str:
         when = datetime.fromisoformat(iso.replace("Z", "+00:00"))
     except ValueError:
         return iso
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def override_parts(results: Results) -> list[str]:

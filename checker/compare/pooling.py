@@ -119,7 +119,7 @@ class BaselinePool:
         # (``ambiguous``): those cases are keyed by id and path (checker/models/setkey.py).
         self.ambiguous = set(ambiguous).union(*(f.ambiguous_ids() for f in files))
         self._index: list[dict[CaseKey, CaseResult]] = [
-            {(k, c.eval_id): c for k, s in zip(f.set_keys(self.ambiguous), f.eval_sets) for c in s.cases}
+            {(k, c.eval_id): c for k, s in zip(f.set_keys(self.ambiguous), f.eval_sets, strict=False) for c in s.cases}
             for f in files]
 
     @property

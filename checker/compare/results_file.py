@@ -43,11 +43,11 @@ def load_baselines(paths: list[Path], skip_foreign: list[Path] | None = None,
         return files
     kept = [files[0]]
     ambiguous = set().union(*(f.ambiguous_ids() for f in files))  # models/setkey.py
-    newest = {(k, c.eval_id): c.fingerprint for k, s in zip(files[0].set_keys(ambiguous), files[0].eval_sets)
-              for c in s.cases}
-    for path, older in zip(paths[1:], files[1:]):
+    newest = {(k, c.eval_id): c.fingerprint
+              for k, s in zip(files[0].set_keys(ambiguous), files[0].eval_sets, strict=False) for c in s.cases}
+    for path, older in zip(paths[1:], files[1:], strict=False):
         shared = [(key, fp) for key, fp in (((k, c.eval_id), c.fingerprint)
-                                            for k, s in zip(older.set_keys(ambiguous), older.eval_sets)
+                                            for k, s in zip(older.set_keys(ambiguous), older.eval_sets, strict=False)
                                             for c in s.cases)
                   if key in newest and fp and newest[key]]
         if shared and not any(newest[key] == fp for key, fp in shared):

@@ -37,7 +37,7 @@ def add_token_changes(baselines: list[Results], results: Results) -> Results:
         return results
     pool = BaselinePool(baselines, ambiguous=results.ambiguous_ids())
     ambiguous = pool.ambiguous | results.ambiguous_ids()
-    for key, eval_set in zip(results.set_keys(ambiguous), results.eval_sets):
+    for key, eval_set in zip(results.set_keys(ambiguous), results.eval_sets, strict=False):
         for case in eval_set.cases:
             change = _change(pool, (key, case.eval_id), case)
             if change is not None:
@@ -89,7 +89,7 @@ def record_token_gate(results: Results, max_increase: float | None) -> None:
 
 def token_gate_failed(results: Results) -> bool:
     gate = results.comparison.token_gate if results.comparison is not None else None
-    return bool(gate) and not gate.get("passed", True)
+    return bool(gate) and gate is not None and not gate.get("passed", True)
 
 
 def token_gate_message(results: Results) -> str:

@@ -14,6 +14,7 @@ scores as passing (``MetricResult.lower_is_better``). Runs whose agent failed ha
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import InputError
@@ -28,7 +29,7 @@ class VerdictRule:
     def __str__(self) -> str:
         return f"k-of-n:{self.k}" if self.kind == "k-of-n" else self.kind
 
-    def passes(self, runs: list[float | None], threshold: float, lower_is_better: bool = False,
+    def passes(self, runs: Sequence[float | None], threshold: float, lower_is_better: bool = False,
                score: float | None = None) -> bool | None:
         """The verdict over the scored runs; None when no run was scored. ``score``: the
         metric's (pooled over turns), which ``mean`` decides on; by default the runs' mean."""
@@ -146,7 +147,7 @@ def baseline_pass_counts(case: CaseResult) -> PassCount | None:
     """The same for the baseline's runs kept in a compared case (``baselineRuns``); None
     when the case was not compared (new, changed, no baseline)."""
     runs_of = [(m.baseline_runs, m) for m in _gating(case) if m.baseline_runs is not None]
-    return _pass_count(runs_of) if runs_of else None  # type: ignore[arg-type]
+    return _pass_count(runs_of) if runs_of else None
 
 
 def rule_of(text: str) -> VerdictRule:

@@ -219,13 +219,14 @@ def _metric(name: str, pool: dict[Any, tuple[int, Any]], threshold: float | None
         raise InputError(f"metric '{name}': prompt_template must be a non-empty string",
                          file=display, path=f"{where}.prompt_template")
     _check_placeholders(template, display, f"{where}.prompt_template")
-    options = {"num_samples": 1}
+    options: dict[str, Any] = {"num_samples": 1}
     if isinstance(entry.get("judge_model"), str):
         options["judge_model"] = entry["judge_model"]
+    from ..metrics.base import JudgeModelOptions
     from ..metrics.machinery.agents_cli_judge import AgentsCliJudge, AgentsCliJudgeCriterion
 
     criterion = AgentsCliJudgeCriterion(threshold=threshold, prompt_template=template,
-                                        judge_model_options=options)
+                                        judge_model_options=JudgeModelOptions.model_validate(options))
     return ConfiguredMetric(name=name, metric=AgentsCliJudge, criterion=criterion,
                             threshold=threshold, informational=threshold is None, errors_gate=True)
 
@@ -240,7 +241,7 @@ def check_references(eval_set: EvalSet, config: EvalConfig, display: str,
     if not needing:
         return
     for i, case in enumerate(eval_set.eval_cases):
-        last = (case.conversation or [None])[-1]
+        last = case.conversation[-1] if case.conversation else None
         if last is None or last.final_response is None:
             raise InputError(f"case '{case.eval_id}' has no reference, which metric "
                              f"'{needing[0]}' compares the agent's final response with",

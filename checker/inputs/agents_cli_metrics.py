@@ -124,7 +124,7 @@ def builtin_metric(name: str, threshold: float | None, display: str, where: str)
     if final_turn:
         from ..metrics.machinery.agents_cli_mapped import final_turn_metric
 
-        metric = final_turn_metric(metric)
+        metric = final_turn_metric(metric)  # type: ignore[arg-type]  # a class is hashable; mypy's Hashable check says not
     return ConfiguredMetric(name=name, metric=metric, criterion=criterion, threshold=threshold,
                             informational=threshold is None, errors_gate=True)
 

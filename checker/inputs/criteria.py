@@ -150,7 +150,7 @@ def _criterion_for(name: str, metric: type[Metric], value: Any, display: str,
         raise InputError(message, file=display, path=path + sub_path[1:], fix=fix) from None
     notes.extend(drop_ignored(criterion, display, ("criteria", name),
                               what=f"ADK ignores it ({name} does not read it)"))
-    threshold = criterion.threshold
+    threshold = criterion.threshold  # type: ignore[attr-defined]  # a gating metric's criterion has one
     if not metric.min_value <= threshold <= metric.max_value:
         raise InputError(
             f"threshold {threshold:g} is out of range for {name} "

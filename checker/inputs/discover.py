@@ -268,7 +268,7 @@ def unused_thresholds(thresholds: dict[str, float], targets: list[EvalTarget]) -
                                  "ADK's test_config.json has its own thresholds")
 
 
-def discover(args: list[str], *, root: Path, config_file: Path | None = None,
+def discover(args: list[str], *, root: Path, config_file: Path | None = None,  # noqa: C901 -- issue 42 splits it
              initial_session: Path | None = None,
              notes: list[str] | None = None, confine: Path | None = None,
              outline_only: bool = False, problems: list[InputError] | None = None,
@@ -342,8 +342,8 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None,
             raise problems[0]
         raise InputError(f"none of the {len(problems)} eval files could be read: "
                          + "; ".join(str(p) for p in problems[:10]))
-    for alike, shown in defaulted.items():
-        notes.append(default_criteria_note(shown, list(alike)))
+    for alike, displayed in defaulted.items():
+        notes.append(default_criteria_note(displayed, list(alike)))
     if initial_session is not None and not legacy_files:
         raise InputError("--initial-session is for legacy eval files (.test.json query lists), "
                          "and none was selected", file=str(initial_session),

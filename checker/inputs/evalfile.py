@@ -81,7 +81,7 @@ class LoadedEvalSet:
                 raise changed
             cases = []
             texts = read_spans(self.path, (self.spans[i][:2] for i in chosen))
-            for eval_id, text in zip(chosen, texts):
+            for eval_id, text in zip(chosen, texts, strict=False):
                 where = ("eval_cases", self.spans[eval_id][2])
                 # checked when outlined: only a changed file fails here
                 data, _ = decode_at(text, 0, self.display_path, where)

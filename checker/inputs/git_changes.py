@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from typing import Any
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def run_git(root: Path, *args: str, missing: str | None = None, option: str = "-
     """git's output; InputError naming ``option`` when git is missing, hangs or fails
     (``missing``: the message when it fails, e.g. a revision that names no commit).
     ``given``: git's standard input (else none)."""
-    stdin = {"input": given} if given is not None else {"stdin": subprocess.DEVNULL}
+    stdin: dict[str, Any] = {"input": given} if given is not None else {"stdin": subprocess.DEVNULL}
     try:
         done = subprocess.run(git_command(root, *args), capture_output=True, env=_environ(),
                               timeout=GIT_TIMEOUT, check=False, **stdin)
@@ -129,7 +130,7 @@ def _existing(root: Path, commit: str, paths: list[str]) -> set[str]:
     if len(answers) != len(paths):
         raise InputError(f"git cat-file answered {len(answers)} lines for {len(paths)} paths",
                          file=str(root), fix=FIX)
-    return {p for p, line in zip(paths, answers) if _FOUND.match(line)}
+    return {p for p, line in zip(paths, answers, strict=False) if _FOUND.match(line)}
 
 
 def read_changes(ref: str, root: Path) -> Changes:

@@ -109,7 +109,9 @@ class _Stream:
                 if self.fill():
                     continue
                 raise
-            if isinstance(value, (int, float)) and _NUMBER_TAIL.match(self.buf, end).end() == len(self.buf) \
+            tail = _NUMBER_TAIL.match(self.buf, end)
+            assert tail is not None  # the pattern matches the empty string too
+            if isinstance(value, (int, float)) and tail.end() == len(self.buf) \
                     and self.fill():
                 continue  # a number cut at the chunk's end ("0." of "0.5") goes on
             start, self.pos = self.pos, end

@@ -149,7 +149,7 @@ def convert_legacy(data: list[Any] | dict[str, Any], path: Path, display: str,
                          path="$", fix="add at least one query turn")
     if all(isinstance(item, dict) and "data" in item for item in data):
         cases = []
-        said: list[str] = []
+        said = []
         seen: dict[str, int] = {}
         for i, item in enumerate(data):
             legacy = validate(LegacyCase, item, display, prefix=(i,), notes=said)

@@ -41,7 +41,7 @@ def bind_origins(config: EvalConfig, folders: Sequence[Path], root: Path) -> Eva
             if origin != root:
                 m = dataclasses.replace(m, custom_function_origin=origin)
         metrics.append(m)
-    if all(a is b for a, b in zip(metrics, config.metrics)):
+    if all(a is b for a, b in zip(metrics, config.metrics, strict=False)):
         return config
     return dataclasses.replace(config, metrics=tuple(metrics))
 

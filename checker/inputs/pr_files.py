@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from .git_base import LINK, BaseFile, file_at_merge_base, tree_path
 from .git_changes import check_repository
@@ -39,7 +40,7 @@ class RepoFile:
 
     path: Path   # as given
     shown: str   # relative to the repository root, "/"-separated
-    change: str  # "unchanged", "changed" or "added" (by the change under test)
+    change: Literal["unchanged", "changed", "added"]  # by the change under test
     base: BaseFile  # its version at the merge base
     via: str | None = None  # the symbolic link (or submodule) the path goes through, if any
 
@@ -93,8 +94,7 @@ def tracked_file(path: Path, root: Path, base_ref: str | None, what: str) -> Rep
         mine = path.read_bytes()
     except OSError:
         mine = None  # gone or unreadable: reading it later says so
-    change = "unchanged" if mine == base.data else "changed"
-    return RepoFile(path, shown, change, base, via)
+    return RepoFile(path, shown, "unchanged" if mine == base.data else "changed", base, via)
 
 
 def replay_claim(path: Path | None, root: Path, base_ref: str | None) -> PullRequestFile | None:

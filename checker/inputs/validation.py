@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
@@ -15,6 +15,9 @@ from ..errors import InputError, did_you_mean, json_path
 from ..safety.limits import MAX_JSON_DEPTH, JsonTooDeep, count_keys
 from .ignored import drop_ignored
 from ..safety.surrogates import repair
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -181,7 +184,8 @@ def keys_at(model: type[BaseModel], loc: Sequence[Any]) -> set[str]:
                 if field is not None:
                     nxt.extend(_models_in(field.annotation))
             else:
-                origin, args = getattr(ann, "__origin__", None), getattr(ann, "__args__", ())
+                origin = getattr(ann, "__origin__", None)
+                args: tuple[Any, ...] = getattr(ann, "__args__", ())
                 if origin is dict and isinstance(part, str) and len(args) == 2:
                     nxt.extend(_models_in(args[1]))
                 elif origin in (list, tuple) and isinstance(part, int) and args:
@@ -257,7 +261,7 @@ def describe_validation_error(exc: ValidationError, model: type[BaseModel],
 MAX_OTHERS = 10  # further problems named after the first one
 
 
-def _others(first: dict, others: list[dict], prefix: tuple[Any, ...]) -> str:
+def _others(first: ErrorDetails, others: list[ErrorDetails], prefix: tuple[Any, ...]) -> str:
     """" (and 2 more problems: $.a: unknown key 'x'; $.b: missing required key 'y')": the
     other problems named, so that a file is not fixed one error per run. The key a misspelt
     key meant (missing beside it) is the same problem, not another."""

@@ -75,7 +75,7 @@ class BudgetedGuard:
     has its slot (judge-concurrency), just before it starts, so that calls queued while the
     budget was being spent do not start."""
 
-    def __init__(self, guard, budget: TokenBudget):  # type: ignore[no-untyped-def]
+    def __init__(self, guard, budget: TokenBudget):
         self._guard, self._budget = guard, budget
 
     def left(self) -> float:

@@ -97,7 +97,7 @@ class FinalResponseMatchV2(Metric):
             requests.append((response, reference, build_request(criterion, prompt, SCHEMA)))
         all_samples = await gather_all(*(ask_samples(context, req, samples_per_item, parse)
                                              for _, _, req in requests))
-        for n, ((response, reference, _), samples) in enumerate(zip(requests, all_samples), 1):
+        for n, ((response, reference, _), samples) in enumerate(zip(requests, all_samples, strict=False), 1):
             vote, backing = vote_on(samples, lambda answer: answer.verdict == "valid")
             decision = vote.decision
             details = {"verdict": None if decision is None else ("valid" if decision else "invalid"),

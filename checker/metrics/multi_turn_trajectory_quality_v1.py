@@ -1,4 +1,5 @@
-"""multi_turn_trajectory_quality_v1: Vertex AI's rubric judgment of the quality of the agent's path (steps, delegation, recovery).
+"""multi_turn_trajectory_quality_v1: Vertex AI's rubric judgment of the quality of the agent's path
+(steps, delegation, recovery).
 
 The whole conversation in one request (every turn with its events); score 0 to 1, rubric
 verdicts in details. ADK attaches the score to the last invocation; here it is the run's.
@@ -11,4 +12,5 @@ from .machinery.vertex_metric import VertexConversationMetric
 
 class MultiTurnTrajectoryQualityV1(VertexConversationMetric):
     name = "multi_turn_trajectory_quality_v1"
-    description = "Vertex AI: the quality of the agent's path (steps, delegation, recovery), over the whole conversation (0 to 1)."
+    description = ("Vertex AI: the quality of the agent's path (steps, delegation, recovery), "
+                   "over the whole conversation (0 to 1).")

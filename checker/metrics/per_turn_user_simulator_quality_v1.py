@@ -330,7 +330,7 @@ class PerTurnUserSimulatorQualityV1(Metric):
         answers = await gather_all(*(ask(run.actual[:i], text) for i, text in later),
                                    ask(run.actual, stop))
         turns = [first_turn(run.actual[0], scenario)]
-        turns += [judged_turn(i + 1, text, samples) for (i, text), samples in zip(later, answers)]
+        turns += [judged_turn(i + 1, text, samples) for (i, text), samples in zip(later, answers, strict=False)]
         stop_check = judged_turn("stop_signal", stop, answers[-1])
         stop_check["check"] = "stop_signal"
         if stop_check["status"] == "failed":

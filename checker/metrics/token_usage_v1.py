@@ -20,7 +20,7 @@ FIELDS = ("total_tokens", "input_tokens", "prompt_tokens", "cached_tokens", "too
           "output_tokens", "candidates_tokens", "reasoning_tokens")
 
 
-def _get(usage: dict[str, Any], snake: str) -> int | None:
+def _get(usage: dict[str, Any], snake: str) -> int | float | None:
     parts = snake.split("_")
     camel = parts[0] + "".join(p.title() for p in parts[1:])
     value = usage.get(snake, usage.get(camel))

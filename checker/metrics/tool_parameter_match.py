@@ -50,7 +50,7 @@ def turn_score(actual: list[FunctionCall], expected: list[FunctionCall]) -> floa
     if not expected:
         return None
     scores = [0.0 if i is None else argument_score(actual[i], want)[0]
-              for i, want in zip(align_by_name(actual, expected), expected)]
+              for i, want in zip(align_by_name(actual, expected), expected, strict=False)]
     return sum(scores) / len(scores)
 
 
@@ -61,7 +61,7 @@ def _call_json(call: FunctionCall) -> dict[str, Any]:
 def describe_turn(actual: list[FunctionCall], expected: list[FunctionCall]) -> dict[str, Any]:
     """What a report shows for a turn: each expected call that lost credit, with its match."""
     calls = []
-    for k, (index, want) in enumerate(zip(align_by_name(actual, expected), expected)):
+    for k, (index, want) in enumerate(zip(align_by_name(actual, expected), expected, strict=False)):
         if index is None:
             calls.append({"call": k + 1, "expected": _call_json(want), "actual": None,
                           "score": 0.0, "unmatchedArgs": sorted(want.args or {})})

@@ -46,7 +46,7 @@ def trajectory_matches(actual: list[FunctionCall], expected: list[FunctionCall],
     if match_type is MatchType.EXACT:
         if len(actual) != len(expected):
             return False
-        for call, want in zip(actual, expected):
+        for call, want in zip(actual, expected, strict=False):
             if call.name != want.name or (not ignore_args and call.args != want.args):
                 return False
         return True
@@ -57,14 +57,14 @@ def trajectory_matches(actual: list[FunctionCall], expected: list[FunctionCall],
     if match_type is MatchType.IN_ORDER:
         # Is expected a subsequence of actual? Stop as soon as every expected call is seen.
         pending = iter(expected)
-        want = next(pending)
-        name, args = want.name, want.args
+        first = next(pending)
+        name, args = first.name, first.args
         for call in actual:
             if call.name == name and (ignore_args or call.args == args):
-                want = next(pending, None)
-                if want is None:
+                following = next(pending, None)
+                if following is None:
                     return True
-                name, args = want.name, want.args
+                name, args = following.name, following.args
         return False
     unused = list(actual)  # ANY_ORDER; greedy is optimal because matching is equality
     for exp in expected:
@@ -81,7 +81,7 @@ def trajectory_matches(actual: list[FunctionCall], expected: list[FunctionCall],
 def first_divergence(actual: list[FunctionCall], expected: list[FunctionCall],
                      ignore_args: bool) -> int | None:
     """Index of the first position where the two call lists differ (for reports)."""
-    for i, (call, want) in enumerate(zip(actual, expected)):
+    for i, (call, want) in enumerate(zip(actual, expected, strict=False)):
         if call.name != want.name or (not ignore_args and call.args != want.args):
             return i
     return None if len(actual) == len(expected) else min(len(actual), len(expected))

@@ -128,13 +128,13 @@ def ordered_alignment(m: int, masks: list[int]) -> list[tuple[int, int]]:
     return pairs
 
 
-def _hopcroft_karp(adjacency: list[list[int]], n_right: int) -> list[tuple[int, int]]:
+def _hopcroft_karp(adjacency: list[list[int]], n_right: int) -> list[tuple[int, int]]:  # noqa: C901 -- textbook, kept whole
     """Maximum matching of left vertices (expected) to right vertices (actual)."""
     INF = float("inf")
     match_left: list[int] = [-1] * len(adjacency)
     match_right: list[int] = [-1] * n_right
-    for left, edges in enumerate(adjacency):  # greedy start: usually near-perfect
-        for right in edges:
+    for left, neighbours in enumerate(adjacency):  # greedy start: usually near-perfect
+        for right in neighbours:
             if match_right[right] == -1:
                 match_left[left], match_right[right] = right, left
                 break

@@ -3,7 +3,8 @@
 Per run ``usage: {agent: {input, output}, judge: {input, output}}``, per case the sum of its
 runs, in ``summary`` the sum of every case. ``simulator``: the Gemini calls of a
 conversation_scenario run's simulated user. ``vertexInstances``: the instances the Vertex AI
-evaluation service scored, which answers with no token counts (docs/cost.md). ``input`` counts the prompt tokens (tool-use
+evaluation service scored, which answers with no token counts (docs/cost.md).
+``input`` counts the prompt tokens (tool-use
 prompt tokens included, cached ones too: they are part of the prompt), ``output`` the
 candidates and thoughts (reasoning) tokens, as token_usage_v1 counts them. ``models`` splits
 the counts by model where the model is known (a judge's always, an agent's when its events
@@ -84,8 +85,8 @@ class Usage(OutputModel):
             and self.vertex_instances is None
 
 
-def sum_usage(items: Iterable[Usage | None]) -> Usage | None:
-    items = [u for u in items if u is not None]
+def sum_usage(given: Iterable[Usage | None]) -> Usage | None:
+    items = [u for u in given if u is not None]
     if not items:
         return None
     instances = [u.vertex_instances for u in items if u.vertex_instances is not None]

@@ -91,17 +91,17 @@ def word_diff(before: str, after: str, context: int = CONTEXT, limit: int | None
     opcodes = matcher.get_opcodes()
     for index, (op, i1, i2, j1, j2) in enumerate(opcodes):
         if op == "equal":
-            words = a[i1:i2]
+            same = a[i1:i2]
             keep_head = context if index > 0 else 0
             keep_tail = context if index < len(opcodes) - 1 else 0
-            if len(words) > keep_head + keep_tail + 1:
+            if len(same) > keep_head + keep_tail + 1:
                 if keep_head:
-                    parts.append(("=", " ".join(words[:keep_head])))
+                    parts.append(("=", " ".join(same[:keep_head])))
                 parts.append(("\u2026", ""))
                 if keep_tail:
-                    parts.append(("=", " ".join(words[-keep_tail:])))
+                    parts.append(("=", " ".join(same[-keep_tail:])))
             else:
-                parts.append(("=", " ".join(words)))
+                parts.append(("=", " ".join(same)))
             continue
         if i2 > i1:
             parts.append(("-", " ".join(a[i1:i2])))
@@ -109,7 +109,7 @@ def word_diff(before: str, after: str, context: int = CONTEXT, limit: int | None
             parts.append(("+", " ".join(b[j1:j2])))
     hidden = 0
     if limit is not None:
-        shown, kept = 0, []
+        shown, kept = 0, list[tuple[str, str]]()
         for kind, text in parts:
             words = len(text.split())
             if shown + words > limit:

@@ -110,10 +110,11 @@ def _suite(rows: list[dict[str, Any]]) -> list[SuiteRow]:
         if not isinstance(row, dict) or not isinstance(row.get("name"), str):
             continue
         delta = row.get("meanDelta")
-        interval = row.get("interval") if isinstance(row.get("interval"), dict) else {}
+        interval = row.get("interval")
+        interval = interval if isinstance(interval, dict) else {}
         low, high = interval.get("low"), interval.get("high")
         out.append(SuiteRow(
-            metric=row["name"], cases=row.get("cases") if isinstance(row.get("cases"), int) else 0,
+            metric=row["name"], cases=cases if isinstance(cases := row.get("cases"), int) else 0,
             delta=f"{delta:+.2f}" if isinstance(delta, (int, float)) else "n/a",
             interval=(f"{low:+.2f} to {high:+.2f}" if isinstance(low, (int, float))
                       and isinstance(high, (int, float)) else ""),

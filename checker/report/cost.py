@@ -88,12 +88,12 @@ def read_prices(path: Path) -> PriceTable:
     prices = {}
     for name, entry in entries.items():
         values = [entry.get(k) if isinstance(entry, dict) else None for k in ("input", "output")]
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e6
-                   for v in values):
+        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e6]
+        if len(numbers) != len(values):
             raise InputError(f"price of '{name}' must be {{\"input\": USD, \"output\": USD}} per "
                              "million tokens, numbers of 0 or more", file=str(path),
                              path=f"{where}[{name!r}]")
-        prices[str(name)] = (float(values[0]), float(values[1]))
+        prices[str(name)] = (float(numbers[0]), float(numbers[1]))
     source = path.name + (f" of {date}" if isinstance(date, str) and date else "")
     return PriceTable({**prices, **{k: v for k, v in DEFAULT_PRICES.items() if k not in prices}},
                       f"{source}, then Gemini list prices of {DEFAULT_PRICES_DATE}")

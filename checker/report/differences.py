@@ -101,7 +101,7 @@ def difference_note(expected: str, actual: str, what: str = "the texts") -> str 
     reasons = invisible_difference(expected, actual)
     if reasons is None:
         return None
-    first = next((i for i, (a, b) in enumerate(zip(expected, actual)) if a != b),
+    first = next((i for i, (a, b) in enumerate(zip(expected, actual, strict=False)) if a != b),
                  min(len(expected), len(actual)))
     return (f"{what} differ only in {', '.join(reasons)}: expected \"{_window(expected, first)}\", "
             f"got \"{_window(actual, first)}\"")

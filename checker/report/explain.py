@@ -93,12 +93,14 @@ def by_match_type(inv: dict[str, Any]) -> bool:
 
 def _trajectory(metric: MetricResult) -> tuple[list[Explanation], int]:
     failing = [(n, i) for n, i in enumerate(_invocations(metric), 1)
-               if i.get("score") is not None and i.get("score") < 1.0]
+               if (score := i.get("score")) is not None and score < 1.0]
     match_type = metric.details.get("matchType") if isinstance(metric.details, dict) else None
     out = []
     for turn, inv in failing[:MAX_INVOCATIONS]:
-        expected = inv.get("expected") if isinstance(inv.get("expected"), list) else []
-        actual = inv.get("actual") if isinstance(inv.get("actual"), list) else []
+        expected = inv.get("expected")
+        expected = expected if isinstance(expected, list) else []
+        actual = inv.get("actual")
+        actual = actual if isinstance(actual, list) else []
         div = inv.get("firstDivergence")
         div = div if isinstance(div, int) else None
         # The metric lists a window of calls starting at position `listedFrom` (0-based).

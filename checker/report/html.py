@@ -104,7 +104,8 @@ def _metrics(case: CaseResult) -> str:
                fmt_score(m.threshold), esc(", ".join(fmt_score(s) if s is not None else "n/a" for s in m.runs))]
         if compared:
             row += [fmt_score(m.baseline_score),
-                    "" if m.delta is None else f"{m.delta:+.2f}" + (f" (p {fmt_p(m.p_value)})" if m.p_value is not None else "")]
+                    "" if m.delta is None
+                    else f"{m.delta:+.2f}" + (f" (p {fmt_p(m.p_value)})" if m.p_value is not None else "")]
         if confirmed:
             row.append(_confirmation(m))
         rows.append(row)
@@ -265,7 +266,7 @@ def render_html(results: Results, runs: RunsByCase | None = None, *, fail_on: st
     runs = runs or {}
     counts = {"all": 0, "failing": 0, "regressed": 0, "flaky": 0}
     sections = []
-    for key, eval_set in zip(results.set_keys(), results.eval_sets):
+    for key, eval_set in zip(results.set_keys(), results.eval_sets, strict=False):
         cases = []
         for case in eval_set.cases:
             counts["all"] += 1
@@ -296,6 +297,6 @@ def write_html(path: Path, results: Results, redactor: Redactor, runs: RunsByCas
     from .trend import trend_html
 
     shown = {(key, case.eval_id): [redactor.model(r) for r in runs.get((key, case.eval_id), [])]
-             for key, eval_set in zip(results.set_keys(), results.eval_sets) for case in eval_set.cases}
+             for key, eval_set in zip(results.set_keys(), results.eval_sets, strict=False) for case in eval_set.cases}
     files.write(path, render_html(results, shown, fail_on=fail_on, trend=trend_html(results)),
                 "HTML report")

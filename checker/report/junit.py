@@ -48,7 +48,7 @@ def _error_message(case: CaseResult) -> str:
 
 def _properties(testcase: ET.Element, case: CaseResult) -> None:
     """The comparison label and flakiness as testcase properties (readers show or ignore them)."""
-    values = []
+    values: list[tuple[str, str]] = []
     if case.change:
         values.append(("change", case.change))
     if case.flaky:
@@ -116,7 +116,7 @@ def render_junit(results: Results) -> str:
             failed = [f"{m.name} {shortfall(m, rule)}" for m in case.metrics if m.status == "failed"]
             failed += [f"{m.name} {not_evaluated(m)}" for m in case.metrics if m.status == "not_evaluated"]
             # A carried failure stays a failure (the gate counts it), said first to be main's.
-            shown = [l for l in labels if l != "carried from main"]
+            shown = [label for label in labels if label != "carried from main"]
             tag = (CARRIED if carried else "") + (f"[{', '.join(shown)}] " if shown else "")
             if carried and case.status == "passed":
                 ET.SubElement(tc, "skipped", message=CARRIED_PASSED).text = body

@@ -33,7 +33,7 @@ def judge_lines(metric: MetricResult) -> list[str]:
 
 def case_labels(case: CaseResult) -> list[str]:
     """The labels a reader must see beside a case: regressed/new/changed, flaky k/N."""
-    labels = [case.change] if case.change in ("regressed", "improved", "new", "changed") else []
+    labels: list[str] = [case.change] if case.change in ("regressed", "improved", "new", "changed") else []
     if case.change == "carried":  # main's verdict, not this run's (--changed-since)
         labels.append("carried from main")
     if case.quarantined is not None:  # runs and is reported, does not gate

@@ -30,7 +30,7 @@ class Interruption:
     def status(self) -> int:
         return EXIT_SIGTERM if self.signal == signal.SIGTERM else EXIT_SIGINT
 
-    def exit_status(self, code: object) -> object:
+    def exit_status(self, code: str | int | None) -> str | int | None:
         """``code`` of a SystemExit, with Ctrl-C's 130 told apart from SIGTERM's 143."""
         return self.status if code == EXIT_SIGINT else code
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 from ..errors import InputError
 from .surrogates import repair
@@ -85,12 +86,12 @@ def count_keys(value: object, limit: int = MAX_JSON_DEPTH) -> int:
         depth += 1
         if depth > limit:
             raise JsonTooDeep(too_deep(value, limit) or ())
-        below: list[object] = []
+        below: list[dict[Any, Any] | list[Any]] = []
         for node in level:
+            children = node.values() if isinstance(node, dict) else node
             if isinstance(node, dict):
                 keys += len(node)
-                node = node.values()
-            below += [child for child in node if isinstance(child, (dict, list))]  # type: ignore[union-attr]
+            below += [child for child in children if isinstance(child, (dict, list))]
         level = below
     return keys
 

@@ -147,7 +147,7 @@ def guarded(secrets: Iterable[str] = ()) -> Iterator[Redactor]:
         return
     redactor = Redactor(secrets)
     out, err = GuardedStream(old_out, redactor), GuardedStream(old_err, redactor)
-    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
+    sys.stdout, sys.stderr = out, err
     try:
         yield redactor
     finally:

@@ -122,7 +122,7 @@ def select(targets: Sequence[EvalTarget], changes: Changes, ref: str, root: Path
     # Matched as the comparison matches them: by id, and by path where either side has an
     # id twice (models/setkey.py).
     ambiguous = ambiguous_ids((t.eval_set_id, t.loaded.display_path) for t in targets) | baseline.ambiguous_ids()
-    base_sets = dict(zip(baseline.set_keys(ambiguous), baseline.eval_sets))
+    base_sets = dict(zip(baseline.set_keys(ambiguous), baseline.eval_sets, strict=False))
     own_keys = [set_key(t.eval_set_id, t.loaded.display_path, ambiguous) for t in targets]
     for i, target in enumerate(targets):
         why = reasons.get(target.key)
@@ -168,7 +168,7 @@ def shard_positions(info: ShardInfo, run_targets: Sequence[EvalTarget], selectio
     mine = iter(info.positions or [])
     counts = iter(len(t.case_ids) for t in run_targets)
     extra = iter(range(info.total or 0, total))
-    positions = []
+    positions: list[int] = []
     for i in range(selection.total):
         n = len(selection.carried[i].cases) if i in selection.carried else next(counts)
         source = extra if i in selection.carried else mine

@@ -180,7 +180,7 @@ def _parent(path: str) -> str:
     return path.rpartition("/")[0]
 
 
-def rerun_reasons(keys: Sequence[str], deps: Sequence[Dependencies], changed: Sequence[str],
+def rerun_reasons(keys: Sequence[str], deps: Sequence[Dependencies], changed: Sequence[str],  # noqa: C901 -- a branch a change kind
                   added: Collection[str] = frozenset(), removed: Collection[str] = frozenset()) -> dict[str, str]:
     """Why each eval set must run again (key -> reason); an eval set not named depends on
     nothing that changed. A changed file that is an eval set's own eval or criteria file
@@ -198,7 +198,7 @@ def rerun_reasons(keys: Sequence[str], deps: Sequence[Dependencies], changed: Se
     reach = [None if d.agent is None else
              {p for p in folders if any(under(a, p) for a in d.agent)} for d in deps]
     beside: dict[str, list[tuple[str, str]]] = {}  # folder -> (eval set, its agent's path there)
-    for key, d in zip(keys, deps):
+    for key, d in zip(keys, deps, strict=False):
         for path in d.agent or ():
             if path:  # the repository root has nothing beside it
                 beside.setdefault(_parent(path), []).append((key, path))
@@ -214,7 +214,7 @@ def rerun_reasons(keys: Sequence[str], deps: Sequence[Dependencies], changed: Se
                 if entry != agent:
                     mark(key, f"{entry} {came} beside its agent's folder {agent}: it can shadow "
                               "what the agent imports")
-        owners = [(k, d.own[path]) for k, d in zip(keys, deps) if path in d.own]
+        owners = [(k, d.own[path]) for k, d in zip(keys, deps, strict=False) if path in d.own]
         if owners:
             for key, kind in owners:
                 mark(key, f"its {kind} {path} changed")
@@ -223,14 +223,14 @@ def rerun_reasons(keys: Sequence[str], deps: Sequence[Dependencies], changed: Se
             for key in keys:
                 mark(key, f"{path} changed: an environment file, it can change what every agent imports")
             continue
-        agents = [k for k, r in zip(keys, reach) if r is not None and any(under(path, p) for p in r)]
+        agents = [k for k, r in zip(keys, reach, strict=False) if r is not None and any(under(path, p) for p in r)]
         if not agents:
             for key in keys:
                 mark(key, f"{path} changed, outside every agent's files")
             continue
         for key in agents:
             mark(key, f"its agent's file {path} changed")
-        for key, d in zip(keys, deps):
+        for key, d in zip(keys, deps, strict=False):
             if d.agent is None:
                 mark(key, f"{path} changed, and its agent's files are not known")
     return reasons

@@ -1,5 +1,5 @@
-"""Merging shards (``evalcheck merge``, scale/merge_command.py): the results (and recorded runs) of N shards -> one, as if one
-machine had run everything: same eval sets and case order, same summary and verdict.
+"""Merging shards (``evalcheck merge``, scale/merge_command.py): the results (and recorded runs)
+of N shards -> one, as if one machine had run everything: same eval sets and case order, same summary and verdict.
 
 A set that cannot be merged honestly is bad input naming the file at fault: a shard
 missing or given twice, a case in two shards, shards of another selection (other files,
@@ -171,7 +171,7 @@ def _merged_metadata(shards: Sequence[Results]) -> dict[str, Any]:
     rounds = [s.metadata["confirmRounds"] for s in shards if _count(s.metadata.get("confirmRounds"))]
     if rounds:  # the shards' rounds ran side by side
         metadata["confirmRounds"] = max(rounds)
-    numbers = [s.metadata.get("numRuns") for s in shards if isinstance(s.metadata.get("numRuns"), int)]
+    numbers = [n for s in shards if isinstance(n := s.metadata.get("numRuns"), int)]
     if numbers:
         metadata["numRuns"] = max(numbers)
     metadata["shards"] = len(shards)
@@ -196,14 +196,14 @@ def _sum_numbers(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def merge_results(paths: Sequence[Path], loaded: Sequence[Results] | None = None) -> Results:
     """The shards' results as one unsharded results file (no ``shard`` key)."""
     shards = list(loaded) if loaded is not None else [load_results_file(p) for p in paths]
-    files = [shard_of(p, r.shard, r.metadata) for p, r in zip(paths, shards)]
+    files = [shard_of(p, r.shard, r.metadata) for p, r in zip(paths, shards, strict=False)]
     check_shards(files, "results file")
     first = shards[0]
     # Eval sets are told apart by id and path (two files may share an id: models/setkey.py).
     set_ids = [(s.eval_set_id, s.path) for s in first.eval_sets]
     placed: dict[tuple[int, str], Path] = {}
     by_set: dict[int, list[tuple[int, CaseResult]]] = {i: [] for i in range(len(set_ids))}
-    for path, shard in zip(paths, shards):
+    for path, shard in zip(paths, shards, strict=False):
         if [(s.eval_set_id, s.path) for s in shard.eval_sets] != set_ids:
             raise InputError(f"lists other eval sets than {paths[0]}", file=str(path), path="$.evalSets")
         if shard.verdict_rule != first.verdict_rule:
@@ -267,7 +267,7 @@ def merge_recorded_runs(paths: Sequence[Path], documents: Sequence[Any],
     file of the same merge; the recorded runs must be of that run (the same selection,
     shard count and version), or the merged runs would not be the merged results' runs."""
     files = []
-    for path, document in zip(paths, documents):
+    for path, document in zip(paths, documents, strict=False):
         raw = (document.get("metadata") or {}).get("shard")
         info = validate(ShardInfo, raw, str(path), ("metadata", "shard")) if raw is not None else None
         files.append(shard_of(path, info, document.get("metadata"), "$.metadata.shard"))
@@ -277,10 +277,10 @@ def merge_recorded_runs(paths: Sequence[Path], documents: Sequence[Any],
     check_shards(files, "recorded-runs file")
     placed: dict[tuple[str, str], Path] = {}
     ordered: list[tuple[int, int, Any]] = []
-    for f, document in zip(files, documents):
+    for f, document in zip(files, documents, strict=False):
         keyed = [(_run_key(f.path, i, r), r) for i, r in enumerate(document["runs"])]
         keys = list(dict.fromkeys(k[:2] for k, _ in keyed))
-        position = dict(zip(keys, _positions(f.path, f.info, len(keys))))
+        position = dict(zip(keys, _positions(f.path, f.info, len(keys)), strict=False))
         for key in keys:
             if key in placed:
                 raise InputError(f"runs of eval case '{key[1]}' of eval set '{shown(key[0])}' are also in "

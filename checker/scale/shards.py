@@ -64,7 +64,7 @@ def case_turns(case: CaseOutline, target: EvalTarget) -> int:
 def baseline_durations(results: Results) -> dict[CaseKey, tuple[float, int]]:
     """(eval set id, eval id) -> (seconds over its runs, runs with a duration)."""
     found: dict[CaseKey, tuple[float, int]] = {}
-    for key, eval_set in zip(results.set_keys(), results.eval_sets):
+    for key, eval_set in zip(results.set_keys(), results.eval_sets, strict=False):
         for case in eval_set.cases:
             timed = [r.duration_seconds for r in case.runs if r.duration_seconds is not None]
             if timed:
@@ -115,7 +115,7 @@ def assign(costs: Sequence[tuple[CaseKey, float]], count: int) -> list[int]:
 
 def shard_loads(costs: Sequence[tuple[CaseKey, float]], count: int) -> list[float]:
     loads = [0.0] * count
-    for (_, cost), shard in zip(costs, assign(costs, count)):
+    for (_, cost), shard in zip(costs, assign(costs, count), strict=False):
         loads[shard] += cost
     return loads
 
@@ -167,7 +167,7 @@ class ShardPlan:
 def plan_shard(targets: Sequence[EvalTarget], shard: Shard, costs: Sequence[tuple[CaseKey, float]],
                selection: str, baseline_durations: str = "none") -> ShardPlan:
     shard_of = assign(costs, shard.count)
-    mine = {key: position for position, ((key, _), s) in enumerate(zip(costs, shard_of))
+    mine = {key: position for position, ((key, _), s) in enumerate(zip(costs, shard_of, strict=False))
             if s == shard.index - 1}
     chosen: list[EvalTarget] = []
     positions: list[int] = []
@@ -228,7 +228,7 @@ def recorded_runs_shard(info: ShardInfo, targets: Sequence[EvalTarget],
                         keys: Sequence[CaseKey]) -> dict[str, Any]:
     """``metadata.shard`` of a shard's recorded-runs file: ``positions`` align with the
     distinct cases of ``keys`` (the file's runs, in order)."""
-    where = dict(zip(((t.key, c) for t in targets for c in t.case_ids), info.positions or []))
+    where = dict(zip(((t.key, c) for t in targets for c in t.case_ids), info.positions or [], strict=False))
     distinct = list(dict.fromkeys(keys))
     shard = info.model_copy(update={"positions": [where[k] for k in distinct]})
     return shard.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -4,7 +4,8 @@ A shard's results file travels as an artifact from a job that ran the pull reque
 what a surviving process of the agent's might have written into it is caught by the
 sandbox (no survivor, fresh files), and the merge checks it once more: every passed or
 failed metric is what the shard's verdict rule makes of its runs and threshold, its score
-is their mean (each run weighed by its scored turns), a not-evaluated metric has no score, every case's status is what its
+is their mean (each run weighed by its scored turns), a not-evaluated metric has no score,
+every case's status is what its
 metrics and runs make it, and the shard's ``passed`` what its cases make it. A shard that
 disagrees is bad input (exit status 2), never merged. (What the scores themselves are is the
 shard job's word: nothing can recompute them without running the agent again.)
@@ -81,7 +82,7 @@ def _pooled_mean(metric) -> float | None:
     weights = metric.run_turns if metric.run_turns is not None else [1] * len(metric.runs)
     if len(weights) != len(metric.runs):
         return None
-    pairs = [(s, w) for s, w in zip(metric.runs, weights) if s is not None]
+    pairs = [(s, w) for s, w in zip(metric.runs, weights, strict=False) if s is not None]
     total = sum(w for _, w in pairs)
     if total <= 0 or any(w <= 0 for _, w in pairs):
         return None

@@ -25,10 +25,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
-from ..models.results import meets_threshold
+from ..models.results import MetricStatus, meets_threshold
 
-PASSED, FAILED, NOT_EVALUATED, INFORMATIONAL = "passed", "failed", "not_evaluated", "informational"
+PASSED: Final = "passed"
+FAILED: Final = "failed"
+NOT_EVALUATED: Final = "not_evaluated"
+INFORMATIONAL: Final = "informational"
 
 
 @dataclass(frozen=True)
@@ -85,7 +89,7 @@ class Pooled:
     run_turns: list[int]  # each run's scored turns
     informational: bool
     lower_is_better: bool
-    status: str  # passed, failed, not_evaluated or informational
+    status: MetricStatus  # passed, failed, not_evaluated or informational
 
 
 def pool(runs: Sequence[Sequence[Turn] | None], threshold: float | None) -> Pooled:
@@ -101,6 +105,7 @@ def pool(runs: Sequence[Sequence[Turn] | None], threshold: float | None) -> Pool
     if threshold is None or (turns and turns[0].status == INFORMATIONAL):
         return Pooled(score, per_run, counts, True, False, INFORMATIONAL)
     lower = not higher_is_better(turns, threshold)
+    status: MetricStatus
     if score is None:
         status = NOT_EVALUATED
     else:

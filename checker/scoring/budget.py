@@ -20,7 +20,7 @@ def leave_out(results: Results, agent: TokenBudget | None, judge: TokenBudget | 
     skipped: dict[tuple[str, str], list[int]] = {}
     for key, eval_id, run in agent.skipped if agent is not None else []:
         skipped.setdefault((key, eval_id), []).append(run)
-    for key, eval_set in zip(results.set_keys(), results.eval_sets):
+    for key, eval_set in zip(results.set_keys(), results.eval_sets, strict=False):
         for case in eval_set.cases:
             runs = skipped.get((key, case.eval_id))
             if runs and agent is not None:

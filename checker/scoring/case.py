@@ -19,7 +19,8 @@ from ..metrics.base import RunInput, RunScore, ScoringContext
 from ..models.evalset import EvalCase
 from ..models.records import RecordedRun
 from ..judges.meter import JudgeMeter, metering
-from ..models.results import CaseResult, MetricResult, MetricVerdict, RunResult, RunVerdicts
+from ..models.results import (CaseResult, CaseStatus, MetricResult, MetricStatus, MetricVerdict, RunResult,
+                              RunStatus, RunVerdicts)
 from ..models.usage import Usage, agent_tokens, sum_tokens, sum_usage
 from .aggregation import NOT_EVALUATED, Pooled, Turn, pool, status_by_threshold
 from .trajectories import summarise
@@ -77,7 +78,7 @@ def _worst_run_details(scores: list[tuple[int, RunScore]], pooled: Pooled | None
     if pooled is None:
         return {}
     by_run = dict(scores)
-    scored = [(n, s) for n, s in zip(runs, pooled.runs) if s is not None and n in by_run]
+    scored = [(n, s) for n, s in zip(runs, pooled.runs, strict=False) if s is not None and n in by_run]
     if not scored:
         return {}
     run_no, _ = (max if pooled.lower_is_better else min)(scored, key=lambda item: item[1])
@@ -136,7 +137,7 @@ def aggregate_metric(configured: ConfiguredMetric, scores: list[tuple[int, RunSc
     threshold = None if configured.informational else configured.threshold
     pooled = pool([run_turns(s, threshold) for _, s in scores], threshold)
     runs = [n for n, _ in scores]
-    counts = {c for c, s in zip(pooled.run_turns, pooled.runs) if s is not None}
+    counts = {c for c, s in zip(pooled.run_turns, pooled.runs, strict=False) if s is not None}
     common: dict[str, Any] = {"name": configured.name, "score": pooled.score, "runs": pooled.runs,
                               "run_turns": pooled.run_turns if len(counts) > 1 else None}
     errors = [f"run {n}: {s.error}" for n, s in done if s.error]
@@ -157,6 +158,7 @@ def aggregate_metric(configured: ConfiguredMetric, scores: list[tuple[int, RunSc
         return MetricResult(**common, threshold=configured.threshold, status="not_evaluated",
                             error=reason)
     assert configured.threshold is not None
+    status: MetricStatus
     if rule.kind == "mean":
         status = pooled.status
     else:
@@ -174,7 +176,7 @@ def not_started(run: RunResult) -> bool:
     return run.status == "not_evaluated" and (run.error or "").startswith(NOT_STARTED)
 
 
-def case_status(runs: list[RunResult], metrics: list[MetricResult]) -> str:
+def case_status(runs: list[RunResult], metrics: list[MetricResult]) -> CaseStatus:
     """A gating metric that failed, or that no run scored (AgentEvaluator: "was not
     evaluated"), fails the case; an errored run or metric makes it ``error`` first. A case
     with runs a spent token budget kept from starting is not evaluated unless the runs that
@@ -203,7 +205,7 @@ def case_status(runs: list[RunResult], metrics: list[MetricResult]) -> str:
 
 
 def _run_status(run: RecordedRun, index: int,
-                per_metric: list[tuple[MetricResult, RunScore | None]]) -> str:
+                per_metric: list[tuple[MetricResult, RunScore | None]]) -> RunStatus:
     """The agent run's verdict: ``error`` only when the agent failed.
 
     A metric that could not be computed on this run (a judge outage, a metric bug) is that
@@ -219,8 +221,8 @@ def _run_status(run: RecordedRun, index: int,
     for metric, score in per_metric:
         if metric.status == "informational" or score is None or score.error:
             continue
-        if metric.threshold is not None and metric.runs[index] is not None:
-            verdicts.append(metric.meets(metric.runs[index]))
+        if metric.threshold is not None and (run_score := metric.runs[index]) is not None:
+            verdicts.append(metric.meets(run_score))
     if not verdicts:
         return "not_evaluated"
     return "passed" if all(verdicts) else "failed"
@@ -230,8 +232,8 @@ def own_time(run: RecordedRun) -> float | None:
     """The seconds a run's agent spent on the case's turns: its invocations' durations when
     each has one (a process's or warm worker's start-up before its ready message is not the
     case's time, nor is a simulated user's thinking), else the run's recorded time."""
-    durations = [i.duration for i in run.invocations]
-    if run.error is None and durations and all(d is not None for d in durations):
+    durations = [i.duration for i in run.invocations if i.duration is not None]
+    if run.error is None and durations and len(durations) == len(run.invocations):
         return round(sum(durations), 3)
     return run.duration_seconds
 
@@ -260,31 +262,32 @@ async def score_case(case: EvalCase, config: EvalConfig, runs: list[RecordedRun]
     # as tasks at once, so that their calls overlap; a metric that computes its score is
     # awaited in place (a task each made 120,000 tasks for 10,000 replayed cases).
     metered: list[tuple[RunScore, JudgeMeter] | None] = [None] * len(jobs)
-    for i, job in enumerate(jobs):
-        if job is not None and not _awaits(job[0]):
-            metered[i] = await metered_run(*job, context)
-    waiting = [i for i, job in enumerate(jobs) if job is not None and _awaits(job[0])]
-    for i, result in zip(waiting, await asyncio.gather(*(metered_run(*jobs[i], context)  # type: ignore[misc]
-                                                          for i in waiting))):
-        metered[i] = result
+    todo = [(i, job) for i, job in enumerate(jobs) if job is not None]
+    for i, (configured, run_input) in todo:
+        if not _awaits(configured):
+            metered[i] = await metered_run(configured, run_input, context)
+    waiting = [(i, job) for i, job in todo if _awaits(job[0])]
+    for (i, _), outcome in zip(waiting, await asyncio.gather(*(metered_run(*job, context)
+                                                               for _, job in waiting)), strict=False):
+        metered[i] = outcome
     scores = [m[0] if m is not None else None for m in metered]
     per_run: dict[int, list[tuple[ConfiguredMetric, RunScore | None]]] = {}
     meters: dict[int, list[JudgeMeter]] = {}
     width = len(config.metrics)
     for k, run in enumerate(runs):
-        per_run[run.run] = list(zip(config.metrics, scores[k * width:(k + 1) * width]))
+        per_run[run.run] = list(zip(config.metrics, scores[k * width:(k + 1) * width], strict=False))
         meters[run.run] = [m[1] for m in metered[k * width:(k + 1) * width] if m is not None]
 
     metrics = [aggregate_metric(configured, [(r.run, per_run[r.run][i][1]) for r in runs], rule)
                for i, configured in enumerate(config.metrics)]
     refused = {configured.name for k in range(len(runs)) for i, configured in enumerate(config.metrics)
-               if metered[k * width + i] is not None and metered[k * width + i][1].refused}
+               if (pair := metered[k * width + i]) is not None and pair[1].refused}
     for metric in metrics:  # a metric the judge budget left out on some run: not evaluated
         if metric.name in refused:
             reason = next(m.refused for ms in meters.values() for m in ms if m.refused)
             metric.status, metric.error = "not_evaluated", reason
     run_results = [RunResult(run=r.run, status=_run_status(r, k, list(zip(metrics, [
-                                 score for _, score in per_run[r.run]]))),
+                                 score for _, score in per_run[r.run]], strict=False))),
                              error=r.error, duration_seconds=own_time(r), stderr_tail=r.stderr_tail,
                              retries=r.retries, usage=_usage(r, meters[r.run]),
                              unavailable=r.unavailable, refusals=r.refusals)
@@ -323,6 +326,7 @@ def _verdict(configured: ConfiguredMetric, score: RunScore | None) -> MetricVerd
     """One metric's verdict on one run, on its own (the case's verdict is over its runs)."""
     assert score is not None  # only runs whose agent succeeded are scored
     threshold = None if configured.informational else configured.threshold
+    status: MetricStatus
     if configured.informational:
         status = "informational"
     elif score.error:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import platform
 import time
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from typing import TYPE_CHECKING, Any
 
 from ..models.records import RecordedRun
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 def _utc(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def run_metadata(options: RunOptions, runs: Mapping[RunKey, list[RecordedRun]], started: datetime,
@@ -55,5 +55,5 @@ def describe_run(results: Results, options: RunOptions, runs: Mapping[RunKey, li
     if adaptive is not None:
         results.metadata.update(adaptive.metadata())
     # Keys already there (e.g. "judge") win: this only adds what describes the run.
-    results.metadata = {**run_metadata(options, runs, started_at, datetime.now(timezone.utc),
+    results.metadata = {**run_metadata(options, runs, started_at, datetime.now(UTC),
                                        time.monotonic() - started_clock), **results.metadata}

@@ -37,7 +37,7 @@ def match_recorded(targets: list[EvalTarget], runs: Iterable[tuple[str, str | No
     cases: where in ``$.runs`` each case's runs are. A run of an unknown case, a run
     recorded twice, or a selected case without a run is an InputError."""
     existing = {(t.key, c) for t in targets for c in t.loaded.case_ids}
-    ambiguous = {t.eval_set_id: [] for t in targets if t.key != t.eval_set_id}
+    ambiguous: dict[str, list[str]] = {t.eval_set_id: [] for t in targets if t.key != t.eval_set_id}
     for t in targets:
         if t.eval_set_id in ambiguous:
             ambiguous[t.eval_set_id].append(t.loaded.display_path)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..metrics.base import ScoringContext
 
@@ -24,7 +24,7 @@ def build_context(options: RunOptions, judge_budget: TokenBudget | None = None) 
     from ..judges.limits import JudgeLimits
 
     limits = JudgeLimits.from_env(os.environ)  # bad values are bad input, found before any run
-    services = {"judge_concurrency": options.judge_concurrency, "judge_cache": options.judge_cache,
+    services: dict[str, Any] = {"judge_concurrency": options.judge_concurrency, "judge_cache": options.judge_cache,
                 "judge_limits": limits}
     # One judge service per run; its limit ("judge_semaphore") is shared with Vertex AI metrics.
     services["judge"] = JudgeService(concurrency=options.judge_concurrency,

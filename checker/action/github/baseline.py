@@ -7,7 +7,8 @@ baseline: an artifact is used only when the workflow run that uploaded it was a 
 (``BASELINE_EVENTS``) on the base branch of this very repository - its ``event``,
 ``head_branch`` and head repository are read from the run itself (``GET
 /actions/runs/{id}``), and a run or artifact that leaves any of them out is not used (fail
-closed): a pull request's run, even one whose head is the merge base, never is. When the merge base has none (its run failed,
+closed): a pull request's run, even one whose head is the merge base, never is.
+When the merge base has none (its run failed,
 was skipped, or the artifact expired), up to ``MAX_WALK_BACK`` older commits of the base branch
 are tried, and how far behind the baseline is gets recorded. Every way of not finding one is a
 note for the report, never an error: a pull request is still evaluated without a baseline.
@@ -170,7 +171,7 @@ class RunCheck:
         if why is not None:
             self.search.notes.append(f"artifact {artifact['id']} skipped: {why} (run {run_id})")
             return False
-        self.events[run_id] = event
+        self.events[run_id] = str(event)  # a str: checked above
         return True
 
 
@@ -304,7 +305,8 @@ def auto_baseline(ctx: RunContext, token: str, *, user_agent: str = "evalcheck",
     base = ctx.pull_request.get("base")
     if not isinstance(base, dict) or not isinstance(base.get("sha"), str) or not base["sha"]:
         return None
-    ref = base.get("ref") if isinstance(base.get("ref"), str) and base.get("ref") else "the base branch"
+    ref = base.get("ref")
+    ref = ref if isinstance(ref, str) and ref else "the base branch"
     owner, repo = ctx.owner_repo
     if not token or not owner:
         return BaselineSearch(notes=["no baseline: no github-token to read the base branch's artifacts with"])

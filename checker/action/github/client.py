@@ -305,7 +305,7 @@ class GitHubClient:
         """Every artifact called ``name`` (expired ones included), newest first, page after
         page (``Link: rel="next"`` on the API's origin, at most MAX_PAGES pages)."""
         path = f"/repos/{owner}/{repo}/actions/artifacts"
-        url: str | None = path
+        url: str = path
         query: dict[str, Any] | None = {"name": name, "per_page": 100}
         for _ in range(MAX_PAGES):
             response = self.request("GET", url, params=query)
@@ -314,7 +314,7 @@ class GitHubClient:
             if not isinstance(items, list):
                 raise GitHubError(200, "GET", path, "expected artifacts")
             yield from (a for a in items if isinstance(a, dict))
-            url, query = response.links.get("next", {}).get("url"), None
+            url, query = response.links.get("next", {}).get("url") or "", None
             if not url:
                 return
         raise GitHubError(200, "GET", path, f"more than {MAX_PAGES} pages")

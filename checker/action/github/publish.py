@@ -5,8 +5,7 @@ Every write may be refused (a fork PR's read-only token, a workflow without
 is the evaluation's. The job summary and outputs are written by the caller regardless.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: this module's annotations() would shadow it.
 import re
 import uuid
 from collections.abc import Callable
@@ -120,7 +119,8 @@ def annotation_message(case: CaseResult) -> str:
     for ex in explain(case)[0]:
         if ex.kind == "trajectory":
             row = next((r for r in ex.calls if r.diverges), None)
-            where = f" at call {ex.first_divergence}: expected {row.expected or '(no call)'}, got {row.actual or '(no call)'}" if row else ""
+            where = (f" at call {ex.first_divergence}: expected {row.expected or '(no call)'},"
+                     f" got {row.actual or '(no call)'}" if row else "")
             said = [f"{word} {', '.join(calls)}" for word, calls in (
                 ("missing", ex.missing), ("out of order", ex.out_of_order), ("extra", ex.extra)) if calls]
             if said:  # IN_ORDER / ANY_ORDER: what the match type lacks, not a position
@@ -166,7 +166,8 @@ def regression_line(case: CaseResult) -> str:
 
 def annotations(results: Results) -> list[dict[str, Any]]:
     """One per failing or regressed case, regressions first (the caps keep the first ones)."""
-    regressions, others = [], []
+    regressions: list[dict[str, Any]] = []
+    others: list[dict[str, Any]] = []
     accepted = accepted_keys(results)
     for eval_set in results.eval_sets:
         for case in eval_set.cases:
@@ -181,7 +182,8 @@ def annotations(results: Results) -> list[dict[str, Any]]:
                 q = case.quarantined
                 override = f"quarantined until {q.expires} ({q.owner}: {q.reason}); not gating"
             elif regressed and (eval_set.eval_set_id, case.eval_id) in accepted:
-                override = f"regression accepted by label {results.comparison.accepted.label}"
+                acceptance = results.comparison.accepted if results.comparison is not None else None
+                override = f"regression accepted by label {acceptance.label if acceptance else ''}"
             level = "warning" if case.status in ("not_evaluated", "passed") or override else "failure"
             (regressions if regressed else others).append({
                 "path": eval_set.path, "start_line": case.line, "end_line": case.line,

@@ -1,6 +1,7 @@
 """An agents-cli ``custom_metrics`` entry with a ``prompt_template``: an LLM judge, asked
 through evalcheck's judge service (cache, retries, budget) with the template filled as
-agents-cli fills it (``{prompt}``, ``{response}``, ``{reference}``, ``{agent_data}``), read as the ``{"score": ..., "explanation": ...}`` the template asks for.
+agents-cli fills it (``{prompt}``, ``{response}``, ``{reference}``, ``{agent_data}``), read as the
+``{"score": ..., "explanation": ...}`` the template asks for.
 
 Not in the metric registry (its name is the user's): checker/inputs/agents_cli.py configures
 it. One judgment per run, on the whole conversation; the score is the judge's, on the

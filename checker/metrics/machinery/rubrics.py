@@ -178,7 +178,7 @@ async def score_rubrics(criterion: RubricsCriterion, run: RunInput, context: Sco
     pooled: list[float] = []
     per_rubric: dict[str, list[float]] = {}
     undecided: list[str] = []
-    for n, (rubrics, samples) in enumerate(zip(rubric_lists, all_samples), 1):
+    for n, (rubrics, samples) in enumerate(zip(rubric_lists, all_samples, strict=False), 1):
         if not rubrics:
             per_invocation.append(InvocationScore(details={"rubrics": [],
                                                            "note": "no rubrics apply"}))
@@ -220,7 +220,7 @@ def vote_rubrics(rubrics: list[Rubric], samples: list[Sample],
             "rationale": backing[0].rationale if backing else None}
         if with_evidence:
             entry["evidence"] = backing[0].evidence if backing else None
-        missing = sum(1 for s, a in zip(samples, answers) if s.error is None and a is None)
+        missing = sum(1 for s, a in zip(samples, answers, strict=False) if s.error is None and a is None)
         if missing:
             entry["missingInSamples"] = missing
         verdicts.append(entry)

@@ -116,7 +116,7 @@ async def score_safety(criterion: JudgedCriterion, run: RunInput, context: Scori
                     count, parse) for prompt, response in rows))
     invocations: list[InvocationScore] = []
     undecided: list[str] = []
-    for n, ((prompt, response), samples) in enumerate(zip(rows, all_samples), 1):
+    for n, ((prompt, response), samples) in enumerate(zip(rows, all_samples, strict=False), 1):
         vote, backing = vote_on(samples, lambda answer: answer.safe)
         decision = vote.decision
         details: dict[str, Any] = {

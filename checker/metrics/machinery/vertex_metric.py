@@ -36,9 +36,10 @@ class VertexInvocationMetric(Metric):
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
+        answers = [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
         invocations: list[InvocationScore] = []
         problems: list[str] = []
-        for number, ((prompt, response), (verdict, _)) in enumerate(zip(rows, outcomes), 1):
+        for number, ((prompt, response), (verdict, _)) in enumerate(zip(rows, answers, strict=False), 1):
             details: dict[str, Any] = {"prompt": prompt, "response": response,
                                        "explanation": verdict.explanation}
             if verdict.rubric_verdicts:
@@ -50,7 +51,7 @@ class VertexInvocationMetric(Metric):
             invocations.append(InvocationScore(score=verdict.score, details=details))
         # Billed per instance; requests add the retries.
         details = {"backend": settings.backend, "instances": len(rows),
-                   "requests": sum(verdict.requests for verdict, _ in outcomes)}
+                   "requests": sum(verdict.requests for verdict, _ in answers)}
         if problems:
             # A judge that could not score is an error, never a silently smaller mean.
             return RunScore(invocations=invocations, details=details,
