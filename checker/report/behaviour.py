@@ -45,7 +45,7 @@ class WordDiff:
 class BehaviourView:
     eval_set_id: str
     eval_id: str
-    change: str                # "regressed", "changed", "flaky", "unchanged", "improved"
+    change: str | None         # "regressed", "changed", "flaky", "unchanged", "improved"
     headline: str              # "first divergence at turn 1, call 1" / "same tool calls; the answer differs"
     compared: bool             # main's side known
     baseline_share: str = ""   # "12 of 12 runs of main, 0 of 4 here"
@@ -194,7 +194,7 @@ def behaviour_view(eval_set_id: str, case: CaseResult, *, max_rows: int | None =
 def behaviour_views(results: Results, limit: int | None = None, **limits: int | None) -> list[BehaviourView]:
     """Every case's view, regressed first, then changed, then the others whose behaviour
     changed (file order within); at most ``limit`` (None: all)."""
-    order = {"regressed": 0, "changed": 1}
+    order: dict[str | None, int] = {"regressed": 0, "changed": 1}
     views = [v for s in results.eval_sets for c in s.cases
              if (v := behaviour_view(s.eval_set_id, c, **limits)) is not None]
     views.sort(key=lambda v: order.get(v.change, 2))

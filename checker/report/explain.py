@@ -78,7 +78,8 @@ def _indices(inv: dict[str, Any], key: str) -> set[int]:
 
 def _calls(inv: dict[str, Any], key: str) -> tuple[list[str], int]:
     """The calls a trajectory's turn lists under ``key`` (formatted) and how many more it counts."""
-    listed = inv.get(key) if isinstance(inv.get(key), list) else []
+    listed = inv.get(key)
+    listed = listed if isinstance(listed, list) else []
     shown = [fmt_call(c) for c in listed][:MAX_CALL_ROWS]
     count = inv.get(key + "Count")
     total = count if isinstance(count, int) and not isinstance(count, bool) else len(listed)

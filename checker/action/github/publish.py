@@ -121,10 +121,10 @@ def annotation_message(case: CaseResult) -> str:
             row = next((r for r in ex.calls if r.diverges), None)
             where = (f" at call {ex.first_divergence}: expected {row.expected or '(no call)'},"
                      f" got {row.actual or '(no call)'}" if row else "")
-            said = [f"{word} {', '.join(calls)}" for word, calls in (
+            lacking = [f"{word} {', '.join(calls)}" for word, calls in (
                 ("missing", ex.missing), ("out of order", ex.out_of_order), ("extra", ex.extra)) if calls]
-            if said:  # IN_ORDER / ANY_ORDER: what the match type lacks, not a position
-                where = f", {ex.match_type}: " + "; ".join(said)
+            if lacking:  # IN_ORDER / ANY_ORDER: what the match type lacks, not a position
+                where = f", {ex.match_type}: " + "; ".join(lacking)
             lines.append(f"{ex.metric} {ex.score} < {ex.threshold} (run {ex.run}, turn {ex.turn}){where}")
         elif ex.kind == "f1":
             parts = [f"missing {', '.join(ex.missing)}"] if ex.missing else []
