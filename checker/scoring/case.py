@@ -262,13 +262,13 @@ async def score_case(case: EvalCase, config: EvalConfig, runs: list[RecordedRun]
     # as tasks at once, so that their calls overlap; a metric that computes its score is
     # awaited in place (a task each made 120,000 tasks for 10,000 replayed cases).
     metered: list[tuple[RunScore, JudgeMeter] | None] = [None] * len(jobs)
-    todo = [(i, job) for i, job in enumerate(jobs) if job is not None]
-    for i, (configured, run_input) in todo:
-        if not _awaits(configured):
-            metered[i] = await metered_run(configured, run_input, context)
-    waiting = [(i, job) for i, job in todo if _awaits(job[0])]
-    for (i, _), outcome in zip(waiting, await asyncio.gather(*(metered_run(*job, context)
-                                                               for _, job in waiting)), strict=False):
+    for i, job in enumerate(jobs):
+        if job is not None and not _awaits(job[0]):
+            metered[i] = await metered_run(*job, context)
+    waiting = [i for i, job in enumerate(jobs) if job is not None and _awaits(job[0])]
+    # jobs[i] is not None for every i in waiting (mypy cannot tell).
+    for i, outcome in zip(waiting, await asyncio.gather(*(metered_run(*jobs[i], context)  # type: ignore[misc, call-arg]
+                                                           for i in waiting)), strict=False):
         metered[i] = outcome
     scores = [m[0] if m is not None else None for m in metered]
     per_run: dict[int, list[tuple[ConfiguredMetric, RunScore | None]]] = {}
