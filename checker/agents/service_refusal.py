@@ -65,7 +65,7 @@ def retry_after_header(value: str | None) -> float | None:
         import datetime
 
         when = parsedate_to_datetime(value)
-        now = datetime.datetime.now(when.tzinfo or datetime.timezone.utc)
+        now = datetime.datetime.now(when.tzinfo or datetime.UTC)
         return _delay(max(0.0, (when - now).total_seconds()))
     except (TypeError, ValueError, IndexError):
         return None

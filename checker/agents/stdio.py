@@ -195,8 +195,8 @@ class StdioRunner:
                 except OSError as exc:
                     if probe:
                         self._learn(key, "unknown")
-                    error = f"could not start the agent command: {exc.strerror or exc}"
-                    return mark_cannot_start(record([], error), error)
+                    cannot = f"could not start the agent command: {exc.strerror or exc}"
+                    return mark_cannot_start(record([], cannot), cannot)
                 agent = AgentProcess(proc, self.max_line_bytes)
                 agent.started_for = key
                 if probe:

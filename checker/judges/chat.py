@@ -155,7 +155,8 @@ def read_reply(endpoint: Endpoint, data: Any) -> JudgeReply:
     """A judge answer's text, finish reason and tokens; ValueError if it is not one."""
     if not isinstance(data, dict):
         raise ValueError("the answer is not a JSON object")
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    usage = data.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
     if endpoint.provider.api == "anthropic":
         parts = data.get("content")
         if not isinstance(parts, list):

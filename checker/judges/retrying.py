@@ -67,7 +67,7 @@ async def call_with_retries(send: Callable[[], Awaitable[JudgeReply]], policy: R
         except Retryable as exc:
             stats.failed_requests += 1
             last, code, server_delay = exc.message, exc.code, exc.retry_after
-        except asyncio.TimeoutError:
+        except TimeoutError:
             stats.failed_requests += 1
             last, code, server_delay = f"no answer within {timeout:g} s", "timeout", None
             if guard is not None:

@@ -36,7 +36,8 @@ class CallRow:
 
 @dataclass
 class Explanation:
-    kind: str  # trajectory | f1 | parameters | response | judge | metric_error | run_error | run_refused | not_evaluated | score
+    # trajectory | f1 | parameters | response | judge | metric_error | run_error | run_refused | not_evaluated | score
+    kind: str
     metric: str = ""
     run: int | None = None
     turn: int | None = None
