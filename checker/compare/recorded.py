@@ -37,7 +37,7 @@ def record_shard_confirmation(results: Results, confirmation: Confirmation, fami
     tests = confirmation.confirmations()
     contests = confirmation.disagreement_runs()
     sets = []
-    for set_key, eval_set in zip(set_keys, results.eval_sets):
+    for set_key, eval_set in zip(set_keys, results.eval_sets, strict=False):
         cases = []
         for case in eval_set.cases:
             key = (set_key, case.eval_id)
@@ -80,7 +80,7 @@ def recorded_confirmation(results: Results, set_keys: Sequence[str]) -> Recorded
     """The fresh runs ``results`` records, as the confirmation had them (each metric's test
     cut where it stopped; a fresh run that errored is a failing run, as it was)."""
     out = RecordedConfirmation()
-    for set_key, eval_set in zip(set_keys, results.eval_sets):
+    for set_key, eval_set in zip(set_keys, results.eval_sets, strict=False):
         for case in eval_set.cases:
             key = (set_key, case.eval_id)
             out.screened.update((key, m.name) for m in case.metrics if m.screened)
@@ -121,7 +121,7 @@ def check_family(family: ConfirmationFamily, baselines: Sequence[Results], shown
                          path="$.shard.family.baselines",
                          fix="give the same --baseline files as the shards had, newest first")
     if mine != family.baselines:
-        differ = next((i for i, (a, b) in enumerate(zip(mine, family.baselines)) if a != b), None)
+        differ = next((i for i, (a, b) in enumerate(zip(mine, family.baselines, strict=False)) if a != b), None)
         said = (f"{len(shown)} --baseline file{'' if len(shown) == 1 else 's'} given, {files} "
                 "screened against" if len(mine) != files else
                 f"--baseline {shown[differ or 0]} is not the results of main {what} had there")
@@ -142,17 +142,18 @@ def check_screened(compared: Results, recorded: RecordedConfirmation, set_keys: 
     (a file edited, or confirmed against another baseline)."""
     from ..errors import InputError
 
-    for set_key, eval_set in zip(set_keys, compared.eval_sets):
+    for set_key, eval_set in zip(set_keys, compared.eval_sets, strict=False):
         for case in eval_set.cases:
             for metric in case.metrics:
                 was = ((set_key, case.eval_id), metric.name) in recorded.screened
                 if bool(metric.screened) != was:
                     raise InputError(
                         f"eval case '{case.eval_id}' of eval set '{eval_set.eval_set_id}', metric "
-                        f"{metric.name}: screening against the baseline {'flags' if metric.screened else 'does not flag'} "
+                        f"{metric.name}: screening against the baseline "
+                        f"{'flags' if metric.screened else 'does not flag'} "
                         f"it, but {holder} {'recorded no' if metric.screened else 'ran'} confirmation runs for it",
-                        file=where, fix="give the results files as evalcheck wrote them, with the --baseline files they were "
-                            "run against")
+                        file=where, fix="give the results files as evalcheck wrote them, with the --baseline files "
+                                        "they were run against")
 
 
 @dataclass
