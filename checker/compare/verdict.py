@@ -114,10 +114,6 @@ class PassCount:
     def __str__(self) -> str:
         return f"{self.passed}/{self.runs}"
 
-    @property
-    def rate(self) -> float | None:
-        return self.passed / self.runs if self.runs else None
-
 
 def _gating(case: CaseResult) -> list[MetricResult]:
     return [m for m in case.metrics if m.threshold is not None and m.status != "informational"]

@@ -12,7 +12,6 @@ cost is then "at least" and names them (docs/cost.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,15 +164,6 @@ def case_tokens(usage: Usage | None) -> str:
     parts = [f"{name} {t.total:,}" for name, t in ((side, getattr(usage, side)) for side in SIDES)
              if t is not None]
     return " + ".join(parts) + " tokens" if parts else ""
-
-
-def models_of(items: Iterable[Tokens | None]) -> Mapping[str, int]:
-    """Tokens by model over ``items`` (for the HTML report's breakdown)."""
-    out: dict[str, int] = {}
-    for tokens in items:
-        for model, counts in ((tokens.models or {}) if tokens else {}).items():
-            out[model or "(not reported)"] = out.get(model or "(not reported)", 0) + counts.input + counts.output
-    return out
 
 
 def budget_line(budget: dict[str, Any]) -> str:

@@ -87,13 +87,9 @@ class Inputs:
 
 # --- environment files ------------------------------------------------------------------
 
-def write_output(path: Path, name: str, value: str) -> None:
-    """Append one output; multi-line values use a random delimiter (as @actions/core does)."""
-    write_outputs(path, {name: value})
-
-
 def write_outputs(path: Path, outputs: Mapping[str, str]) -> None:
-    """Append several outputs in one write: a full disk does not leave some of them."""
+    """Append several outputs in one write: a full disk does not leave some of them.
+    Multi-line values use a random delimiter (as @actions/core does)."""
     blocks = []
     for name, value in outputs.items():
         delimiter = f"ghadelimiter_{uuid.uuid4()}"
@@ -188,13 +184,6 @@ class RunContext:
         if isinstance(run, dict) and isinstance(run.get("head_sha"), str) and run["head_sha"]:
             return run["head_sha"]
         return self.sha
-
-    @property
-    def is_fork(self) -> bool:
-        head = self.pull_request.get("head")
-        repo = head.get("repo") if isinstance(head, dict) else None
-        name = repo.get("full_name") if isinstance(repo, dict) else None
-        return bool(name) and bool(self.repository) and name != self.repository
 
     def blob_base(self, sha: str | None = None) -> str | None:
         sha = sha or self.head_sha
