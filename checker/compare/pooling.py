@@ -121,6 +121,10 @@ class BaselinePool:
         self._index: list[dict[CaseKey, CaseResult]] = [
             {(k, c.eval_id): c for k, s in zip(f.set_keys(self.ambiguous), f.eval_sets, strict=False) for c in s.cases}
             for f in files]
+        self._paths: dict[str, str] = {}  # eval set key -> its eval file (the newest file's)
+        for f in files:
+            for k, s in zip(f.set_keys(self.ambiguous), f.eval_sets):
+                self._paths.setdefault(k, s.path)
 
     @property
     def newest(self) -> Results:
@@ -132,6 +136,10 @@ class BaselinePool:
         for index in self._index:
             seen.update(dict.fromkeys(index))
         return list(seen)
+
+    def set_path(self, set_key: str) -> str | None:
+        """The eval file of an eval set of the baseline (as the newest file naming it has it)."""
+        return self._paths.get(set_key)
 
     def newest_case(self, key: CaseKey) -> tuple[int, CaseResult] | None:
         for position, index in enumerate(self._index):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..safety.confine import confined
@@ -26,6 +26,8 @@ class EvalTarget:
     loaded: LoadedEvalSet
     config: EvalConfig
     case_ids: list[str]  # the cases to run, in file order
+    # The file's cases a case filter (`file:a,b`) left out: not this run's, never "removed".
+    unselected: list[str] = field(default_factory=list)
     # What runs, results and baselines index this eval set by: its id, or its id and path
     # when another selected file has the same id (checker/models/setkey.py).
     key: str = ""
@@ -232,7 +234,8 @@ def _target(path: Path, ids: list[str] | None, root: Path, shared_config: EvalCo
                 confined(config_path, confine, f"this {config_path.name}")
                 configs[config_path] = load_config(config_path, display_path(config_path, root))
             config = configs[config_path]
-    return EvalTarget(loaded, bind_origins(config, _folders_up(path, root), root), chosen)
+    return EvalTarget(loaded, bind_origins(config, _folders_up(path, root), root), chosen,
+                      unselected=[i for i in all_ids if i not in set(chosen)])
 
 
 def _agents_cli_target(path: Path, config_path: Path, ids: list[str] | None, root: Path,
@@ -253,7 +256,8 @@ def _agents_cli_target(path: Path, config_path: Path, ids: list[str] | None, roo
                                                       thresholds, confine)
     check_references(eval_set, configs[config_path], display, lines)
     chosen = [i for i in loaded.case_ids if ids is None or i in ids]
-    return EvalTarget(loaded, configs[config_path], chosen)
+    return EvalTarget(loaded, configs[config_path], chosen,
+                      unselected=[i for i in loaded.case_ids if i not in set(chosen)])
 
 
 def unused_thresholds(thresholds: dict[str, float], targets: list[EvalTarget]) -> None:

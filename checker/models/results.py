@@ -186,6 +186,9 @@ class EvalSetResult(ResultsModel):
     path: str
     config_path: str | None = None
     cases: list[CaseResult] = Field(default_factory=list)
+    # The eval file's cases a case filter left out (`file:a,b`): outside this run, so a
+    # comparison does not call them removed.
+    unselected: list[str] | None = optional()
 
 
 class Summary(ResultsModel):
@@ -255,6 +258,9 @@ class ChangeSummary(ResultsModel):
     changed: int = 0
     removed: int = 0
     carried: int | None = optional()  # cases carried from main (--changed-since)
+    # Baseline cases outside this run (eval files it was not given, cases a filter left out):
+    # neither compared nor removed.
+    outside: int | None = optional()
 
 
 class CaseRef(ResultsModel):

@@ -174,7 +174,8 @@ def build_changes(results: Results, commit_url: Any = None) -> ChangeView:
     counts = [(plural(s.regressed, "regression", "regressions"), s.regressed > 0),
               (plural(s.improved, "improvement", "improvements"), False),
               (f"{flaky} flaky", False), (f"{s.new} new", False), (f"{s.changed} changed", False),
-              (f"{s.removed} removed", False), (f"{s.carried or 0} {CARRIED}", False)]
+              (f"{s.removed} removed", False), (f"{s.carried or 0} {CARRIED}", False),
+              (f"{s.outside or 0} outside this run", False)]
     shown = [c for c in counts if not c[0].startswith("0 ")]
     drops = suite_drops(comparison)
     if drops:  # no "No regressions" headline over a suite that dropped for sure

@@ -23,6 +23,7 @@ from ..compare.verdict import rule_of
 from ..models.records import RecordedRun
 from ..compare.gate import plural
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
+from .changes import MAX_REMOVED
 from .cost import case_tokens, usage_line
 from .explain import explain, fmt_score
 from .behaviour import behaviour_view
@@ -216,7 +217,14 @@ def _summary(results: Results, fail_on: str) -> str:
         c = results.comparison.summary
         parts.append(tag("p", f"Against the baseline: {c.regressed} regressed, {c.improved} improved, "
                               f"{c.unchanged} unchanged, {c.new} new, {c.changed} changed, {c.removed} removed"
-                              + (f", {c.carried} carried from main" if c.carried else "")))
+                              + (f", {c.carried} carried from main" if c.carried else "")
+                              + (f", {c.outside} outside this run" if c.outside else "")))
+        removed = results.comparison.removed
+        if removed:  # what "removed" counts, named (as the markdown and the terminal do)
+            shown = ", ".join(esc(f"{r.eval_set_id} / {r.eval_id}") for r in removed[:MAX_REMOVED])
+            more = len(removed) - MAX_REMOVED
+            parts.append(tag("p", f"Removed since the baseline ({len(removed)}): {shown}"
+                                  + (f" and {more} more" if more > 0 else "") + ".", "removed"))
         if token_gate_message(results):
             parts.append(tag("p", esc(token_gate_message(results)), "tokens"))
     line = usage_line(results)

@@ -158,7 +158,8 @@ def comparison_lines(results: Results, limit: int = 20) -> list[str]:
              f" {base.ref or 'commit'} at {base.commit[:7]}" if base.commit else "")
     lines.append(f"compared with baseline{where}: {c.regressed} regressed, {c.improved} improved, "
                  f"{c.unchanged} unchanged, {c.new} new, {c.changed} changed, {c.removed} removed"
-                 + (f", {c.carried} carried from main (not re-run)" if c.carried else ""))
+                 + (f", {c.carried} carried from main (not re-run)" if c.carried else "")
+                 + (f", {c.outside} outside this run" if c.outside else ""))
     return lines
 
 

@@ -100,7 +100,8 @@ def _why_not_carried(target: EvalTarget, base: EvalSetResult | None) -> str | Ev
             return f"its case '{eval_id}' is not what main evaluated (its data, criteria or judge differ)"
         carried.append(_carried_case(found, target.loaded.case_lines.get(eval_id, found.line)))
     return EvalSetResult(eval_set_id=target.eval_set_id, path=target.loaded.display_path,
-                         config_path=target.config.display_path, cases=carried)
+                         config_path=target.config.display_path, cases=carried,
+                         unselected=target.unselected or None)
 
 
 def select(targets: Sequence[EvalTarget], changes: Changes, ref: str, root: Path,

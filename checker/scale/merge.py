@@ -230,7 +230,8 @@ def merge_results(paths: Sequence[Path], loaded: Sequence[Results] | None = None
     for s, eval_set in enumerate(first.eval_sets):
         cases = [case for _, case in sorted(by_set[s], key=lambda pc: pc[0])]
         sets.append(EvalSetResult(eval_set_id=eval_set.eval_set_id, path=eval_set.path,
-                                  config_path=eval_set.config_path, cases=cases))
+                                  config_path=eval_set.config_path, cases=cases,
+                                  unselected=eval_set.unselected))
     merged = finish_results(sets, first.verdict_rule)
     merged.metadata = _merged_metadata(shards)
     if first.file_errors:  # every shard found the same unreadable files: said once

@@ -4,6 +4,7 @@ added once every case is scored."""
 from __future__ import annotations
 
 import platform
+from pathlib import Path
 import time
 from collections.abc import Mapping
 from datetime import datetime, UTC
@@ -34,11 +35,24 @@ def run_metadata(options: RunOptions, runs: Mapping[RunKey, list[RecordedRun]], 
     """
     mode = "replay" if options.replay is not None else "api" if options.agent_url else "stdio"
     replayed = max(run_counts(runs), default=0)
-    return {"evalcheckVersion": evalcheck_version(), "mode": mode,
+    return {"evalcheckVersion": evalcheck_version(), "mode": mode, "evalPaths": eval_paths(options.paths),
             "numRuns": replayed if mode == "replay" else options.num_runs,
             "concurrency": None if mode == "replay" else options.concurrency,
             "startedAt": _utc(started), "finishedAt": _utc(finished),
             "durationSeconds": round(seconds, 3), "pythonVersion": platform.python_version()}
+
+
+def eval_paths(paths: list[str]) -> list[str]:
+    """The eval files and folders the run was given, relative to the repository root (a case
+    filter left off): a baseline eval file outside them is not the run's to call removed."""
+    from ..inputs.discover import display_path, find_repo_root, split_selector
+
+    root = find_repo_root(Path.cwd())
+    out = []
+    for arg in paths or ["."]:
+        shown = display_path(Path(split_selector(arg)[0]), root)
+        out.append("." if shown in ("", ".") else shown.rstrip("/"))
+    return list(dict.fromkeys(out))
 
 
 def describe_run(results: Results, options: RunOptions, runs: Mapping[RunKey, list[RecordedRun]], *,

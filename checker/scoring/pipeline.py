@@ -141,7 +141,8 @@ async def score_all(targets: list[EvalTarget], runs: Mapping[RunKey, list[Record
     for target in targets:
         sets.append(EvalSetResult(eval_set_id=target.eval_set_id, path=target.loaded.display_path,
                                   config_path=target.config.display_path,
-                                  cases=[next(case_results) for _ in target.case_ids]))
+                                  cases=[next(case_results) for _ in target.case_ids],
+                                  unselected=target.unselected or None))
     return finish_results(sets, str(rule))
 
 

@@ -57,6 +57,9 @@ def test_a_pr_that_changes_one_agent_reruns_only_its_eval_sets(monorepo):
     weather = next(s for s in results["evalSets"] if s["evalSetId"] == "weather")
     assert [(c["evalId"], c["status"]) for c in weather["cases"]] == [("hi", "passed")]
     assert results["summary"]["carried"] == 1 and results["comparison"]["summary"]["carried"] == 1
+    # The carried eval set is in the results: nothing of main's is removed or outside the run.
+    assert results["comparison"]["summary"]["removed"] == 0 and results["comparison"]["removed"] == []
+    assert "outside" not in results["comparison"]["summary"]
     assert results["metadata"]["changedSince"]["carried"] == ["weather"]
     assert results["metadata"]["changedSince"]["rerun"] == [
         {"evalSet": "shop", "why": "its agent's file agents/shop/agent.py changed"}]
@@ -190,6 +193,7 @@ def test_shards_hold_the_carried_eval_sets_once_and_merge_keeps_them(monorepo):
     assert changes(merged) == {"weather": {"carried"}, "shop": {"unchanged"}}
     assert [c["evalId"] for s in merged["evalSets"] for c in s["cases"]] == ["hello", "bye", "hi"]
     assert merged["summary"]["carried"] == 1 and merged["comparison"]["summary"]["carried"] == 1
+    assert merged["comparison"]["summary"]["removed"] == 0 and "outside" not in merged["comparison"]["summary"]
     assert "| hi | ✅ passed | ⏭️ carried |" in (out / "merged.md").read_text()
     # A shard that ran everything evaluated another selection: not merged with these.
     run_cli(["run", ".", "--agent-command", COMMAND, "--num-runs", "1", "--shard", "2/2",

@@ -23,7 +23,8 @@ def test_results_metadata_describes_the_run(repo):
     assert out.code == 0, out.output
     meta = json.loads((repo / "r.json").read_text())["metadata"]
     assert set(meta) == {"evalcheckVersion", "mode", "numRuns", "concurrency", "startedAt",
-                         "finishedAt", "durationSeconds", "pythonVersion"}
+                         "finishedAt", "durationSeconds", "pythonVersion", "evalPaths"}
+    assert meta["evalPaths"] == ["e"]  # what it was given, from the repository root
     assert (meta["mode"], meta["numRuns"], meta["concurrency"]) == ("replay", 2, None)
     assert meta["pythonVersion"] == platform.python_version()
     started = datetime.fromisoformat(meta["startedAt"].replace("Z", "+00:00"))
