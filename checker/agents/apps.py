@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
-from ..report.text import one_line
+from ..safety.text import one_line
 from .base import RunJob, session_spec
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from ..models.records import RecordedRun
-from ..report.text import one_line
+from ..safety.text import one_line
 from .base import RunJob, cannot_start
 from .setup_errors import SetupProblem, setup_problem
 

@@ -6,7 +6,7 @@ pull request's (checker/inputs/pr_files.py)."""
 from __future__ import annotations
 
 from ..models.results import CaseResult, PullRequestFile, Results
-from .gate import plural
+from ..safety.text import plural
 
 SHOWN = 10  # cases named per kind in the details
 _RANK = {"passed": 3, "failed": 2, "error": 1, "not_evaluated": 0}

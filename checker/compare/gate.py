@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..models.results import CaseResult, Results
+from ..safety.text import plural
 from ..safety.output import clean
 from .comparison import SuiteShift, suite_drops
 from .failing import fresh_runs, failing_parts, sort_failing
@@ -154,11 +155,6 @@ def _unconfirmed(cases: list[CaseResult]) -> str:
     one = len(cases) == 1
     return (f"{plural(len(cases), 'case')} looked worse and {'was' if one else 'were'} not "
             f"confirmed in {fresh_runs(cases)}")
-
-
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """1 case, 3 cases: n and the word for it (``many`` when the plural is irregular)."""
-    return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
 def gate_headline(results: Results, fail_on: str) -> tuple[bool, str]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..compare.comparison import suite_drops
-from ..compare.gate import plural
+from ..safety.text import plural
 from ..compare.verdict import baseline_pass_counts, case_pass_counts
 from ..models.results import CaseResult, Results
 

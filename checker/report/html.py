@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from ..compare.verdict import rule_of
 from ..models.records import RecordedRun
-from ..compare.gate import plural
+from ..safety.text import plural
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
 from .changes import MAX_REMOVED
 from .cost import case_tokens, usage_line

@@ -5,7 +5,6 @@ diverged), then a summary. Passing cases print nothing here."""
 from __future__ import annotations
 
 from ..compare.comparison import deterministic_change, suite_drops
-from ..compare.gate import plural
 from ..compare.disagreement import disagreement_words
 from ..compare.verdict import baseline_pass_counts, case_pass_counts, rule_of
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
@@ -13,7 +12,8 @@ from ..scoring.refusals import no_verdict
 from .differences import MAX_TERMINAL_LINES, terminal_notes
 from .judged import judge_evidence, place, statements
 from .scores import fmt_score as fmt, not_evaluated, shortfall
-from .text import fmt_duration, one_line
+from ..safety.text import one_line, plural
+from .text import fmt_duration
 
 MAX_JUDGE_LINES = 3  # per metric: the log stays scannable with hundreds of cases
 

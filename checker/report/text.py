@@ -6,15 +6,6 @@ import json
 import re
 from typing import Any
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x1b]")
-
-
-def one_line(text: str, limit: int) -> str:
-    """Collapse to one printable line of at most ``limit`` characters."""
-    flat = " ".join(_CONTROL.sub(" ", text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "\u2026"
-
-
 def log_safe(text: str) -> str:
     """Untrusted text for a log line: see checker/safety/output.py ``clean`` (the one sanitiser)."""
     from ..safety.output import clean

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ...models.results import BaselineFile, BaselineInfo, Results
-from ...report.text import one_line
+from ...safety.text import one_line
 from .client import GitHubClient, GitHubError
 from .workflow import RunContext
 

@@ -18,7 +18,8 @@ from ...errors import InputError
 from ...models.results import CaseResult, Results
 from ...report.judged import place, statements
 from ...report.markdown import Links, explain, render_within
-from ...report.text import clip, one_line, printable, utf16_len
+from ...report.text import clip, printable, utf16_len
+from ...safety.text import one_line
 from .client import DEFAULT_BUDGET, GitHubClient, GitHubError
 from .workflow import Commands
 
