@@ -340,7 +340,7 @@ def _outside_run(missing: list[CaseKey], head: Results, pool: BaselinePool) -> s
     holds but the case filter left out (``unselected``), or one of an eval file outside the
     paths it was given (``metadata.evalPaths``) - rather than removed since the baseline. A
     results file that records neither (an older evalcheck) calls every one removed."""
-    sets = dict(zip(head.set_keys(pool.ambiguous), head.eval_sets))
+    sets = dict(zip(head.set_keys(pool.ambiguous), head.eval_sets, strict=False))
     scope = head.metadata.get("evalPaths")
     scope = [s for s in scope if isinstance(s, str)] if isinstance(scope, list) else None
     out = set()

@@ -123,7 +123,7 @@ class BaselinePool:
             for f in files]
         self._paths: dict[str, str] = {}  # eval set key -> its eval file (the newest file's)
         for f in files:
-            for k, s in zip(f.set_keys(self.ambiguous), f.eval_sets):
+            for k, s in zip(f.set_keys(self.ambiguous), f.eval_sets, strict=False):
                 self._paths.setdefault(k, s.path)
 
     @property
