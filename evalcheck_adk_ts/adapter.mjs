@@ -39,15 +39,86 @@ class AgentRaised extends Error {}
 // The errorCode of the event @iqai/adk's LlmAgent makes of an exception in its run.
 const AGENT_EXECUTION_ERROR = "AGENT_EXECUTION_ERROR";
 
+// ------------------------------------------------------------------ the model service's refusals
+
+// A model service's refusal or failure (docs/agent-protocol.md, "When the model service
+// refuses"): its HTTP status and google.rpc name. Not the agent's failure: the checker runs
+// the run again after a wait.
+const REFUSED = { 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 502: "BAD_GATEWAY",
+  503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED" };
+const REFUSED_BY_NAME = Object.fromEntries(Object.entries(REFUSED).map(([code, name]) => [name, Number(code)]));
+// A connection the model's host reset mid-call (not one that could not be made: setup).
+const RESET = new Set(["ECONNRESET", "EPIPE", "ECONNABORTED", "UND_ERR_SOCKET", "UND_ERR_CLOSED"]);
+
+// What @google/adk answers a refused model call with: an event of its error, no content.
+class ModelRefused extends Error {
+  constructor(unavailable, message) {
+    super(message);
+    this.unavailable = unavailable;
+  }
+}
+
+// google.rpc.Status in an @google/genai ApiError's message: the error body as JSON, after
+// "got status: NAME. " for a stream's error.
+function errorBody(text) {
+  const start = typeof text === "string" ? text.indexOf("{") : -1;
+  if (start < 0) return null;
+  try {
+    const body = JSON.parse(text.slice(start));
+    return body && typeof body === "object" ? (body.error ?? body) : null;
+  } catch {
+    return null;
+  }
+}
+
+function retryDelay(body) {
+  for (const item of Array.isArray(body?.details) ? body.details : []) {
+    const found = /^(\d+(?:\.\d+)?)s$/.exec(String(item?.retryDelay ?? ""));
+    if (String(item?.["@type"] ?? "").endsWith("google.rpc.RetryInfo") && found) return Number(found[1]);
+  }
+  return undefined;
+}
+
+function refused(code, name, body) {
+  const unavailable = { code: `${code} ${typeof name === "string" && REFUSED_BY_NAME[name] ? name : REFUSED[code]}` };
+  const delay = retryDelay(body);
+  if (delay !== undefined) unavailable.retryAfter = delay;
+  return unavailable;
+}
+
+// The protocol's `unavailable` field for what a run raised (@google/genai's ApiError, with its
+// status; @iqai/adk keeps only its message, the error body), or null: the agent's own error.
+function serviceRefusal(error) {
+  for (let e = error, depth = 0; e && depth < 10; e = e.cause, depth++) {
+    if (e instanceof ModelRefused) return e.unavailable;
+    const body = errorBody(e.message);
+    const status = typeof e.status === "number" ? e.status : Number(body?.code);
+    if ((e.name === "ApiError" || e instanceof AgentRaised || body?.status) && REFUSED[status]) {
+      return refused(status, body?.status, body);
+    }
+    if (RESET.has(e.code)) return { code: "connection" };
+  }
+  return null;
+}
+
+// An @google/adk event of a refused model call, or null.
+function refusedEvent(event) {
+  if (!event || event.content || event.errorCode === undefined) return null;
+  const code = String(event.errorCode);
+  const status = /^\d+$/.test(code) ? Number(code) : REFUSED_BY_NAME[code];
+  return REFUSED[status] ? refused(status, undefined, null) : null;
+}
+
 function send(message) {
   protocolWrite(`${JSON.stringify(message, jsonSafe)}\n`);
 }
 
-function fail(message, { invocationId, session } = {}) {
+function fail(message, { invocationId, session, unavailable } = {}) {
   process.stderr.write(`evalcheck-adk-ts: ${message}\n`);
   const error = { type: "error", message };
   if (invocationId) error.invocationId = invocationId;
   if (session !== undefined) error.session = session;
+  if (unavailable) error.unavailable = unavailable;  // the model service refused, not the agent
   send(error);
 }
 
@@ -288,7 +359,15 @@ function googleRunner(sdk, root) {
         : new sdk.InMemoryRunner({ agent: root, appName });
       const session = await runner.sessionService.createSession({ appName: runner.appName, userId, state });
       return {
-        turn: (content) => runner.runAsync({ userId, sessionId: session.id, newMessage: content }),
+        async *turn(content) {
+          for await (const event of runner.runAsync({ userId, sessionId: session.id, newMessage: content })) {
+            const unavailable = refusedEvent(event);
+            if (unavailable !== null) {  // the model service refused: no answer of the agent's
+              throw new ModelRefused(unavailable, `the model service refused the call: ${event.errorCode} ${event.errorMessage ?? ""}`.trim());
+            }
+            yield event;
+          }
+        },
         close: () => runner.close?.(),
       };
     },
@@ -347,7 +426,9 @@ async function serveRun(runners, start, inbox, ready, sessionId) {
       try {
         for await (const event of run.turn(message.content)) events.push(event);
       } catch (error) {
-        fail(`the agent raised ${oneLine(error)}`, { invocationId: message.invocationId, session: sessionId ?? undefined });
+        const unavailable = serviceRefusal(error);
+        fail(error instanceof ModelRefused ? error.message : `the agent raised ${oneLine(error)}`,
+          { invocationId: message.invocationId, session: sessionId ?? undefined, unavailable });
         return;
       }
       send({ type: "response", invocationId: message.invocationId, events, ...named });
