@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from . import aio
 from .compare.overrides import Overrides, apply_overrides, read_overrides, say_overrides
 from .compare.results_file import read_baselines
-from .compare.verdict import VerdictRule
+from .models.verdict_rule import VerdictRule
 from .errors import InputError
 from .inputs.bulk import fewer_collections
 from .inputs.discover import EvalTarget, discover, find_repo_root

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .compare.verdict import VerdictRule, parse_verdict_rule, runs_needed
+from .models.verdict_rule import VerdictRule, parse_verdict_rule, runs_needed
 from .errors import InputError
 from .options import RunOptions
 from .report.writes import Named, check_outputs

@@ -121,7 +121,7 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
         given = _path(inputs, "baseline", workdir, must_exist=True)
         assert given is not None  # the input is not empty here
         run.baselines = [given]
-    from ..compare.verdict import parse_verdict_rule
+    from ..models.verdict_rule import parse_verdict_rule
 
     run.verdict = str(parse_verdict_rule(inputs.text("verdict") or "mean", source="input 'verdict'"))
     run.max_runs = inputs.integer("max-runs", 0) or None

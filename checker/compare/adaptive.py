@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from .verdict import VerdictRule
+from ..models.verdict_rule import VerdictRule
 from ..metrics.base import ScoringContext
 from ..models.records import RecordedRun
 from ..safety.output import say

@@ -26,7 +26,7 @@ from .decision import (DEFAULT_ALPHA, FamilyDecision, MetricTest, check_alpha, d
                        decide_improvements, p_better, p_worse, screens)
 from .pooling import BaselinePool, CaseKey, PooledCase, baseline_digest, run_passes
 from .stats import BOOTSTRAP_SEED, paired_bootstrap, wilson
-from .verdict import case_flaky
+from ..models.verdict_rule import case_flaky
 
 # Reports call a change "deterministic" (every run the same on each side) from this many
 # runs a side: fewer show no spread.

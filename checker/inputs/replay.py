@@ -27,7 +27,7 @@ from ..safety.output import clean, say
 from .validation import decode_at, validate
 
 if TYPE_CHECKING:
-    from ..compare.verdict import VerdictRule
+    from ..models.verdict_rule import VerdictRule
 
 Span = tuple[int, str]  # (index in $.runs, the run's JSON text)
 
@@ -124,7 +124,7 @@ def index_replay(path: Path, targets: list[EvalTarget]) -> Mapping[RunKey, list[
 def check_replayed_counts(replay: Path, counts: Iterable[int], rule: VerdictRule) -> None:
     """In replay the runs are what was recorded: a rule no case has the runs to pass is bad
     input (as --num-runs below K is live), not a suite of failures."""
-    from ..compare.verdict import runs_needed
+    from ..models.verdict_rule import runs_needed
     from ..safety.output import say
 
     needed = runs_needed(rule)

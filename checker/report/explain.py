@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..compare.verdict import MEAN, VerdictRule
+from ..models.verdict_rule import MEAN, VerdictRule
 from ..models.results import CaseResult, MetricResult
 from ..scoring.refusals import no_verdict
 from .differences import failing_turns, parameter_notes, response_notes, trajectory_note, unmatched_notes

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..compare.verdict import rule_of
+from ..models.verdict_rule import rule_of
 from ..models.records import RecordedRun
 from ..safety.text import plural
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results

@@ -7,7 +7,8 @@ import xml.etree.ElementTree as ET
 
 from ..safety.logtext import escape_char
 from ..models.results import CaseResult, Results
-from ..compare.verdict import baseline_pass_counts, case_pass_counts, rule_of
+from ..compare.verdict import baseline_pass_counts, case_pass_counts
+from ..models.verdict_rule import rule_of
 from ..scoring.refusals import no_verdict
 from .scores import fmt_score as fmt, not_evaluated, shortfall
 from .terminal import case_labels, judge_lines

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..compare.verdict import VerdictRule, run_passes
+from ..models.verdict_rule import VerdictRule, run_passes
 from ..models.results import MetricResult
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ..compare.comparison import deterministic_change, suite_drops
 from ..compare.disagreement import disagreement_words
-from ..compare.verdict import baseline_pass_counts, case_pass_counts, rule_of
+from ..compare.verdict import baseline_pass_counts, case_pass_counts
+from ..models.verdict_rule import rule_of
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
 from ..scoring.refusals import no_verdict
 from .differences import MAX_TERMINAL_LINES, terminal_notes

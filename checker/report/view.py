@@ -18,7 +18,7 @@ from .behaviour import BehaviourView, behaviour_views
 from .changes import ChangeView, Flaky, build_changes, flaky_counts
 from .cost import usage_line
 from .efficiency import token_line
-from ..compare.verdict import rule_of
+from ..models.verdict_rule import rule_of
 from .explain import Explanation, case_headline, explain, fmt_score
 from .scores import fmt_p
 from .text import fmt_duration

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..compare.verdict import parse_verdict_rule
+from ..models.verdict_rule import parse_verdict_rule
 from ..errors import InputError
 from ..metrics import get_metric
 from ..models.results import Results

@@ -13,7 +13,8 @@ import inspect
 from typing import Any
 
 from ..compare.fingerprint import case_fingerprint
-from ..compare.verdict import MEAN, VerdictRule, case_flaky
+from ..models.verdict_rule import case_flaky
+from ..models.verdict_rule import MEAN, VerdictRule
 from ..inputs.criteria import ConfiguredMetric, EvalConfig
 from ..metrics.base import RunInput, RunScore, ScoringContext
 from ..models.evalset import EvalCase

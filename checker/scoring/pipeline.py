@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ..compare.verdict import MEAN, VerdictRule
+from ..models.verdict_rule import MEAN, VerdictRule
 from ..inputs.discover import EvalTarget
 from ..errors import InputError
 from ..models.setkey import set_key

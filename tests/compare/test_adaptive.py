@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from checker.compare.verdict import parse_verdict_rule
+from checker.models.verdict_rule import parse_verdict_rule
 from corehelpers import call, case, evalset, invocation, replay, run_cli, write_json
 
 AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).parent / 'agents' / 'coin_agent.py'))}"

@@ -286,7 +286,7 @@ def test_adaptive_runs_go_to_cases_whose_comparison_is_undecided():
     """At threshold 1.0 runs that all fail settle the verdict (no extra run without a
     baseline), but against main's 3/3 they look worse: with a baseline they are uncertain."""
     from checker.compare.adaptive import AdaptiveRuns
-    from checker.compare.verdict import parse_verdict_rule
+    from checker.models.verdict_rule import parse_verdict_rule
 
     rule = parse_verdict_rule("mean")
     settled = case_result("c", metric([0.0, 0.0, 0.0]))

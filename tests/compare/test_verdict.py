@@ -7,7 +7,8 @@ import asyncio
 import pytest
 
 from checker.compare.fingerprint import case_fingerprint
-from checker.compare.verdict import MEAN, baseline_pass_counts, case_pass_counts, parse_verdict_rule
+from checker.compare.verdict import baseline_pass_counts, case_pass_counts
+from checker.models.verdict_rule import MEAN, parse_verdict_rule
 from checker.inputs.criteria import build_config
 from checker.errors import InputError
 from checker.metrics.base import ScoringContext

@@ -349,7 +349,7 @@ def test_per_turn_scores_over_overall_score():
 def test_runs_pass_in_the_metric_direction():
     """The comparison's per-run pass/fail: each run against the threshold in the metric's
     direction (compare/verdict.py reads MetricResult.meets)."""
-    from checker.compare.verdict import run_passes
+    from checker.models.verdict_rule import run_passes
 
     _, result = one([[(0.1, P)], [(0.5, F)], [(0.3, P)]], 0.3)
     assert result.lower_is_better and run_passes(result) == (2, 3)
@@ -363,7 +363,7 @@ def test_runs_pass_in_the_metric_direction():
     assert pooled_passes(case, result) == [True, False, True]
     assert str(case_pass_counts(case)) == "2/3"
     # The verdict rules that count runs count them in that direction too.
-    from checker.compare.verdict import VerdictRule
+    from checker.models.verdict_rule import VerdictRule
 
     configured = ConfiguredMetric("m", None, None, 0.3, False, custom_function_path="metrics.m")
     m = MetricPattern("m", "custom", 0.3, [[(0.1, P)], [(0.5, F)], [(0.2, P)]], [None] * 3)
