@@ -166,7 +166,7 @@ def sharded_gate(history: list[Results], head: Results, suite: Suite, confirm_ru
     pool = BaselinePool(history)
     files, extra = [], 0
     for index in range(shards):
-        mine = [(position, c) for position, (c, s) in enumerate(zip(cases, placed)) if s == index]
+        mine = [(position, c) for position, (c, s) in enumerate(zip(cases, placed, strict=True)) if s == index]
         confirmation = Confirmation(pool, confirm_runs, alpha, shard=True)
         confirm(confirmation, {("suite", c.eval_id): c for _, c in mine}, suite, start, runs)
         extra += confirmation.extra_runs()
