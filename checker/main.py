@@ -34,7 +34,8 @@ from .report.writes import OutputFiles
 from .safety.output import clean, say
 from .safety.redact import Redactor, secret_values
 from .scoring.metadata import describe_run
-from .scoring.pipeline import RunKey, run_counts, score_all
+from .models.setkey import RunKey
+from .scoring.pipeline import run_counts, score_all
 from .scoring.services import build_context, start_metric_worker
 from .agents.service_wait import ServiceWaits
 

@@ -11,6 +11,7 @@ from .. import aio
 from ..models.records import RecordedRun, RecordedRuns
 from ..safety.output import say
 from ..safety.redact import Redactor, secret_values
+from ..models.setkey import RunKey
 
 if TYPE_CHECKING:
     from ..compare.adaptive import AdaptiveRuns
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
     from ..simulation.model import SimulatorStats
     from .service_wait import ServiceWaits
 
-RunKey = tuple[str, str]
 
 
 def collect_runs(targets: list[EvalTarget], options: RunOptions,

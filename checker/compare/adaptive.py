@@ -30,13 +30,13 @@ from .comparison import screened_metrics
 from .confirm import Confirmation, confirmation_line
 from .decision import DEFAULT_ALPHA
 from .pooling import BaselinePool
+from ..models.setkey import RunKey
 
 if TYPE_CHECKING:
     from ..inputs.discover import EvalTarget
     from ..models.results import Results
     from ..options import RunOptions
 
-RunKey = tuple[str, str]
 
 
 def uncertain(case: CaseResult, rule: VerdictRule) -> bool:

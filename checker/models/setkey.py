@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 SEPARATOR = "\x00"
+RunKey = tuple[str, str]  # (eval set key, eval id): one case, the key of its runs
 
 
 def ambiguous_ids(sets: Iterable[tuple[str, str | None]]) -> set[str]:

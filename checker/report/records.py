@@ -12,12 +12,12 @@ from ..models.records import RecordedRun, RecordedRuns
 from ..safety.redact import Redactor
 from ..version import evalcheck_version
 from .writes import OutputFiles
+from ..models.setkey import RunKey
 
 if TYPE_CHECKING:
     from ..inputs.discover import EvalTarget
     from ..models.results import ShardInfo
 
-RunKey = tuple[str, str]
 
 
 def write_records(path: Path, records: RecordedRuns, redactor: Redactor,

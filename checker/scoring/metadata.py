@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from ..models.records import RecordedRun
 from ..models.results import Results
 from ..version import evalcheck_version
-from .pipeline import RunKey, run_counts
+from ..models.setkey import RunKey
+from .pipeline import run_counts
 
 if TYPE_CHECKING:
     from ..compare.adaptive import AdaptiveRuns

@@ -4,78 +4,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
 from ..models.verdict_rule import MEAN, VerdictRule
 from ..inputs.discover import EvalTarget
-from ..errors import InputError
-from ..models.setkey import set_key
+from ..models.setkey import RunKey
 from ..metrics.base import ScoringContext
 from ..models.evalset import EvalCase
-from ..models.records import RecordedRun, RecordedRuns
+from ..models.records import RecordedRun
 from ..models.results import CaseResult, EvalSetResult, Results, Summary
 from .case import score_case
 from ..models.usage import sum_usage
-from ..inputs.validation import read_json, validate
-
-RunKey = tuple[str, str]  # (eval set id, eval id)
-
-
-def load_replay(path: Path) -> RecordedRuns:
-    display = str(path)
-    data = read_json(path, display)
-    if isinstance(data, dict) and data.get("version") not in (1, None):
-        raise InputError(f"unsupported replay file version {data.get('version')!r}", file=display,
-                         path="$.version", fix="this evalcheck reads version 1")
-    return validate(RecordedRuns, data, display)
-
-
-def match_recorded(targets: list[EvalTarget], runs: Iterable[tuple[str, str | None, str, int]],
-                   display: str) -> dict[RunKey, list[int]]:
-    """Recorded runs, as (eval set id, its evalSetPath or None, eval id, run number) in file
-    order, matched to the
-    cases: where in ``$.runs`` each case's runs are. A run of an unknown case, a run
-    recorded twice, or a selected case without a run is an InputError."""
-    existing = {(t.key, c) for t in targets for c in t.loaded.case_ids}
-    ambiguous: dict[str, list[str]] = {t.eval_set_id: [] for t in targets if t.key != t.eval_set_id}
-    for t in targets:
-        if t.eval_set_id in ambiguous:
-            ambiguous[t.eval_set_id].append(t.loaded.display_path)
-    found: dict[RunKey, list[int]] = {}
-    numbers: dict[RunKey, set[int]] = {}
-    for i, (set_id, where, eval_id, number) in enumerate(runs):
-        key = (set_key(set_id, where, set(ambiguous)), eval_id)
-        if key not in existing and set_id in ambiguous and where is None:
-            raise InputError(f"run for eval case '{eval_id}' of eval set '{set_id}', an id used by "
-                             f"{' and '.join(ambiguous[set_id])}", file=display, path=f"$.runs[{i}]",
-                             fix="add \"evalSetPath\" with the eval file's path, as evalcheck "
-                                 "records it (--inference-out)")
-        if key not in existing:
-            raise InputError(f"run for eval case '{eval_id}' of eval set '{set_id}'"
-                             + (f" ({where})" if where else "")
-                             + ", which is not in the evaluated eval files", file=display,
-                             path=f"$.runs[{i}]", fix="check the ids or the PATH arguments")
-        if number in numbers.setdefault(key, set()):
-            raise InputError(f"run {number} of '{eval_id}' is recorded twice", file=display,
-                             path=f"$.runs[{i}].run")
-        numbers[key].add(number)
-        found.setdefault(key, []).append(i)
-    for target in targets:
-        for case_id in target.case_ids:
-            if (target.key, case_id) not in found:
-                raise InputError(f"no recorded run for eval case '{case_id}' of eval set "
-                                 f"'{target.eval_set_id}' ({target.loaded.display_path})",
-                                 file=display, path="$.runs",
-                                 fix="record the case, or select fewer cases with PATH:case_id")
-    return found
-
-
-def group_replay(targets: list[EvalTarget], records: RecordedRuns, display: str) -> dict[RunKey, list[RecordedRun]]:
-    """Match recorded runs to the selected cases; a missing or unknown case is an InputError."""
-    found = match_recorded(targets, ((r.eval_set_id, r.eval_set_path, r.eval_id, r.run)
-                                     for r in records.runs), display)
-    return {key: [records.runs[i] for i in indexes] for key, indexes in found.items()}
-
 
 def summarize(sets: list[EvalSetResult]) -> Summary:
     """Cases carried from main count with main's status; their tokens were not spent here."""
