@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..compare.comparison import uncompared
-from ..compare.fingerprint import case_fingerprint
+from ..inputs.fingerprint import case_fingerprint
 from ..models.results import CaseResult, EvalSetResult, Results, ShardInfo
 from ..models.setkey import ambiguous_ids, set_key, shown
 from ..agents.adk_command import read_bridge_command

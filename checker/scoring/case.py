@@ -12,7 +12,7 @@ import asyncio
 import inspect
 from typing import Any
 
-from ..compare.fingerprint import case_fingerprint
+from ..inputs.fingerprint import case_fingerprint
 from ..models.verdict_rule import case_flaky
 from ..models.verdict_rule import MEAN, VerdictRule
 from ..inputs.criteria import ConfiguredMetric, EvalConfig

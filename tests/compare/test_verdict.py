@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from checker.compare.fingerprint import case_fingerprint
+from checker.inputs.fingerprint import case_fingerprint
 from checker.compare.verdict import baseline_pass_counts, case_pass_counts
 from checker.models.verdict_rule import MEAN, parse_verdict_rule
 from checker.inputs.criteria import build_config

@@ -173,7 +173,7 @@ def _run(image, tmp_path, mode: str, hostile: bool) -> dict:  # noqa: F811
 def _baseline_with_the_metric(ws) -> None:
     """Main's results as if main had the custom metric too (its fingerprints recomputed),
     so that the cases are compared with main's (not `changed`)."""
-    from checker.compare.fingerprint import case_fingerprint
+    from checker.inputs.fingerprint import case_fingerprint
     from checker.inputs.discover import discover
 
     (target,) = discover([str(ws / "agent_evals")], root=ws, config_file=ws / "criteria" / "test_config.json")

@@ -21,7 +21,7 @@ import hashlib
 import json
 from typing import Any
 
-from ..inputs.criteria import ConfiguredMetric, EvalConfig
+from .criteria import ConfiguredMetric, EvalConfig
 from ..models.evalset import EvalCase
 
 
