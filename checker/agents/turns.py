@@ -76,7 +76,7 @@ def user_turns(job: RunJob) -> UserTurns:
     if check is not None and config.max_allowed_invocations != 1:
         http = (simulator.model_configuration.get("http_options") or {})
         try:
-            check(http.get("base_url") if isinstance(http, dict) else None)
+            check(http.get("base_url") if isinstance(http, dict) else None, config.model)
         except SimulatorError as exc:
             raise AgentFailure(str(exc)) from None
     return SimulatedTurns(simulator)

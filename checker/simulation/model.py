@@ -1,19 +1,22 @@
-"""The simulated user's model calls, through the judges' Gemini client and service."""
+"""The simulated user's model calls, through the judges' clients (Gemini, or a provider/model
+name: judges/providers.py) and service."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..judges.client import CallStats, JudgeConfigError, JudgeError
+from ..judges.client import CallStats, JudgeConfigError, JudgeCredentialsRefused, JudgeError
 from ..judges.service import JudgeRequest, JudgeService
 from .simulator import ModelReply, SimulatorError
 
 
 def _for_simulated_user(exc: JudgeConfigError) -> SimulatorError:
     """The judge service's credentials message, about the simulated user instead."""
-    return SimulatorError(str(exc).replace(
-        "no judge credentials", "no Gemini credentials for the simulated user", 1))
+    text = str(exc)
+    whose = "Gemini credentials" if "GOOGLE_API_KEY" in text else "credentials"
+    return SimulatorError(text.replace("no judge credentials",
+                                       f"no {whose} for the simulated user", 1))
 
 
 def _about_model(text: str) -> str:
@@ -55,6 +58,8 @@ class JudgeServiceModel:
     async def ask(self, model: str, prompt: str, config: dict[str, Any]) -> ModelReply:
         try:
             reply = await self.service.generate(JudgeRequest(model, prompt, config), self.stats)
+        except JudgeCredentialsRefused as exc:  # the service said no to the key
+            raise SimulatorError("simulated user: " + _about_model(str(exc))) from None
         except JudgeConfigError as exc:
             raise _for_simulated_user(exc) from None
         except JudgeError as exc:
@@ -65,9 +70,9 @@ class JudgeServiceModel:
         return ModelReply(text=reply.text, finish_reason=reply.finish_reason,
                           thoughts=reply.thoughts)
 
-    def check_credentials(self, base_url: str | None = None) -> None:
+    def check_credentials(self, base_url: str | None = None, model: str | None = None) -> None:
         """Fail fast, before the agent starts, when the model cannot be reached at all."""
         try:
-            self.service.ensure_client(base_url)
+            self.service.ensure_client(base_url, model)
         except JudgeConfigError as exc:
             raise _for_simulated_user(exc) from None

@@ -113,7 +113,9 @@ def test_a_failing_model_errors_with_the_reason(env, fake):
     fake.reset()
     fake.on("# Conversation History", error_reply(403, "no access"))
     out = turns(simulator(env), [[], PARIS])
-    assert str(out[1]) == "simulated user: model request rejected (HTTP 403 PERMISSION_DENIED: no access)"
+    assert str(out[1]) == ("simulated user: model request rejected (HTTP 403 PERMISSION_DENIED: "
+                           "no access): the Gemini API refused the model's key; check "
+                           "GOOGLE_API_KEY (or GEMINI_API_KEY)")
 
 
 def test_missing_credentials_name_the_variables(fake):
