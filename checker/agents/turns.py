@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..models.evalset import Content, Invocation
 from .base import AgentFailure, RunJob
+from .service_refusal import refusal_of_protocol
 
 if TYPE_CHECKING:
     from ..simulation.simulator import LlmUserSimulator
@@ -54,7 +55,9 @@ class SimulatedTurns:
         try:
             return await self.simulator.next_turn(so_far)
         except SimulatorError as exc:
-            raise AgentFailure(str(exc)) from None
+            # The simulated user's model service kept refusing: the run is unavailable.
+            refusal = refusal_of_protocol({"code": exc.refused}, str(exc)) if exc.refused else None
+            raise AgentFailure(str(exc), refusal) from None
 
 
 def user_turns(job: RunJob) -> UserTurns:

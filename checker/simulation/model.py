@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..judges.client import CallStats, JudgeConfigError, JudgeCredentialsRefused, JudgeError
+from ..judges.client import (CallStats, JudgeConfigError, JudgeCredentialsRefused, JudgeError,
+                             JudgeUnavailable)
 from ..judges.service import JudgeRequest, JudgeService
 from .simulator import ModelReply, SimulatorError
 
@@ -62,6 +63,8 @@ class JudgeServiceModel:
             raise SimulatorError("simulated user: " + _about_model(str(exc))) from None
         except JudgeConfigError as exc:
             raise _for_simulated_user(exc) from None
+        except JudgeUnavailable as exc:  # its model service kept refusing: no run of the agent's
+            raise SimulatorError("simulated user: " + _about_model(str(exc)), refused=exc.code) from None
         except JudgeError as exc:
             raise SimulatorError("simulated user: " + _about_model(str(exc))) from None
         except Exception as exc:  # a bad model_configuration the SDK rejects, and the like

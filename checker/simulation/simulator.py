@@ -33,7 +33,13 @@ DEFAULT_MODEL_CONFIGURATION: dict[str, Any] = {
 
 
 class SimulatorError(Exception):
-    """The simulated user cannot go on; the message is the reason shown for the run."""
+    """The simulated user cannot go on; the message is the reason shown for the run.
+    ``refused``: what its model service said when it kept refusing the calls ("429
+    RESOURCE_EXHAUSTED"): the run is then unavailable, not the agent's failure."""
+
+    def __init__(self, message: str, refused: str | None = None):
+        super().__init__(message)
+        self.refused = refused
 
 
 @dataclass(frozen=True)
