@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..compare.gate import gate_failed, gate_message
+from ..compare.gate import gate_failed
+from ..compare.headline import gate_message
 from ..safety.confine import unbend_output
 from ..errors import InputError
 from ..option_checks import check_judge_cache_outside

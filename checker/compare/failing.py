@@ -138,7 +138,7 @@ def failing_parts(results: Results, skip: Collection[int] = frozenset()) -> list
     if found.uncalled:
         _, case = found.uncalled[0]
         p = min(_called_alone(case, familywise))
-        here = f", {case_pass_counts(case)} here, p = {p:.3g}"
+        here = f", {case_pass_counts(case)} here, p of the pass rate {p:.3g}"
         level = familywise.get("level")
         why = (f"the family-wise level {level:.3g}, {family_words(familywise)}"
                if isinstance(level, (int, float)) else "the family-wise level")
@@ -148,8 +148,8 @@ def failing_parts(results: Results, skip: Collection[int] = frozenset()) -> list
     if found.noise:
         p_values = [m.p_value for _, c in found.noise for m in c.metrics
                     if m.status == "failed" and m.p_value is not None]
-        noise = (f"p = {p_values[0]:.2f}" if len(p_values) == 1 else
-                 f"p >= {min(p_values):.2f}" if p_values else "")
+        noise = (f"p of the pass rate {p_values[0]:.2f}" if len(p_values) == 1 else
+                 f"p of the pass rate >= {min(p_values):.2f}" if p_values else "")
         parts.append(_first(found.noise, "") + ", within noise" + (f" ({noise})" if noise else ""))
     if found.as_on_main:
         parts.append(f"{_plural(found.as_on_main, 'case fails', 'cases fail')}, as on main")

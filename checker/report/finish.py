@@ -58,7 +58,8 @@ def report_gate(results: Results, fail_on: str, *, timed: bool = True) -> bool:
     counts and, last, the gate's decision (``gate_message``: always, every rule in one
     form); whether the job passes (the gate and the token gate). ``timed``: the counts say
     how long the run took (not for `compare`, which ran nothing)."""
-    from ..compare.gate import gate_failed, gate_message
+    from ..compare.gate import gate_failed
+    from ..compare.headline import gate_message
     from ..compare.tokens import token_gate_failed, token_gate_message
 
     for line in [*claim_lines(results), *comparison_lines(results)]:

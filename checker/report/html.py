@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..compare.comparison import suite_drops
 from ..models.verdict_rule import rule_of
 from ..models.records import RecordedRun
 from ..safety.text import plural
@@ -105,8 +106,8 @@ def _metrics(case: CaseResult) -> str:
                fmt_score(m.threshold), esc(", ".join(fmt_score(s) if s is not None else "n/a" for s in m.runs))]
         if compared:
             row += [fmt_score(m.baseline_score),
-                    "" if m.delta is None
-                    else f"{m.delta:+.2f}" + (f" (p {fmt_p(m.p_value)})" if m.p_value is not None else "")]
+                    "" if m.delta is None else f"{m.delta:+.2f}"
+                    + (f" (p of the pass rate {fmt_p(m.p_value)})" if m.p_value is not None else "")]
         if confirmed:
             row.append(_confirmation(m))
         rows.append(row)
@@ -203,16 +204,19 @@ def _case(eval_set: EvalSetResult, case: CaseResult, recorded: list[RecordedRun]
 
 
 def _summary(results: Results, fail_on: str) -> str:
-    from ..compare.gate import gate_headline
+    from ..compare.headline import headline
     from ..compare.tokens import token_gate_message
 
-    passed, headline = gate_headline(results, fail_on)
+    decided = headline(results, fail_on)
     s = results.summary
-    parts = [tag("h1", esc(headline), f"gate {'passed' if passed else 'failed'}"),
-             tag("p", f"{s.passed} of {plural(s.cases, 'eval case')} passed in {plural(s.eval_sets, 'eval set')}"
-                      f" \u00b7 {s.failed} failed \u00b7 {s.errored} errored \u00b7 "
-                      f"{s.not_evaluated} not evaluated"
-                      + (f" \u00b7 {s.carried} carried from main (not re-run)" if s.carried else ""), "summary")]
+    parts = [tag("h1", esc(decided.sentence), f"gate {'passed' if decided.passed else 'failed'}")]
+    if decided.lines:  # the rest, short lines under the one sentence
+        parts.append(tag("ul", "".join(tag("li", esc(line)) for line in decided.lines), "headline"))
+    parts.append(tag("p", f"{s.passed} of {plural(s.cases, 'eval case')} passed in "
+                          f"{plural(s.eval_sets, 'eval set')} \u00b7 {s.failed} failed \u00b7 {s.errored} "
+                          f"errored \u00b7 {s.not_evaluated} not evaluated"
+                          + (f" \u00b7 {s.carried} carried from main (not re-run)" if s.carried else ""),
+                     "summary"))
     if results.comparison is not None:
         c = results.comparison.summary
         parts.append(tag("p", f"Against the baseline: {c.regressed} regressed, {c.improved} improved, "
@@ -225,6 +229,10 @@ def _summary(results: Results, fail_on: str) -> str:
             more = len(removed) - MAX_REMOVED
             parts.append(tag("p", f"Removed since the baseline ({len(removed)}): {shown}"
                                   + (f" and {more} more" if more > 0 else "") + ".", "removed"))
+        for drop in suite_drops(results.comparison):  # a plain line: the headline says it where it gates
+            parts.append(tag("p", esc(f"The suite's mean fell: {drop}, over the cases compared on both sides"
+                                      + ("" if fail_on == "drop" else " (gates only under fail-on drop)")),
+                             "suite-drop"))
         if token_gate_message(results):
             parts.append(tag("p", esc(token_gate_message(results)), "tokens"))
     line = usage_line(results)

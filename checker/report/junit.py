@@ -101,7 +101,7 @@ def render_junit(results: Results) -> str:
                     against = f"; baseline {fmt(metric.baseline_score)}, delta {metric.delta:+.2f}" \
                         if metric.delta is not None else f"; baseline {fmt(metric.baseline_score)}"
                     if metric.p_value is not None:
-                        against += f", p={metric.p_value:.3g}"
+                        against += f", p of the pass rate {metric.p_value:.3g}"
                 lines.append(f"{metric.name}: {fmt(metric.score)} (threshold {fmt(metric.threshold)}, "
                              f"{metric.status}; runs {[fmt(s) for s in metric.runs]}{against})")
                 if metric.status == "error" and metric.error:

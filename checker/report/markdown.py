@@ -93,16 +93,16 @@ def render_markdown(results: Results, *, template: Path | None = None,
         # JSON, never the live results the verdict, the annotations and the outputs read
         # (Jinja's sandbox still allows a list's remove() or a dict's pop()).
         results = Results.model_validate_json(results.model_dump_json())
-    from ..compare.gate import gate_headline
+    from ..compare.headline import headline
     from .overrides import overrides_view
 
     view = build_view(results, links, budget)
-    gate_passed, headline = gate_headline(results, fail_on)  # decided before any template renders
+    decided = headline(results, fail_on)  # decided before any template renders
     context: dict[str, Any] = {
         "results": results, "report": view, "budget": budget, "omitted": omitted_notes(view),
         "run_url": links.run_url, "title": "Agent evaluation",
-        "gate": {"passed": gate_passed, "headline": headline, "fail_on": fail_on,
-                 "familywise": familywise_line(results)},
+        "gate": {"passed": decided.passed, "headline": decided.sentence, "lines": decided.lines,
+                 "fail_on": fail_on, "familywise": familywise_line(results)},
         "overrides": overrides_view(results),
     }
     context.update(extra)

@@ -59,7 +59,7 @@ def _where(eval_set: EvalSetResult, case: CaseResult) -> str:
 def _against_baseline(metric: MetricResult, case: CaseResult) -> str:
     if metric.baseline_score is None:
         return ""
-    p = f", p={metric.p_value:.3g}" if metric.p_value is not None else ""
+    p = f", p of the pass rate {metric.p_value:.3g}" if metric.p_value is not None else ""
     # A drop the exact test cannot tell from noise is said to be so, not hidden.
     noise = (", within noise" if case.change == "unchanged" and metric.delta is not None
              and metric.delta < 0 else "")

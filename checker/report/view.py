@@ -13,7 +13,8 @@ from typing import Any
 
 from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
 from ..compare.decision import family_words
-from ..compare.gate import accepted_keys, without_fresh_runs
+from ..compare.gate import accepted_keys
+from ..compare.headline import without_fresh_runs
 from .behaviour import BehaviourView, behaviour_views
 from .changes import ChangeView, Flaky, build_changes, flaky_counts
 from .cost import usage_line

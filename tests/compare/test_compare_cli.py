@@ -41,12 +41,12 @@ def test_compare_cli_end_to_end(repo):
     out = run_cli(["compare", "base.json", "head.json", "--results", "cmp.json",
                    "--junit", "cmp.xml", "--markdown", "cmp.md", "--fail-on", "regression"], repo)
     assert out.code == 1, out.output
-    assert ("breaks [regressed]: tool_trajectory_avg_score 0.00 < 1.00 (baseline 1.00, p=0.05, "
+    assert ("breaks [regressed]: tool_trajectory_avg_score 0.00 < 1.00 (baseline 1.00, p of the pass rate 0.05, "
             "every run the same on each side)") in out.stdout
     assert "compared with baseline base.json: 1 regressed, 0 improved, 2 unchanged" in out.stdout
     # compare ran nothing: the head file's own run time is not said as the comparison's
     assert out.stdout.splitlines()[-2:] == ["3 eval cases in 1 eval set: 1 passed, 2 failed, 0 errored",
-                                            "gate failed (fail-on: regression): 1 case regressed; "
+                                            "gate failed (fail-on: regression): 1 case regressed (breaks); "
                                             "1 case fails, as on main"]
     data = json.loads((repo / "cmp.json").read_text())
     cases = {c["evalId"]: c for c in data["evalSets"][0]["cases"]}
@@ -78,7 +78,7 @@ def test_flaky_case_is_labelled_not_regressed(repo):
               "--fail-on", "regression", "--verdict", "majority")
     assert out.code == 0, out.output
     assert ("breaks [flaky 2/3 runs passed, baseline 3/3]: passed; tool_trajectory_avg_score "
-            "0.67 (baseline 1.00, p=0.5, within noise)") in out.stdout
+            "0.67 (baseline 1.00, p of the pass rate 0.5, within noise)") in out.stdout
     data = json.loads((repo / "head.json").read_text())
     assert data["verdictRule"] == "majority"
     breaks = [c for c in data["evalSets"][0]["cases"] if c["evalId"] == "breaks"][0]
@@ -327,7 +327,7 @@ def test_compare_pools_several_baselines_and_bad_comparison_input_is_exit_2(repo
 @pytest.mark.parametrize("command", ["compare", "merge"])
 def test_the_markdown_headline_states_the_gate_of_fail_on_not_of_failure(repo, command):
     # An old failure, as on main: --fail-on regression passes (exit 0), and the report's
-    # first line must say so - not "Gate failed (fail-on: failure)" over a green check.
+    # first line must say so - not "Gate failed" (of fail-on: failure) over a green check.
     setup(repo)
     run(repo, "base", MAIN)
     run(repo, "head", MAIN)
@@ -337,7 +337,8 @@ def test_the_markdown_headline_states_the_gate_of_fail_on_not_of_failure(repo, c
     out = run_cli([command, *files, "--markdown", "out.md", "--fail-on", "regression"], repo)
     assert out.code == 0, out.output
     first = (repo / "out.md").read_text().splitlines()[0]
-    assert first.startswith("## ✅ Gate passed (fail-on: regression)"), first
+    assert first == "## ✅ Gate passed: no regression.", first
+    assert "fail-on `regression`" in (repo / "out.md").read_text()
 
 
 def test_the_gate_line_of_compare_claims_no_confirmation_it_did_not_run(repo):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from checker.compare.comparison import compare
-from checker.compare.gate import gate_failed, gate_message
+from checker.compare.gate import gate_failed
+from checker.compare.headline import gate_message
 from checker.models.results import Results
 from comparehelpers import case_result, label, metric, results
 
@@ -209,7 +210,8 @@ def test_deterministic_change_tells_which_evidence():
 def test_a_suite_that_dropped_for_sure_is_said_even_when_no_case_regressed_on_its_own():
     """Eight cases each go 3/3 -> 1/3 passing runs: each is within noise (p = 0.2), but all
     eight moved the same way, so the suite's mean dropped with its whole interval below 0.
-    The headline, the terminal and the gate line must say so, not "No regressions"."""
+    The reports must say so, as a plain line: under fail-on regression it decides nothing, and
+    the headline (the terminal's last line) says only what decides (issue 40)."""
     from checker.compare.comparison import suite_drops
     from checker.report.changes import build_changes
     from checker.report.terminal import comparison_lines
@@ -222,15 +224,14 @@ def test_a_suite_that_dropped_for_sure_is_said_even_when_no_case_regressed_on_it
     (drop,) = suite_drops(compared.comparison)
     assert (drop.metric, round(drop.mean, 2), round(drop.high, 2)) == (
         "tool_trajectory_avg_score", -0.67, -0.67)
-    counts = [text for text, _ in build_changes(compared).counts]
-    assert "No regressions" not in counts
-    assert counts[:2] == ["Suite dropped: tool_trajectory_avg_score -0.67 (95% interval "
-                          "-0.67 to -0.67)", "no case regressed on its own"]
-    assert build_changes(compared).counts[0][1]  # in bold
+    changes = build_changes(compared)
+    assert changes.drops == ["tool_trajectory_avg_score -0.67 (95% interval -0.67 to -0.67)"]
+    assert not any("dropped" in text for text, _ in changes.counts)  # not a count in bold
     assert any(line.startswith("suite dropped: tool_trajectory_avg_score -0.67")
                for line in comparison_lines(compared))
     assert not gate_failed(compared, "regression")  # the gate counts cases (CONTRACT section 8)
-    assert "; the suite dropped: tool_trajectory_avg_score -0.67" in gate_message(compared, "regression")
+    assert "dropped" not in gate_message(compared, "regression")
+    assert "the suite dropped: tool_trajectory_avg_score -0.67" in gate_message(compared, "drop")
 
 
 def test_a_suite_whose_interval_reaches_zero_did_not_drop():
@@ -256,7 +257,7 @@ def test_a_shard_under_the_regression_gate_fails_only_on_errors_and_says_merge_d
     assert not gate_failed(failing, "regression")
     assert gate_failed(failing, "failure")
     message = gate_message(failing, "regression")
-    assert message.startswith("gate passed (fail-on: regression): shard 2/3; ")
+    assert message.startswith("gate passed (fail-on: regression): shard 2/3, ")
     assert "evalcheck merge --baseline" in message and "no baseline" not in message
     errored = case_result("e", metric([0.0, None]))
     errored = errored.model_copy(update={"runs": [RunResult(run=1, status="failed"),
@@ -280,7 +281,7 @@ def test_a_compared_file_compared_again_keeps_no_figures_of_the_first_comparison
     # comparison never had ("looked worse and was not confirmed") and point into a
     # comparison.baseline.history that is not there.
     from checker.compare.comparison import compare
-    from checker.compare.gate import gate_headline
+    from checker.compare.headline import gate_headline
     from comparehelpers import case_result, metric, results
 
     base = results(case_result("c", metric([1.0] * 3)))

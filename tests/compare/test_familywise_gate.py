@@ -10,7 +10,8 @@ import pytest
 
 from checker.compare.comparison import compare
 from checker.compare.confirm import Confirmation
-from checker.compare.gate import gate_failed, gate_message
+from checker.compare.gate import gate_failed
+from checker.compare.headline import gate_message
 from checker.compare.pooling import BaselinePool
 from checker.compare.stats import fisher_worse_floor, paired_bootstrap, tarone_level
 from checker.models.results import BaselineInfo, RunResult
@@ -200,7 +201,9 @@ def test_fail_on_drop_fails_a_suite_that_dropped_for_sure():
     assert compared.comparison.summary.regressed == 0
     assert not gate_failed(compared, "regression")
     assert gate_failed(compared, "drop")
-    assert gate_message(compared, "drop").startswith("gate failed (fail-on: drop): no regression; the suite dropped: ")
+    # Under drop the drop is what decides: the one thing the headline says first.
+    assert gate_message(compared, "drop").startswith("gate failed (fail-on: drop): the suite dropped: ")
+    assert "dropped" not in gate_message(compared, "regression")  # where it does not gate: not said
     same = compare(base, base)
     assert not gate_failed(same, "drop")
 
@@ -226,35 +229,43 @@ def test_bootstrap_is_pinned_on_fine_grained_data():
 
 
 
-def test_the_report_headline_is_the_gate_with_its_rule():
+def test_the_report_headline_is_the_gate_in_one_sentence():
     from checker.report.markdown import render_markdown
+
+    def top(text: str) -> tuple[str, list[str]]:
+        """The headline and the short lines right under it."""
+        import itertools
+
+        lines = text.splitlines()
+        return lines[0], [x[2:] for x in itertools.takewhile(lambda x: x.startswith("- "), lines[2:])]
 
     base = results(case_result("old_failure", metric([0.0] * 3)), case_result("ok", metric([1.0] * 3)))
     head = results(case_result("old_failure", metric([0.0] * 3)), case_result("ok", metric([1.0] * 3)))
     compared = compare(base, head)
-    first = render_markdown(compared, fail_on="regression").splitlines()[0]
-    assert first == "## ✅ Gate passed (fail-on: regression): no regression; 1 case fails, as on main"
+    first, below = top(render_markdown(compared, fail_on="regression"))
+    assert first == "## ✅ Gate passed: no regression."
+    assert below == ["1 case fails, as on main"]
     assert "family-wise alpha 0.05" in render_markdown(compared, fail_on="regression")
+    assert "fail-on `regression`" in render_markdown(compared, fail_on="regression")  # the footer says the rule
     regressed = compare(base, results(case_result("old_failure", metric([0.0] * 3)),
                                       case_result("ok", metric([0.0] * 3))))
-    first = render_markdown(regressed, fail_on="regression").splitlines()[0]
-    assert first == ("## ❌ Gate failed (fail-on: regression): 1 case regressed; "
-                     "1 case fails, as on main")
+    first, below = top(render_markdown(regressed, fail_on="regression"))
+    assert first == "## ❌ Gate failed: 1 case regressed (ok)."
+    assert below == ["1 case fails, as on main"]
     # Screened and not confirmed is said, with the fresh runs it took.
     files = _history([1.0] * 3, [1.0] * 3)
     calm = compare(files, results(case_result("c", metric([0.0, 1.0, 1.0]))),
                    confirmations={("weather", "c"): case_result("c", metric([1.0] * 5))})
-    first = render_markdown(calm, fail_on="regression").splitlines()[0]
-    assert first.startswith("## ✅ Gate passed (fail-on: regression): no confirmed regression; ")
+    first, below = top(render_markdown(calm, fail_on="regression"))
+    assert first == "## ✅ Gate passed: no confirmed regression."
     # It fails here and main passed it: said of it, not "as on main".
-    assert first.endswith("; 1 case fails that passed 6/6 on main (weather/c): the drop was "
-                          "not confirmed in 5 fresh runs")
+    assert below[-1] == ("1 case fails that passed 6/6 on main (weather/c): the drop was "
+                         "not confirmed in 5 fresh runs")
     # A screened case that still passes is counted apart.
     files = [results(case_result("c", metric([1.0] * 3, threshold=0.5))) for _ in range(2)]
     calm = compare(files, results(case_result("c", metric([0.0, 1.0, 1.0], threshold=0.5))),
                    confirmations={("weather", "c"): case_result("c", metric([1.0] * 5, threshold=0.5))})
-    first = render_markdown(calm, fail_on="regression").splitlines()[0]
-    assert "; 1 case looked worse and was not confirmed in 5 fresh runs" in first
+    assert "1 case looked worse and was not confirmed in 5 fresh runs" in top(render_markdown(calm, fail_on="regression"))[1]
 
 
 def test_screening_weights_share_the_level_and_keep_its_sum():

@@ -5,6 +5,7 @@ that breaks one case (confirmed on fresh runs, the gate fails naming it)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shlex
@@ -64,17 +65,18 @@ def test_unchanged_pr_passes_and_a_broken_case_is_confirmed_on_fresh_runs(repo, 
         if metric["screened"]:  # 60, or two thirds of it where screening saw a slight drop
             assert metric["confirmBudget"] in (40, 60) and len(metric["confirmRuns"]) <= metric["confirmBudget"]
     assert data["metadata"]["confirmExtraRuns"] == sum(ran.values()) - 3 * len(CASES)
-    first = (repo / "same.json.md").read_text().splitlines()[0]
-    assert first.startswith("## ✅ Gate passed (fail-on: regression): no confirmed regression")
+    lines = (repo / "same.json.md").read_text().splitlines()
+    first, below = lines[0], [x[2:] for x in itertools.takewhile(lambda x: x.startswith("- "), lines[2:])]
+    assert first == "## ✅ Gate passed: no confirmed regression."
     failing = sum(c["status"] != "passed" for c in cases.values())  # the broken and some flaky
     assert failing >= 2
     # "as on main" only of those main failed too; the others are said with their runs.
     as_on_main = sum(c["status"] != "passed" and c["baselineStatus"] != "passed" for c in cases.values())
     passed_there = failing - as_on_main
-    assert as_on_main >= 1 and first.endswith(f"; {as_on_main} cases fail, as on main")
+    assert as_on_main >= 1 and below[-1] == f"{as_on_main} cases fail, as on main"
     if passed_there:
-        assert f"; {passed_there} case{'s' if passed_there > 1 else ''} fail" in first
-        assert " on main (w/" in first and "not confirmed in " in first
+        (said,) = [x for x in below if x.startswith(f"{passed_there} case{'s' if passed_there > 1 else ''} fail")]
+        assert " on main (w/" in said and "not confirmed in " in said
 
     broken = _run(repo, {**MAIN, "steady_3": 0.0}, "pr-broken", "broken.json", *history,
                   "--fail-on", "regression", monkeypatch=monkeypatch)
@@ -88,13 +90,13 @@ def test_unchanged_pr_passes_and_a_broken_case_is_confirmed_on_fresh_runs(repo, 
     assert data["metadata"]["confirmCertainEarly"] >= 1
     assert data["comparison"]["summary"]["regressed"] == 1
     last = broken.stdout.splitlines()[-1]
-    assert last.startswith("gate failed (fail-on: regression): 1 case regressed; ")
+    assert last.startswith("gate failed (fail-on: regression): 1 case regressed (steady_3); ")
     # What the unconfirmed cases took, against what they could have had (60, or 40 for a slight drop).
     said = re.search(r"not confirmed in (\d+)(?: to (\d+))? fresh runs(?: each)? \(budget (\d+)(?: to (\d+))?"
                      r"(?:; \d+ more checked that screening and confirmation agree)?\)", last)
     assert said and {int(b) for b in said.groups()[2:] if b} <= {40, 60}, last
     first = (repo / "broken.json.md").read_text().splitlines()[0]
-    assert first.startswith("## ❌ Gate failed (fail-on: regression): 1 case regressed")
+    assert first == "## ❌ Gate failed: 1 case regressed (steady\\_3)."
 
 
 CRASH_ONCE = (f"{shlex.quote(sys.executable)} "

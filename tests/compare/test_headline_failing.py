@@ -6,12 +6,14 @@ within noise (checker/compare/failing.py)."""
 from __future__ import annotations
 
 from checker.compare.comparison import compare
-from checker.compare.gate import gate_headline
+from checker.compare.headline import headline as decided
 from comparehelpers import case_result, metric, results
 
 
 def headline(compared, fail_on: str = "regression") -> str:
-    return gate_headline(compared, fail_on)[1]
+    """The one-sentence headline, then its short lines, as "sentence | line | line"."""
+    found = decided(compared, fail_on)
+    return " | ".join([found.sentence, *found.lines])
 
 
 def test_as_on_main_only_where_main_failed_the_case_too():
@@ -19,7 +21,7 @@ def test_as_on_main_only_where_main_failed_the_case_too():
     head = results(case_result("old", metric([0.0] * 3)), case_result("ok", metric([1.0] * 3)))
     compared = compare(base, head)
     assert compared.eval_sets[0].cases[0].baseline_status == "failed"
-    assert headline(compared) == "Gate passed (fail-on: regression): no regression; 1 case fails, as on main"
+    assert headline(compared) == "Gate passed: no regression. | 1 case fails, as on main"
 
 
 def test_a_case_main_passed_and_fresh_runs_did_not_confirm_says_so():
@@ -33,7 +35,7 @@ def test_a_case_main_passed_and_fresh_runs_did_not_confirm_says_so():
     case = compared.eval_sets[0].cases[0]
     assert (case.change, case.status, case.baseline_status) == ("unchanged", "failed", "passed")
     assert headline(compared) == (
-        "Gate passed (fail-on: regression): no confirmed regression; 1 case fails that passed "
+        "Gate passed: no confirmed regression. | 1 case fails that passed "
         "9/9 on main (weather/c): the drop was not confirmed in 15 fresh runs")
     assert "as on main" not in headline(compared)
 
@@ -49,9 +51,11 @@ def test_a_visible_drop_the_family_wise_gate_cannot_call_says_why_and_what_decid
     assert compared.comparison.familywise["level"] == 0.025
     assert {c.change for c in compared.eval_sets[0].cases} == {"unchanged"}
     text = headline(compared)
-    assert text.startswith("Gate passed (fail-on: regression): no regression; the suite dropped")
-    assert ("; 3 cases fail that "
-                           "passed on main (weather/a 3/3, 0/3 here, p = 0.05, ...): too few runs to "
+    # The suite dropped (every case 3/3 -> 0/3), but under fail-on regression that decides
+    # nothing: a passing headline never lists drops (the reports say it as a line of its own).
+    assert text.startswith("Gate passed: no regression. | 3 cases fail that ") and "dropped" not in text
+    assert ("3 cases fail that "
+                           "passed on main (weather/a 3/3, 0/3 here, p of the pass rate 0.05, ...): too few runs to "
                            "reach the family-wise level 0.025, alpha 0.05 (none of 3 tests can reach its level); more results "
                            "of main (--baseline given several times; the Action's baseline: auto)") in text
     assert text.endswith("or confirmation runs with an agent decide it")
@@ -64,8 +68,8 @@ def test_a_case_main_passed_whose_runs_are_no_worse_is_within_noise():
     base = results(case_result("c", metric([1.0, 1.0, 0.0], threshold=0.5)), steady)
     head = results(case_result("c", metric([1.0, 0.0, 0.0], threshold=0.5)), steady)
     compared = compare(base, head)
-    assert headline(compared) == ("Gate passed (fail-on: regression): no regression; 1 case fails "
-                                  "that passed 2/3 on main (weather/c), within noise (p = 0.50)")
+    assert headline(compared) == ("Gate passed: no regression. | 1 case fails "
+                                  "that passed 2/3 on main (weather/c), within noise (p of the pass rate 0.50)")
 
 
 def test_a_hostile_case_id_is_cut_and_kept_on_one_line():

@@ -59,7 +59,7 @@ def test_labels_p_values_plurals_and_footer(repo, tmp_path):
         assert label["size"] >= 12, label  # h6's default is 0.67em: 9px
         assert 0 <= label["gap"] <= 6, label  # and its default margin left a 20px gap
     # Fisher's one-sided p of 24/24 pooled runs of main against 0/12: 1 / C(36, 12)
-    assert "-1.00 (p 7.99e-10)" in dom and "p 0.00" not in dom, re.findall(r"\(p [^)]*\)", dom)
+    assert "-1.00 (p of the pass rate 7.99e-10)" in dom and "rate 0.00)" not in dom, re.findall(r"\(p [^)]*\)", dom)
     assert "0 of 1 eval case passed in 1 eval set \u00b7 " in dom
     footer = re.search(r'<p class="note footer">(.*?)</p>', dom).group(1)
     assert "verdict rule mean \u00b7 fail-on regression \u00b7 baseline main.json \u00b7 " in footer

@@ -16,7 +16,8 @@ import pytest
 from checker.compare.comparison import compare
 from checker.compare.confirm import Confirmation
 from checker.compare.disagreement import contested, decided, level, p_disagree
-from checker.compare.gate import gate_failed, gate_headline, gate_message
+from checker.compare.gate import gate_failed
+from checker.compare.headline import gate_headline, gate_message
 from checker.compare.pooling import BaselinePool
 from checker.report.terminal import failure_lines
 from comparehelpers import case_result, metric, results
@@ -87,10 +88,10 @@ def test_fresh_runs_that_contradict_every_screening_run_fail_the_regression_gate
         "screening": [0, 3], "fresh": [20, 20], "pValue": pytest.approx(1 / 1771), "level": 0.05}
     assert case_.metrics[0].runs == [0.0] * 3 and case_.metrics[0].confirm_runs == [1.0] * 20
     assert gate_failed(compared, "regression")
-    assert gate_message(compared, "regression").startswith(
-        "gate failed (fail-on: regression): 1 case whose screening and confirmation disagree;")
-    assert gate_headline(compared, "regression")[1].startswith(
-        "Gate failed (fail-on: regression): 1 case whose screening and confirmation disagree;")
+    assert gate_message(compared, "regression") == (
+        "gate failed (fail-on: regression): 1 case whose screening and confirmation disagree (c)")
+    assert gate_headline(compared, "regression")[1] == (
+        "Gate failed: 1 case whose screening and confirmation disagree (c).")
     (line,) = failure_lines(compared)
     assert "within noise" not in line and "[screening and confirmation disagree]" in line
     assert line.endswith("screening and confirmation disagree: 0/3 screening runs passed, "
@@ -184,5 +185,5 @@ def test_an_agent_broken_only_in_the_screening_runs_no_longer_passes(repo, monke
     assert "within noise" not in attack.output
     markdown = (repo / "attack.json.md").read_text()
     assert markdown.splitlines()[0].startswith(
-        "## ❌ Gate failed (fail-on: regression): 2 cases whose screening and confirmation disagree")
+        "## ❌ Gate failed: 2 cases whose screening and confirmation disagree (rain, sun).")
     assert "within noise" not in markdown

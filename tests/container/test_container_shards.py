@@ -50,7 +50,7 @@ def test_container_shard_jobs_post_nothing_and_the_merge_job_posts_once(image, t
         assert {a["path"] for a in fake.annotations[cid]} == {"sharded/suite.evalset.json"}
         (status,) = fake.statuses
         assert status["state"] == "failure"
-        assert runner.summary().count("Gate failed (fail-on:") == 1
+        assert runner.summary().count("Gate failed:") == 1
         assert runner.outputs()["comment-url"] == comment["html_url"]
         merged = json.loads((runner.workspace / runner.outputs()["results-path"]).read_text())
         assert merged["summary"]["cases"] == 6 and merged["metadata"]["shards"] == SHARDS

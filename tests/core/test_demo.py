@@ -17,12 +17,12 @@ def test_the_demo_explains_the_failure_evalcheck_reports():
     assert out.code == 1
     assert out.stdout.splitlines()[:3] == [
         "examples/weather/agent_evals/weather.evalset.json:22 compare_cities [flaky 1/2 runs passed, "
-        "baseline 2/2]: tool_trajectory_avg_score 0.50 < 1.00 (baseline 1.00, p=0.5, within noise)",
-        '    run 2, turn 1: missing get_weather(city="Oslo")',
+        "baseline 2/2]: tool_trajectory_avg_score 0.50 < 1.00 (baseline 1.00, p of the pass rate 0.5, within noise)",
+        '    run 2, turn 1: missing get_weather(city="Oslo")',  # IN_ORDER: the call it lacks
         "compared with baseline examples/weather/baseline/results.json: 0 regressed, 0 improved, "
         "2 unchanged, 0 new, 0 changed, 0 removed"]
     assert "--baseline examples/weather/baseline/results.json" in demo
-    assert "within noise (p = 0.5)" in " ".join(demo.split())
+    assert "within noise (p of the pass rate 0.5)" in " ".join(demo.split())
     assert "compare_cities fails on purpose" in demo
     assert "averages 0.50 over the two runs, below its threshold of 1.00" in " ".join(demo.split())
     # Runtime dependencies only: the demo never installs the test extra.

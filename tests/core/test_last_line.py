@@ -80,7 +80,7 @@ def test_against_a_baseline_every_rule_ends_with_its_decision(repo, rule, passed
     out = results_of(repo, "pr", {"broken", "breaks"}, "--baseline", "main.json", "--fail-on", rule)
     last = check(out, rule, passed)
     if rule in ("regression", "drop"):
-        assert last == f"gate failed (fail-on: {rule}): 1 case regressed; 1 case fails, as on main"
+        assert last == f"gate failed (fail-on: {rule}): 1 case regressed (breaks); 1 case fails, as on main"
 
 
 def test_a_gate_that_passes_with_failing_cases_says_so_last(repo):
@@ -97,7 +97,7 @@ def test_compare_and_merge_end_the_same_way(repo):
     results_of(repo, "pr", {"broken", "breaks"}, "--inference-out", "pr.inference.json")
     compared = run_cli(["compare", "main.json", "pr.json", "--fail-on", "regression"], repo)
     assert check(compared, "regression", False) == \
-        "gate failed (fail-on: regression): 1 case regressed; 1 case fails, as on main"
+        "gate failed (fail-on: regression): 1 case regressed (breaks); 1 case fails, as on main"
     for i in (1, 2):
         run_cli(["run", "evals", "--replay", "pr.runs.json", "--num-runs", "5", "--shard", f"{i}/2",
                  "--results", f"s{i}.json"], repo)

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from changed_repo import commit, git
-from checker.compare.gate import gate_failed, gate_headline
+from checker.compare.gate import gate_failed
+from checker.compare.headline import gate_headline
 from checker.compare.overrides import apply_quarantine
 from checker.errors import InputError
 from checker.inputs.quarantine import Quarantine, parse_quarantine
@@ -183,9 +184,11 @@ def test_an_entry_holds_through_its_expiry_day_and_globs_match_set_and_id():
     results.eval_sets[0].cases[1].status = "passed"
     results.summary.passed, results.summary.failed = 3, 1
     assert not gate_failed(results, "failure")
-    assert gate_headline(results, "failure")[1] == (
-        "Gate passed (fail-on: failure): 1 of 4 cases did not pass; 2 cases quarantined, not "
-        "gating (1 did not pass)")
+    from checker.compare.headline import headline
+
+    said = headline(results, "failure")
+    assert said.sentence == "Gate passed: 1 of 4 cases did not pass, each quarantined (not gating)."
+    assert said.lines == ["2 cases quarantined, not gating (1 did not pass)"]
     for case_result in (c for s in results.eval_sets for c in s.cases):
         case_result.quarantined = None
     warnings = apply_quarantine(results, quarantine, date(2026, 5, 2))

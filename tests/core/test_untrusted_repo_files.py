@@ -238,8 +238,11 @@ def test_a_baseline_file_the_pull_request_rewrote_is_read_at_the_base_commit(bas
     assert (claim["kind"], claim["path"], claim["change"], claim["baseCommit"], claim["said"]) == (
         "baseline", "baseline.json", "changed", base, said)
     assert results["comparison"]["baseline"]["commit"] == base
+    from checker.report.markdown import md_escape
+
     headline = markdown.splitlines()[0]
-    assert headline.startswith("## ❌ Gate failed (fail-on: regression): 1 case regressed") and said in headline
+    assert headline == "## ❌ Gate failed: 1 case regressed (a)."
+    assert f"- {md_escape(said)}" in markdown.splitlines()[2:6]  # a short line under it
     assert "> - " + detail.replace(">", "&gt;").replace("_", "\\_") in markdown
     assert f"compared with `baseline.json` at `{base[:7]}`" in markdown
 
@@ -256,7 +259,7 @@ def test_a_baseline_file_the_pull_request_added_is_not_used(baseline_repo):
     assert done.code == 1 and "comparison" not in results, done.output
     assert "baseline file baseline.json added by this PR: not used for the gate" in done.stdout
     assert "no baseline to compare with" in done.stdout
-    assert "baseline file baseline.json added by this PR" in markdown.splitlines()[0]
+    assert "- baseline file baseline.json added by this PR" in "\n".join(markdown.splitlines()[2:6])
 
 
 def test_a_base_the_checkout_lacks_is_bad_input(baseline_repo):
@@ -276,7 +279,7 @@ def test_a_replay_file_the_pull_request_changed_is_said_to_be_its_own(baseline_r
     done, results, markdown = gate(baseline_repo, "--base", "main")
     said = f"replay file runs.json changed by this PR: {REPLAYED}"
     assert f"warning: {said}" in done.stdout
-    assert said in markdown.splitlines()[0]
+    assert said in "\n".join(markdown.splitlines()[2:6])  # a short line under the headline
     (claim,) = results["pullRequestFiles"]
     assert (claim["kind"], claim["change"], claim["baseCommit"]) == ("replay", "changed", base)
 

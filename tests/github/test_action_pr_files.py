@@ -86,8 +86,9 @@ def test_a_baseline_file_the_pull_request_rewrote_does_not_open_the_gate(tmp_pat
     assert f"warning: {said}" in log, log
     body = fake.comments[7][-1]["body"]
     headline = body.splitlines()[1]
-    assert headline.startswith("## ❌ Gate failed (fail-on: regression): 1 case regressed"), headline
-    assert said in headline and "replay file recorded\\_runs.json changed by this PR" in headline
+    assert headline.startswith("## ❌ Gate failed: 1 case regressed ("), headline
+    below = "\n".join(body.splitlines()[2:8])  # the short lines under the headline
+    assert f"- {said}" in below and "- replay file recorded\\_runs.json changed by this PR" in below
     assert "lowered by the PR's version of baseline/results.json (not used for the gate): " \
            "weather/compare\\_cities (passed -&gt; failed" in body
     (check,) = fake.check_runs.values()
@@ -140,4 +141,4 @@ def test_a_baseline_through_a_folder_the_pull_request_made_a_link_is_read_at_the
     said = ("baseline file baseline/results.json changed by this PR (through baseline, a symbolic "
             "link in the checkout): 1 case's baseline lowered")
     assert said in log, log
-    assert said.replace("_", "\\_") in fake.comments[7][-1]["body"].splitlines()[1]
+    assert said.replace("_", "\\_") in "\n".join(fake.comments[7][-1]["body"].splitlines()[3:9])  # under the headline

@@ -51,10 +51,10 @@ def test_pull_request_run_publishes_everything_and_fails_the_job(tmp_path, fake,
     assert (note["path"], note["start_line"]) == ("agent_evals/weather.evalset.json", 22)
     assert fake.statuses[0]["state"] == "failure" and fake.statuses[0]["sha"] == HEAD
     summary = runner.summary()
-    assert "Gate failed (fail-on:" in summary and "compare\\_cities" in summary
+    assert "Gate failed:" in summary and "compare\\_cities" in summary
     assert "https://github.com/octo/agents/actions/runs/4242" in summary
     report = (runner.workspace / outputs["markdown-path"]).read_text()
-    assert "first divergence at call 2" in report
+    assert "IN\\_ORDER: 1 expected call not matched" in report
     results = json.loads((runner.workspace / outputs["results-path"]).read_text())
     assert results["passed"] is False
     assert f"::add-mask::{fake.token}" in log
@@ -77,7 +77,7 @@ def test_fork_pr_warns_but_the_verdict_is_the_evaluations(tmp_path, fake, capfd)
     assert "::warning::evalcheck could not post the PR comment: HTTP 403" in log
     assert "::error file=agent_evals/weather.evalset.json,line=22" in log
     assert runner.outputs()["comment-url"] == "" and runner.outputs()["passed"] == "false"
-    assert "Gate failed (fail-on:" in runner.summary()
+    assert "Gate failed:" in runner.summary()
 
     fake.read_only = True
     code, _, _ = run_action(tmp_path / "never", fake, capfd, event=pr_event(fork=True), fail_on="never")

@@ -49,7 +49,7 @@ def test_shard_jobs_post_nothing_and_the_merge_job_publishes_once(tmp_path, fake
     assert sorted(a["title"] for a in fake.annotations[cid]) == [f"{c}: failed" for c in FAILING]
     (status,) = fake.statuses
     assert status["state"] == "failure"
-    assert runner.summary().count("Gate failed (fail-on:") == 1
+    assert runner.summary().count("Gate failed:") == 1
     outputs = runner.outputs()
     assert outputs["passed"] == "false" and outputs["comment-url"] == comment["html_url"]
     merged = json.loads((runner.workspace / outputs["results-path"]).read_text())

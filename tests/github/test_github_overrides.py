@@ -99,7 +99,7 @@ def test_a_regression_accepted_by_label_passes_with_the_trail(workspace, fake, c
     assert f"gate passed (fail-on: regression): {trail}" in log
     (run,) = fake.check_runs.values()
     assert run["conclusion"] != "failure"
-    assert run["output"]["title"].startswith(f"Gate passed (fail-on: regression): {trail}")
+    assert run["output"]["title"].startswith(f"Gate passed: {trail} · ")
     assert "**Accepted by label** `evalcheck:accept-regression`, added by @\u200bcarol at 2026-11-20 " \
            "10:00 UTC (read from the pull request's timeline): 1 regression (weather/rainy) does not " \
            "fail the gate." in run["output"]["summary"]

@@ -67,7 +67,7 @@ def test_sticky_comment_is_found_on_a_later_page_and_updated(fake, results):
     assert [r.query.get("page", ["1"])[0] for r in pages] == ["1", "2", "3"]
     assert [(w.method, w.path) for w in fake.writes() if "comments" in w.path] == [
         ("PATCH", f"/repos/octo/agents/issues/comments/{old['id']}")]
-    assert "old report" not in old["body"] and "Gate failed (fail-on:" in old["body"]
+    assert "old report" not in old["body"] and "Gate failed:" in old["body"]
     assert len(fake.comments[7]) == 272  # nothing new
     assert outcome.comment_url == old["html_url"]
 
@@ -126,7 +126,7 @@ def test_more_than_50_annotations_are_sent_in_batches(fake):
     assert all(len(c.body["output"]["annotations"]) <= ANNOTATION_BATCH for c in calls)
     first = fake.annotations[cid][0]
     assert first["path"] == "agents/weather/weather.evalset.json" and first["start_line"] == 22
-    assert "at call 2: expected get_weather" in first["message"]
+    assert "IN_ORDER: missing get_weather(city=\"Oslo\")" in first["message"]  # what the match lacks
     assert fake.check_runs[cid]["status"] == "completed"
 
 
@@ -271,6 +271,6 @@ def test_check_run_annotations_mark_regressions_first(fake, compared):
         ("concierge_00: passed, regressed", "warning"),
         ("concierge_new_refund: failed", "failure")]
     assert notes[0]["message"].splitlines()[0] == (
-        "regressed against the baseline: tool_trajectory_avg_score 1.00 -> 0.00 (p = 0.05)")
-    assert notes[1]["message"] == "regressed against the baseline: response_match_score 0.90 -> 0.55 (p = 0.02)"
+        "regressed against the baseline: tool_trajectory_avg_score 1.00 -> 0.00 (p of the pass rate 0.05)")
+    assert notes[1]["message"] == "regressed against the baseline: response_match_score 0.90 -> 0.55 (p of the pass rate 0.02)"
     assert notes[0]["start_line"] == 89 and notes[0]["path"] == "agents/weather/weather.evalset.json"

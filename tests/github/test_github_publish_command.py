@@ -40,7 +40,7 @@ def test_publishes_a_fork_prs_artifact_on_the_verified_pr(tmp_path, fake):
     (run,) = fake.check_runs.values()
     assert run["head_sha"] == HEAD and run["conclusion"] == "failure"
     assert fake.statuses[0]["sha"] == HEAD
-    assert "Gate failed (fail-on:" in (tmp_path / "summary.md").read_text()
+    assert "Gate failed:" in (tmp_path / "summary.md").read_text()
     assert fake.token not in result.output.replace(f"::add-mask::{fake.token}", "")
 
 

@@ -110,7 +110,7 @@ def test_rows_go_last_and_the_headline_always_stays():
     results = Results.model_validate(data)
     text, omitted = render_within(results, 20000, utf16_len, extra={"links": Links()})
     assert utf16_len(text) <= 20000
-    assert "Gate failed (fail-on:" in text
+    assert "Gate failed:" in text
     assert any("table row" in o for o in omitted)
 
 
@@ -149,7 +149,7 @@ def test_the_reader_sees_what_the_judge_said(judged):
     assert "errored" not in text.split("Why cases did not pass")[1]
     assert "undecided: Sunny. — 0 for, 0 against, 3 failed" in text and "3 judge samples failed" in text
     # footer: version, duration, the judges and their cost
-    assert "evalcheck 0.1.0 · 2 min 14 s · verdict rule mean · judged by gemini-2.5-flash" in text
+    assert "evalcheck 0.1.0 · 2 min 14 s · verdict rule mean · fail-on failure · judged by gemini-2.5-flash" in text
     assert "42 judge calls, 13 cached answers" in text
 
 

@@ -53,7 +53,7 @@ def test_labels_deltas_and_noise_are_shown(compared):
     # k/N with its Wilson 95% interval (2/3 -> 0.21-0.94), the baseline's k/N, and the drop
     # that the exact test cannot tell from noise, with its p-value
     assert "🎲 flaky 2/3 <sub>95% CI 0.21–0.94; baseline 3/3</sub>" in flaky
-    assert "✅ 0.83 (-0.17) <sub>0.50–1.00 · within noise, p = 0.50</sub>" in flaky
+    assert "✅ 0.83 (-0.17) <sub>0.50–1.00 · within noise, p of the pass rate 0.50</sub>" in flaky
     assert "| unchanged |" in flaky
     assert "🆕 new" in next(x for x in text.splitlines() if "concierge\\_new\\_refund]" in x)
     assert "📈 improved" in next(x for x in text.splitlines() if "[booking\\_11]" in x)

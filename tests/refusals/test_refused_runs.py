@@ -11,7 +11,8 @@ import pytest
 
 from checker.agents.service_wait import BASE_DELAY, MAX_DELAY, ServiceWaits
 from checker.compare.comparison import compare
-from checker.compare.gate import gate_failed, gate_headline, regression_cases
+from checker.compare.gate import gate_failed, regression_cases
+from checker.compare.headline import gate_headline
 from checker.compare.pooling import run_passes
 from checker.errors import InputError
 from checker.inputs.criteria import build_config

@@ -157,9 +157,9 @@ def annotation_message(case: CaseResult) -> str:
 
 def regression_line(case: CaseResult) -> str:
     """Plain text: what dropped against the baseline, e.g. ``regressed against the baseline:
-    tool_trajectory_avg_score 1.00 -> 0.00 (p = 0.05)``."""
+    tool_trajectory_avg_score 1.00 -> 0.00 (p of the pass rate 0.05)``."""
     drops = [f"{m.name} {m.baseline_score:.2f} -> {m.score:.2f}"
-             + (f" (p = {m.p_value:.2f})" if m.p_value is not None else "")
+             + (f" (p of the pass rate {m.p_value:.2f})" if m.p_value is not None else "")
              for m in case.metrics
              if m.delta is not None and m.delta < 0 and m.baseline_score is not None and m.score is not None]
     return "regressed against the baseline" + (": " + "; ".join(drops) if drops else "")
@@ -286,9 +286,12 @@ def post_check_run(client: GitHubClient, target: Target, results: Results, optio
     notes = annotations(results)
     dropped = max(0, len(notes) - ANNOTATION_CAP)
     notes = notes[:ANNOTATION_CAP]
-    from ...compare.gate import gate_headline
+    from ...compare.headline import headline
 
-    title = gate_headline(results, options.fail_on)[1] + " · " + verdict_words(results)
+    # The one sentence, and what the pull request brought that the gate read (a reviewer must
+    # see it without opening the check), then the counts.
+    title = "; ".join([headline(results, options.fail_on).sentence.removesuffix("."),
+                       *(f.said for f in results.pull_request_files or [])]) + " · " + verdict_words(results)
     if dropped:
         title += f" ({dropped} annotations not shown)"
     output = {"title": clip(title, 255), "summary": summary}
