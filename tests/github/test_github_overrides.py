@@ -278,10 +278,10 @@ def test_a_label_older_than_the_latest_push_accepts_nothing_and_says_so(workspac
     code, results, log = act(workspace, fake, capfd)
     assert code == 1, log
     assert "accepted" not in results["comparison"]
-    assert f"gate failed (fail-on: regression): 1 case regressed; {PREDATES}" in log
+    assert f"gate failed (fail-on: regression): 1 case regressed (rainy); {PREDATES}" in log
     assert f"::warning::evalcheck: label '{LABEL}' on pull request #7: {PREDATES}" in log
     (comment,) = fake.comments[7]
-    assert PREDATES in comment["body"].splitlines()[1]
+    assert PREDATES in "\n".join(comment["body"].splitlines()[1:8])  # a line under the headline
     (run,) = fake.check_runs.values()
     assert run["conclusion"] == "failure" and PREDATES in run["output"]["title"]
     assert fake.violations == []
@@ -300,7 +300,7 @@ def test_a_label_from_an_account_below_the_required_permission_accepts_nothing(w
     assert code == 1 and "accepted" not in results["comparison"], log
     said = ("the accept label was added by @trina, whose permission on the repository is triage, "
             "below the write it needs: nothing accepted")
-    assert f"gate failed (fail-on: regression): 1 case regressed; {said}" in log
+    assert f"gate failed (fail-on: regression): 1 case regressed (rainy); {said}" in log
     (asked,) = [r for r in fake.requests if r.path.endswith("/permission")]
     assert asked.path == "/repos/octo/agents/collaborators/trina/permission"
     # the permission is the workflow's to set: triage then suffices
@@ -353,7 +353,7 @@ def test_the_command_line_holds_the_label_to_the_latest_push_and_the_permission(
     fake.add_push_event(7, HEAD, created_at="2026-11-20T11:00:00Z")
     done = run_cli(compare, ws)
     assert done.code == 1, done.output
-    assert f"gate failed (fail-on: regression): 1 case regressed; {PREDATES}" in done.stdout
+    assert f"gate failed (fail-on: regression): 1 case regressed (rainy); {PREDATES}" in done.stdout
     assert "accepted" not in json.loads((ws / "compared.json").read_text())["comparison"]
     fake.add_label_event(7, LABEL, actor="trina", created_at="2026-11-20T12:00:00Z")
     fake.roles["trina"] = "triage"

@@ -288,10 +288,11 @@ def post_check_run(client: GitHubClient, target: Target, results: Results, optio
     notes = notes[:ANNOTATION_CAP]
     from ...compare.headline import headline
 
-    # The one sentence, and what the pull request brought that the gate read (a reviewer must
-    # see it without opening the check), then the counts.
-    title = "; ".join([headline(results, options.fail_on).sentence.removesuffix("."),
-                       *(f.said for f in results.pull_request_files or [])]) + " · " + verdict_words(results)
+    # The one sentence and its lines (what the pull request brought that the gate read, what
+    # became of an accept label: a reviewer must see them without opening the check), then
+    # the counts; cut to GitHub's 255 below.
+    said = headline(results, options.fail_on)
+    title = "; ".join([said.sentence.removesuffix("."), *said.lines]) + " · " + verdict_words(results)
     if dropped:
         title += f" ({dropped} annotations not shown)"
     output = {"title": clip(title, 255), "summary": summary}
