@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from checker.inputs.discover import discover
-from checker.main import RunOptions, execute
-from checker.scale.merge_command import MergeRequest, merge_files
+from checker.commands.run import RunOptions, execute
+from checker.commands.merge import MergeRequest, merge_files
 from checker.scale.shards import expected_costs, shard_loads
 
 

@@ -167,7 +167,7 @@ def run(paths: tuple[str, ...], **options) -> None:
     Exit status: 0 the gate passed (per --fail-on), 1 it failed, 2 bad input.
     """
     from .errors import InputError
-    from .main import RunOptions, execute
+    from .commands.run import RunOptions, execute
 
     modes = [k for k in ("agent_command", "agent_url", "replay") if options.get(k)]
     if len(modes) != 1:
@@ -208,7 +208,7 @@ def compare(**options) -> None:
     Labels every HEAD case regressed, improved, unchanged, new or changed (docs/comparing.md).
     Exit status: 0 the gate passed (per --fail-on), 1 it failed, 2 bad input.
     """
-    from .compare.command import CompareRequest, compare_files
+    from .commands.compare import CompareRequest, compare_files
     from .errors import InputError
 
     try:
@@ -247,7 +247,7 @@ def merge(files: tuple[Path, ...], **options) -> None:
     from .errors import InputError
     from .report.finish import (raise_budget_errors, raise_file_errors, raise_refusal_errors,
                                 report_gate, say_run_lines)
-    from .scale.merge_command import MergeRequest, merge_files
+    from .commands.merge import MergeRequest, merge_files
 
     try:
         _in_pull_request_job(options)
@@ -312,7 +312,7 @@ def publish(results_file: Path, event_file: Path | None, **options) -> None:
     the GITHUB_TOKEN environment variable, never from the command line. Exit status: 0
     published (refusals are warnings), 2 bad input.
     """
-    from .action.publish_command import PublishRequest, publish_command
+    from .commands.publish import PublishRequest, publish_command
 
     sys.exit(publish_command(PublishRequest(results=results_file, event=event_file, **options)))
 

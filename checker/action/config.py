@@ -76,7 +76,7 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
     modes = [n for n in ("agent-command", "agent-url", "replay") if inputs.text(n)]
     merge = inputs.text("merge")
     if merge:
-        from ..scale.merge_command import check_merge_inputs
+        from ..commands.merge import check_merge_inputs
 
         # nothing to set up, and nothing of the PR's may run before the shards are read
         check_merge_inputs([*modes, *(["setup-command"] if inputs.text("setup-command") else [])],

@@ -280,7 +280,7 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
         # with its base commit (a baseline file it changed is read as the base has it).
         config.run.base = pull_request_base(ctx.pull_request)
         from ..report.finish import report_gate, results_from_file
-        from ..main import evaluate, prepare
+        from ..commands.run import evaluate, prepare
 
         os.chdir(config.workdir)
         # Everything the verdict reads - eval files, criteria, the baseline, recorded runs,
@@ -297,7 +297,7 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
         commands.group("evalcheck: merge" if config.merge else "evalcheck: evaluation")
         try:
             if config.merge:
-                from ..scale.merge_command import merge_in_action
+                from ..commands.merge import merge_in_action
 
                 if sandbox is not None:  # no agent runs: setup-command's leftovers end here
                     sandbox.end()

@@ -1,4 +1,4 @@
-"""Merging shards (``evalcheck merge``, scale/merge_command.py): the results (and recorded runs)
+"""Merging shards (``evalcheck merge``, commands/merge.py): the results (and recorded runs)
 of N shards -> one, as if one machine had run everything: same eval sets and case order, same summary and verdict.
 
 A set that cannot be merged honestly is bad input naming the file at fault: a shard

@@ -128,7 +128,7 @@ def test_cli_choices_match_the_gate():
 
 
 def test_run_options_importable_from_main_and_options():
-    from checker.main import RunOptions as FromMain
+    from checker.commands.run import RunOptions as FromMain
     from checker.options import RunOptions
 
     assert FromMain is RunOptions

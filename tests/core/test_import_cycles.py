@@ -105,8 +105,8 @@ def test_no_module_imports_itself_back():
 
 def test_the_graph_sees_lazy_and_type_only_imports():
     graph = import_graph()
-    assert "checker.agents.collect" in graph["checker.main"]  # inside run_cases
-    assert "checker.compare.adaptive" in graph["checker.main"]  # under TYPE_CHECKING too
+    assert "checker.agents.collect" in graph["checker.commands.run"]  # inside run_cases
+    assert "checker.compare.adaptive" in graph["checker.commands.run"]  # under TYPE_CHECKING too
     assert "checker.judges.client" in graph["checker.judges.limits"]  # at the top
     assert "checker.safety.output" in graph["checker.report.writes"]  # relative, two dots
 

@@ -7,7 +7,7 @@ import asyncio
 import gc
 
 import checker.aio
-import checker.main
+import checker.commands.run
 from checker.inputs.bulk import RUN_GC_THRESHOLD
 from corehelpers import case, evalset, invocation, replay, run_cli, write_json
 
@@ -23,13 +23,13 @@ def _suite(repo):
 def test_the_collector_runs_less_often_during_a_run_only(repo, monkeypatch):
     seen = []
     for stage in ("read_inputs", "score", "write"):
-        real = getattr(checker.main, stage)
+        real = getattr(checker.commands.run, stage)
 
         def spy(*args, real=real, **kwargs):
             seen.append(gc.get_threshold()[0])
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(checker.main, stage, spy)
+        monkeypatch.setattr(checker.commands.run, stage, spy)
     before = gc.get_threshold()
     _suite(repo)
     out = run_cli(["run", "e", "--replay", "runs.json", "--results", "r.json"], repo)

@@ -312,7 +312,7 @@ def test_a_shallow_checkout_says_the_recordings_may_be_the_pull_requests(baselin
 
 def test_the_merge_job_reads_a_rewritten_baseline_at_the_base_commit(baseline_repo, monkeypatch):
     """The Action's merge job compares the shards with the baseline file: the same rule."""
-    from checker.scale.merge_command import MergeRequest, merge_files
+    from checker.commands.merge import MergeRequest, merge_files
 
     run_cli(["run", "evals", "--replay", "runs.json", "--results", "baseline.json"], baseline_repo)
     commit(baseline_repo, "pr: main failed a too, says the baseline")

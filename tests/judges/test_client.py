@@ -249,7 +249,7 @@ def test_identical_requests_in_one_run_are_asked_once(fake, env):
 
 
 def test_importing_metrics_and_main_does_not_import_the_sdk():
-    code = ("import sys, checker.metrics, checker.main, checker.cli\n"
+    code = ("import sys, checker.metrics, checker.commands.run, checker.cli\n"
             "checker.metrics.registry()\n"
             "assert not [m for m in sys.modules if m.startswith('google.genai')], 'genai imported'\n")
     subprocess.run([sys.executable, "-c", code], check=True)

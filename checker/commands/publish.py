@@ -9,14 +9,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .entry import EXIT_BAD_INPUT, EXIT_PASSED, bad_input, one_line_error, publish_results, write_step_summary
-from .config import publish_budget
+from ..action.entry import EXIT_BAD_INPUT, EXIT_PASSED, bad_input, one_line_error, publish_results, write_step_summary
+from ..action.config import publish_budget
 from ..compare.gate import gate_failed
 from ..errors import InputError
-from .github.publish import PublishOptions, check_comment_key
-from .github.workflow import Commands, RunContext, write_outputs
+from ..action.github.publish import PublishOptions, check_comment_key
+from ..action.github.workflow import Commands, RunContext, write_outputs
 from ..safety.output import clean, guarded, say
-from .publish_target import Claimed, Refused, trusted_target
+from ..action.publish_target import Claimed, Refused, trusted_target
 from ..safety.redact import Redactor, secret_values
 from ..report.writes import OutputFiles
 
@@ -48,9 +48,9 @@ def publish_command(request: PublishRequest, env: Mapping[str, str] | None = Non
 
 
 def _publish(request: PublishRequest, env: dict[str, str]) -> int:
-    from .github.client import GitHubClient, GitHubError
+    from ..action.github.client import GitHubClient, GitHubError
     from ..report.finish import results_from_file
-    from .github.workflow import load_event
+    from ..action.github.workflow import load_event
 
     commands = Commands(sys.stdout)
     token = env.get("GITHUB_TOKEN", "")

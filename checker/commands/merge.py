@@ -18,7 +18,7 @@ from ..errors import InputError
 from ..inputs.bulk import paused_gc
 from ..compare.overrides import AcceptLabel, apply_overrides, say_overrides
 from ..models.results import ConfirmationFamily, Results
-from .merge import MergeInputs, merge_recorded_runs, merge_results, read_merge_inputs, shard_of, shards_family
+from ..scale.merge import MergeInputs, merge_recorded_runs, merge_results, read_merge_inputs, shard_of, shards_family
 
 
 @dataclass
@@ -68,7 +68,7 @@ def merge_files(request: MergeRequest) -> Results:
     ``run`` does); compare with ``request.baselines`` (the comparison and its intervals use
     the pooled runs of all shards; the token gate and the trend of main as ``run``); write
     the merged files. Raises InputError."""
-    from ..compare.command import command_overrides, compare_run
+    from .compare import command_overrides, compare_run
     from ..options import RunOptions
     from ..report.cost import apply_prices, default_table, read_prices
     from ..report.finish import write_reports
@@ -146,7 +146,7 @@ def _decide_confirmed(merged: Results, family: ConfirmationFamily, baselines: li
     """The comparison of the merged suite decided on the shards' fresh runs: the family is
     every shard's screened tests together, as one unsharded run's (docs/sharding.md). Only
     against the baseline files and alpha the shards screened and stopped with."""
-    from ..compare.command import compare_run
+    from .compare import compare_run
     from ..compare.recorded import check_family, check_screened, recorded_confirmation, recorded_keys
     from ..inputs.discover import report_path
 

@@ -13,41 +13,41 @@ from datetime import datetime, UTC
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import aio
-from .compare.overrides import Overrides, apply_overrides, read_overrides, say_overrides
-from .compare.results_file import read_baselines
-from .models.verdict_rule import VerdictRule
-from .errors import InputError
-from .inputs.bulk import fewer_collections
-from .inputs.discover import EvalTarget, discover, find_repo_root
-from .metrics.base import ScoringContext
-from .models.records import RecordedRun
-from .models.results import FileError, PullRequestFile, Results
-from .models.usage import TokenBudget
-from .inputs.pr_files import replay_claim
-from .option_checks import (check_input_files, check_run_files, check_run_options,
+from .. import aio
+from ..compare.overrides import Overrides, apply_overrides, read_overrides, say_overrides
+from ..compare.results_file import read_baselines
+from ..models.verdict_rule import VerdictRule
+from ..errors import InputError
+from ..inputs.bulk import fewer_collections
+from ..inputs.discover import EvalTarget, discover, find_repo_root
+from ..metrics.base import ScoringContext
+from ..models.records import RecordedRun
+from ..models.results import FileError, PullRequestFile, Results
+from ..models.usage import TokenBudget
+from ..inputs.pr_files import replay_claim
+from ..option_checks import (check_input_files, check_run_files, check_run_options,
                             tracked_cache_note)
-from .options import RunOptions
-from .report.finish import (raise_budget_errors, raise_file_errors, raise_judge_errors,
+from ..options import RunOptions
+from ..report.finish import (raise_budget_errors, raise_file_errors, raise_judge_errors,
                             raise_refusal_errors, report_gate, say_run_lines, write_reports)
-from .report.writes import OutputFiles
-from .safety.output import clean, say
-from .safety.redact import Redactor, secret_values
-from .scoring.metadata import describe_run
-from .models.setkey import RunKey
-from .scoring.pipeline import run_counts, score_all
-from .scoring.services import build_context, start_metric_worker
-from .agents.service_wait import ServiceWaits
+from ..report.writes import OutputFiles
+from ..safety.output import clean, say
+from ..safety.redact import Redactor, secret_values
+from ..scoring.metadata import describe_run
+from ..models.setkey import RunKey
+from ..scoring.pipeline import run_counts, score_all
+from ..scoring.services import build_context, start_metric_worker
+from ..agents.service_wait import ServiceWaits
 
 if TYPE_CHECKING:
-    from .compare.adaptive import AdaptiveRuns
-    from .inputs.git_changes import Changes
-    from .report.cost import PriceTable
-    from .models.results import ShardInfo
-    from .report.adk_history import HistoryPlan
-    from .scale.changed import Selection
-    from .scale.depends import AgentMapping
-    from .simulation.model import SimulatorStats
+    from ..compare.adaptive import AdaptiveRuns
+    from ..inputs.git_changes import Changes
+    from ..report.cost import PriceTable
+    from ..models.results import ShardInfo
+    from ..report.adk_history import HistoryPlan
+    from ..scale.changed import Selection
+    from ..scale.depends import AgentMapping
+    from ..simulation.model import SimulatorStats
 
 
 @dataclass
@@ -179,7 +179,7 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles,
             shutil.rmtree(plan.metric_sources, ignore_errors=True)
     results = compare_with_baseline(options, inputs.baselines, plan, results)
     if inputs.claims:
-        from .compare.baseline_change import record_claims
+        from ..compare.baseline_change import record_claims
 
         results = record_claims(results, inputs.claims)
     say_overrides(apply_overrides(results, inputs.overrides))
@@ -200,7 +200,7 @@ def read_inputs(options: RunOptions) -> Inputs:
     if options.confine is None:  # (under --confine a judge cache in the checkout is refused)
         notes += filter(None, [tracked_cache_note(options.judge_cache, root)])
     if options.template is not None:  # in the sandbox, a copy the agent's user cannot write
-        from .report.markdown import template_for_run
+        from ..report.markdown import template_for_run
 
         options.template = template_for_run(options.template, private=options.sandbox is not None)
     problems: list[InputError] = []  # eval files that cannot be read: the others still run
@@ -209,17 +209,17 @@ def read_inputs(options: RunOptions) -> Inputs:
                        confine=options.confine, outline_only=options.shard is not None,
                        problems=problems, thresholds=options.thresholds)
     if options.agent_command:  # evalcheck-adk over a folder of agents: each eval set's agent
-        from .agents.adk_command import check_bridge_agents
+        from ..agents.adk_command import check_bridge_agents
 
         check_bridge_agents(options.agent_command, targets)
-    from .report.cost import default_table, read_prices
+    from ..report.cost import default_table, read_prices
 
     prices = read_prices(options.prices) if options.prices is not None else default_table()
     inputs = Inputs(root=root, rule=rule, baselines=baselines, targets=targets, notes=notes,
                     problems=problems, prices=prices, claims=claims)
     if options.changed_since is not None or options.agent_paths:  # git read before PR code runs
-        from .scale.changed import read_changed
-        from .scale.depends import parse_agent_paths
+        from ..scale.changed import read_changed
+        from ..scale.depends import parse_agent_paths
 
         inputs.agent_paths = parse_agent_paths(options.agent_paths, root,
                                                "input 'agent-paths'" if options.changed_since_auto else "--agent-paths")
@@ -238,7 +238,7 @@ def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
     targets, shard, selection = inputs.targets, None, None
     check_run_files(options, targets)  # before anything is written
     if inputs.changed is not None:  # --changed-since: the eval sets nothing changed are carried
-        from .scale.changed import select
+        from ..scale.changed import select
 
         selection = select(targets, inputs.changed, options.changed_since or "", inputs.root,
                            inputs.baselines[0], str(inputs.rule), options, inputs.agent_paths)
@@ -246,33 +246,33 @@ def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
             say(clean(line), err=True)
         targets = selection.runs(targets)
     if options.shard is not None:  # outlined so far: load this shard's cases, only them
-        from .scale.shards import load_shard
+        from ..scale.shards import load_shard
 
         targets, shard = load_shard(targets, options, inputs.baselines[0] if inputs.baselines else None)
         if selection is not None:
-            from .scale.changed import shard_positions
+            from ..scale.changed import shard_positions
 
             shard = shard_positions(shard, targets, selection)
     warnings = list(dict.fromkeys([*inputs.notes, *(w for t in inputs.targets for w in t.config.warnings)]))
     for warning in warnings:
         say(f"evalcheck: warning: {clean(warning)}", err=True)
-    from .simulation.model import SimulatorStats
+    from ..simulation.model import SimulatorStats
 
     budgets = Budgets.of(options)
     context = build_context(options, budgets.judge)
     replayed = None
     if options.replay is not None:
-        from .inputs.replay import index_replay
+        from ..inputs.replay import index_replay
 
         replayed = index_replay(options.replay, targets)  # the selected runs' text, in memory
     sources = start_metric_worker(context, targets, inputs.root, options.sandbox)
-    from .compare.adaptive import extra_runs
+    from ..compare.adaptive import extra_runs
 
     # A shard screens and confirms its own cases too; the merge decides (docs/sharding.md).
     adaptive = extra_runs(options, targets, inputs.rule, context, inputs.baselines, shard=shard is not None)
     history = None
     if options.adk_eval_history is not None:  # the eval sets as ADK reads them, before scoring
-        from .report.adk_history import plan_history
+        from ..report.adk_history import plan_history
 
         history = plan_history(options.adk_eval_history, targets, options.app_name)
     return Plan(targets=targets, rule=inputs.rule, shard=shard, warnings=warnings, context=context,
@@ -288,14 +288,14 @@ def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: Ou
     if plan.replayed is not None:
         runs = plan.replayed
     else:
-        from .agents.collect import collect_runs
+        from ..agents.collect import collect_runs
 
         runs = collect_runs(plan.targets, options, plan.simulated, plan.adaptive, plan.budgets.agent,
                             plan.service)
     if plan.adaptive is not None:  # confirmation runs are kept apart: only they decide a drop
         runs = {key: plan.adaptive.first_runs(key, found) for key, found in runs.items()}
     if options.replay is not None:
-        from .inputs.replay import check_replayed_counts
+        from ..inputs.replay import check_replayed_counts
 
         check_replayed_counts(options.replay, run_counts(runs), plan.rule)
     # Known secrets never reach a file: agent output, judge errors and server bodies are
@@ -304,7 +304,7 @@ def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: Ou
     if options.sandbox is not None:  # nothing of the agent's may run past this point
         options.sandbox.end()
     if options.inference_out:
-        from .report.records import write_inference_out
+        from ..report.records import write_inference_out
 
         write_inference_out(options.inference_out, plan.targets, runs, plan.shard, redactor, files)
     return Runs(by_case=runs, redactor=redactor)
@@ -318,21 +318,21 @@ def score(options: RunOptions, plan: Plan, runs: Runs, started: Started) -> Resu
                   known=adaptive.scored if adaptive else None,
                   release_cases=True)))  # targets are not used after scoring
     if plan.selection is not None:  # the carried eval sets in their places (in shard 1 only)
-        from .scale.changed import splice
+        from ..scale.changed import splice
 
         results = splice(results, plan.selection, keep_cases=plan.shard is None or plan.shard.index == 1)
     if options.sandbox is not None:  # custom metrics ran as the agent's user: none lives on
         options.sandbox.settle()
     results.shard = plan.shard
-    from .scoring.budget import leave_out
+    from ..scoring.budget import leave_out
 
     leave_out(results, plan.budgets.agent, plan.budgets.judge)
     if plan.prices is not None:
-        from .report.cost import apply_prices
+        from ..report.cost import apply_prices
 
         apply_prices(results, plan.prices)
     if plan.history is not None:  # each run's verdicts, which the results file does not hold
-        from .report.adk_history import keep_verdicts
+        from ..report.adk_history import keep_verdicts
 
         keep_verdicts(plan.history, results)
     if plan.problems:
@@ -358,14 +358,14 @@ def compare_with_baseline(options: RunOptions, baselines: list[Results], plan: P
     if plan.shard is not None and confirmation is not None:
         # A shard compares nothing (it cannot see the suite): it records its fresh runs and
         # what it screened them against, for the merge to decide on (docs/sharding.md).
-        from .compare.recorded import family_of, record_shard_confirmation
+        from ..compare.recorded import family_of, record_shard_confirmation
 
         return record_shard_confirmation(results, confirmation,
                                          family_of(baselines, options.alpha, confirmation.confirm_runs),
                                          results.set_keys())  # as discovery keyed the targets
     if not baselines or plan.shard is not None:  # a shard's baseline alone only balances the split
         return results
-    from .compare.command import compare_run
+    from .compare import compare_run
 
     return compare_run(options.baselines, results, baselines, alpha=options.alpha,
                        confirmations=confirmation.confirmations() if confirmation is not None else None,
@@ -377,14 +377,14 @@ def write(options: RunOptions, plan: Plan, redactor: Redactor, results: Results,
           files: OutputFiles, runs: Mapping[RunKey, list[RecordedRun]] | None = None) -> Results:
     """Redact, write the report files (and --adk-eval-history, from ``runs``) and print the
     terminal lines; the results as written."""
-    from .metrics.machinery.vertex import vertex_access_tokens
+    from ..metrics.machinery.vertex import vertex_access_tokens
 
     judge = plan.context.services["judge"]
     redactor.add(*judge.credentials, *vertex_access_tokens(plan.context.services))
     results = redactor.model(results)
     write_reports(results, options, files, runs=runs, redactor=redactor)
     if plan.history is not None and runs is not None:
-        from .report.adk_history import write_eval_history
+        from ..report.adk_history import write_eval_history
 
         for line in write_eval_history(plan.history, results, runs, redactor, files, options.confine):
             say(f"evalcheck: {clean(line)}", err=True)
@@ -409,6 +409,6 @@ def empty_shard(plan: Plan) -> str | None:
     """The line saying this shard holds no cases; None when not sharding or it holds some."""
     if plan.shard is None:
         return None
-    from .scale.shards import empty_shard_line
+    from ..scale.shards import empty_shard_line
 
     return empty_shard_line(plan.shard)

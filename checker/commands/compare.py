@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..models.results import BaselineInfo, Results
-from .overrides import AcceptLabel, Overrides, apply_overrides, read_overrides, say_overrides
+from ..compare.overrides import AcceptLabel, Overrides, apply_overrides, read_overrides, say_overrides
 
 
 @dataclass
@@ -34,10 +34,10 @@ def compare_with_files(paths: list[Path], head: Results, *, alpha: float,
     """``head`` compared with the baseline files at ``paths`` (newest first; ``baselines``:
     the same files already read), each named in the results by its path."""
     from ..inputs.discover import report_path
-    from .comparison import compare
-    from .results_file import load_baselines
+    from ..compare.comparison import compare
+    from ..compare.results_file import load_baselines
 
-    from .tokens import add_token_changes
+    from ..compare.tokens import add_token_changes
 
     files = baselines if baselines is not None else load_baselines(list(paths))
     return add_token_changes(files, compare(files, head, alpha=alpha, confirmations=confirmations,
@@ -51,11 +51,11 @@ def compare_run(paths: list[Path], results: Results, baselines: list[Results] | 
     """The compare stage of run, compare and merge: each case against main's pooled runs
     (decided on the confirmation runs when given), the token gate (--max-token-increase), the
     trend of main. ``baselines``: the files at ``paths``, when already read."""
-    from .results_file import load_baselines
+    from ..compare.results_file import load_baselines
 
     baselines = baselines if baselines is not None else load_baselines(list(paths))
     from ..report.trend import record_trend
-    from .tokens import record_token_gate
+    from ..compare.tokens import record_token_gate
 
     results = compare_with_files(paths, results, alpha=alpha, baselines=baselines,
                                  confirmations=confirmations, contested_runs=contested_runs)
@@ -86,7 +86,7 @@ def compare_files(request: CompareRequest) -> bool:
     from ..report.finish import report_gate, say_run_lines, write_reports
     from ..options import RunOptions
     from ..report.writes import check_outputs
-    from .results_file import load_suite_results
+    from ..compare.results_file import load_suite_results
 
     check_outputs([("--results", request.results), ("--markdown", request.markdown), ("--junit", request.junit),
                    ("--html", request.html)],
@@ -96,7 +96,7 @@ def compare_files(request: CompareRequest) -> bool:
         from ..report.markdown import check_template
 
         check_template(request.template)
-    from .results_file import load_baselines
+    from ..compare.results_file import load_baselines
 
     overrides = command_overrides(request.quarantine_ref or request.base, request.accept,
                                   auto=request.quarantine_ref is None)
@@ -105,7 +105,7 @@ def compare_files(request: CompareRequest) -> bool:
     claims: list = []
     if request.base is not None:  # a baseline file of the repository the change rewrote: the base's
         from ..inputs.discover import find_repo_root
-        from .results_file import read_baselines
+        from ..compare.results_file import read_baselines
 
         chosen = RunOptions(baselines=list(request.baselines), base=request.base)
         baselines, claims = read_baselines(chosen, find_repo_root(Path.cwd()))
@@ -117,7 +117,7 @@ def compare_files(request: CompareRequest) -> bool:
         raise InputError("no BASELINE left to compare with: " + "; ".join(c.said for c in claims),
                          fix="compare with a results file of the base branch")
     # The run's confirmation runs decide again when they can (docs/comparing.md, step 4).
-    from .recorded import check_screened, recorded_keys, reuse_recorded
+    from ..compare.recorded import check_screened, recorded_keys, reuse_recorded
 
     reuse = reuse_recorded(head, baselines, request.alpha)
     recorded = reuse.recorded
@@ -131,14 +131,14 @@ def compare_files(request: CompareRequest) -> bool:
     elif reuse.runs and results.comparison is not None and results.comparison.familywise is not None:
         results.comparison.familywise["withoutFreshRuns"] = {"runs": reuse.runs, "why": reuse.why}
     if claims:
-        from .baseline_change import record_claims
+        from ..compare.baseline_change import record_claims
 
         results = record_claims(results, claims)
     say_overrides(apply_overrides(results, overrides))
     write_reports(results, RunOptions(results=request.results, markdown=request.markdown,
                                       junit=request.junit, template=request.template,
                                       html=request.html, fail_on=request.fail_on))
-    from .confirm import confirmation_line
+    from ..compare.confirm import confirmation_line
 
     # The run's fresh runs, when they decided again.
     say_run_lines(results, filter(None, [confirmation_line(results.metadata) if recorded is not None else None]))
