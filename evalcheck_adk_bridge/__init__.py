@@ -6,10 +6,11 @@ An agent is loaded the way ``adk eval`` / ``adk web`` load it (``root_agent`` in
 ``agent.py`` or ``__init__.py``, an ``App``, or ``root_agent.yaml``; ``.env`` applied), with
 the google-adk installed next to it: one agent before the first run starts, each of a
 folder of agents on the first run it serves. The process then serves every run (of every
-eval set, for a folder of agents: ``"evalSets": "any"`` in its ready), up to ``--concurrent
-N`` (default 8) at once on one asyncio loop, as ADK's own eval does (it answers ``start``
-with ``{"type": "ready", "sessions": "many", "concurrent": N}``, and names each run's
-session in every answer): each run gets
+eval set, for a folder of agents: ``"evalSets": "any"`` in its ready), as many at once on
+one asyncio loop as the checker's first start message offers (``"concurrent"``; 8 from a
+checker that offers none), or ``--concurrent N``, as ADK's own eval does (it answers
+``start`` with ``{"type": "ready", "sessions": "many", "concurrent": N}``, and names each
+run's session in every answer): each run gets
 fresh in-memory session, artifact and memory services, its own session with the start
 message's state and its own ``Runner``, as ADK's own eval inference does; the agent's
 ``reset_data()``, when its module has one, is called before each run, as ADK does. Each
@@ -35,7 +36,8 @@ from .refusals import service_refusal
 from .runtime import end_process, eval_plugins, fewer_collections
 
 USAGE = "usage: evalcheck-adk [--one-session | --concurrent N] DIR (an ADK agent folder, or a folder of them)"
-DEFAULT_CONCURRENT = 8  # runs at once in the one process (ADK's own eval runs 4)
+DEFAULT_CONCURRENT = 8  # runs at once in the one process when not offered (ADK's own eval runs 4)
+MAX_OFFERED = 4096  # sessions taken up to from a start message's offer
 # The command names the agent's Python and comes first: the checker shows 300 characters.
 ADK_MISSING = ("google-adk is not installed in the agent's Python; install it there: {command} "
                "(in the GitHub Action: setup-command: pip install google-adk)")
@@ -149,9 +151,10 @@ def line_reader(stdin: IO[bytes]) -> Reader:
 
 
 async def serve(agent_dir: Path, out: IO[str], stdin: IO[bytes], *, many: bool = True,
-                concurrent: int = DEFAULT_CONCURRENT) -> int:
+                concurrent: int | None = None) -> int:
     """Load the agent (a folder of agents: each on the first run it serves), then serve runs
-    until stdin closes (one run unless ``many``; with ``many``, up to ``concurrent`` at once)."""
+    until stdin closes (one run unless ``many``; with ``many``, up to ``concurrent`` at once,
+    None: as many as the checker offers)."""
     agents = Agents(agent_dir)
     if not agents.several:
         try:
@@ -181,7 +184,18 @@ async def serve(agent_dir: Path, out: IO[str], stdin: IO[bytes], *, many: bool =
     return await serve_sessions(agents, read, out, concurrent)
 
 
-async def serve_sessions(agents: Agents, read: Reader, out: IO[str], concurrent: int) -> int:
+def sessions_served(concurrent: int | None, start: dict[str, Any]) -> int:
+    """``--concurrent N``, else what the checker's first start offers (the most runs it may
+    have in flight: one process can take them all), else DEFAULT_CONCURRENT."""
+    if concurrent is not None:
+        return concurrent
+    offered = start.get("concurrent")
+    if isinstance(offered, int) and not isinstance(offered, bool) and offered >= 1:
+        return min(offered, MAX_OFFERED)
+    return DEFAULT_CONCURRENT
+
+
+async def serve_sessions(agents: Agents, read: Reader, out: IO[str], concurrent: int | None) -> int:
     """Every run the checker starts, each in a task of its own: messages go to the run their
     ``session`` names (one without it, from a checker that sends none, to the latest start).
     With a folder of several agents, each run's agent and ids come from its start message
@@ -189,15 +203,18 @@ async def serve_sessions(agents: Agents, read: Reader, out: IO[str], concurrent:
     (``"evalSets": "any"``). A single agent folder is the one the command line named (which
     may be chosen per eval set, ``agents/$EVALCHECK_EVAL_SET_ID``): it serves only the eval
     set it was started for."""
-    ready = {"type": "ready", "sessions": "many", "concurrent": concurrent}
-    if agents.several:
-        ready["evalSets"] = "any"
+    ready: dict[str, Any] = {}
     inboxes: dict[str | None, asyncio.Queue[dict[str, Any] | None]] = {}
     tasks: set[asyncio.Task] = set()
     latest: str | None = None
     while (message := await read()) is not None:
         kind = message.get("type")
         if kind == "start":
+            if not ready:  # the first start says how many runs the checker may send at once
+                ready.update({"type": "ready", "sessions": "many",
+                              "concurrent": sessions_served(concurrent, message)})
+                if agents.several:
+                    ready["evalSets"] = "any"
             given = (message.get("session") or {}).get("id")
             latest = given if isinstance(given, str) else None
             try:
@@ -280,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     os.dup2(2, 1)
     many = "--one-session" not in args
     args = [a for a in args if a != "--one-session"]
-    concurrent = DEFAULT_CONCURRENT
+    concurrent: int | None = None  # as many as the checker offers
     if "--concurrent" in args:
         at = args.index("--concurrent")
         value = args[at + 1] if at + 1 < len(args) else ""

@@ -5,7 +5,8 @@
 // with the ADK it imports (@iqai/adk or @google/adk, found from MODULE's folder as its own
 // imports find it). Every run the checker starts gets a runner of its own with fresh
 // in-memory session, artifact and memory services and a session holding the start
-// message's state; up to --concurrent N runs (default 8) at once on this one event loop.
+// message's state; as many runs at once on this one event loop as the checker's first start
+// message offers ("concurrent"; 8 from a checker that offers none), or --concurrent N.
 // Each user turn is one runner.runAsync, and the turn's ADK events go back as they are
 // (camelCase JSON), with each model call's token usage on its event.
 //
@@ -18,7 +19,8 @@ import readline from "node:readline";
 import { pathToFileURL } from "node:url";
 
 const USAGE = "usage: evalcheck-adk-ts [--concurrent N] [--export NAME] MODULE";
-const DEFAULT_CONCURRENT = 8;
+const DEFAULT_CONCURRENT = 8;  // runs at once when the checker offers no number
+const MAX_OFFERED = 4096;  // sessions taken up to from a start message's offer
 const MIN_NODE = 20;  // the oldest the ADKs run on (tested: 20 and 22)
 // The exports looked at, in this order, when --export does not name one.
 const AGENT_EXPORTS = ["rootAgent", "root_agent", "agent", "default"];
@@ -138,7 +140,7 @@ function oneLine(error) {
 }
 
 function parseArgs(argv) {
-  const options = { concurrent: DEFAULT_CONCURRENT, exportName: null, module: null };
+  const options = { concurrent: null, exportName: null, module: null };  // null: as offered
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === "--concurrent" || arg === "--export") {
@@ -442,15 +444,26 @@ async function serveRun(runners, start, inbox, ready, sessionId) {
   }
 }
 
+// --concurrent N, else what the checker's first start offers (the most runs it may have in
+// flight: this one process can take them all), else DEFAULT_CONCURRENT.
+function sessionsServed(concurrent, start) {
+  if (concurrent !== null) return concurrent;
+  const offered = start.concurrent;
+  if (Number.isInteger(offered) && offered >= 1) return Math.min(offered, MAX_OFFERED);
+  return DEFAULT_CONCURRENT;
+}
+
 async function serve(runners, concurrent) {
   // One module for every eval set: the eval set of a run is only read from its start.
-  const ready = { type: "ready", sessions: "many", concurrent, evalSets: "any" };
+  let ready = null;
   const read = lineReader();
   const inboxes = new Map();
   const tasks = new Set();
   let latest = null;
   for (let message = await read(); message !== null; message = await read()) {
     if (message.type === "start") {
+      ready ??= { type: "ready", sessions: "many", concurrent: sessionsServed(concurrent, message),
+        evalSets: "any" };
       const given = message.session?.id;
       latest = typeof given === "string" ? given : null;
       const inbox = new Inbox();

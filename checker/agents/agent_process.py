@@ -79,6 +79,7 @@ class AgentProcess:
         self.invocations: list = []
         self.many = False  # it announced {"type": "ready", "sessions": "many"}
         self.concurrent: int | None = None  # ... and "concurrent": N
+        self.offered: int | None = None  # the sessions its start messages offer ("concurrent")
         # The eval set whose environment the process was started with (EVALCHECK_EVAL_SET_ID),
         # and whether it said it serves any eval set ("evalSets": "any" in a ready).
         self.started_for: str | None = None
@@ -289,7 +290,7 @@ class AgentProcess:
         await self._send(start_message(eval_set_id=job.eval_set_id, eval_id=job.eval_id,
                                        run=job.run, app_name=spec.app_name, user_id=spec.user_id,
                                        state=spec.state, session_id=session_id,
-                                       eval_set_path=job.eval_file),
+                                       eval_set_path=job.eval_file, concurrent=self.offered),
                          loop.time() + timeout, "the start message")
         if self.runs > 1:
             # A warm worker sets up the run's session before its first turn is sent (and

@@ -106,10 +106,12 @@ def dumps(message: dict[str, Any]) -> bytes:
 
 def start_message(*, eval_set_id: str, eval_id: str, run: int, app_name: str, user_id: str,
                   state: dict[str, Any], session_id: str | None = None,
-                  eval_set_path: str | None = None) -> dict[str, Any]:
+                  eval_set_path: str | None = None, concurrent: int | None = None) -> dict[str, Any]:
     """``session_id``: the run's id, which a process serving concurrent sessions names in
     every message of the run (``session.id`` here, ``session`` in the others);
-    ``eval_set_path``: the eval file, relative to the agent's working directory."""
+    ``eval_set_path``: the eval file, relative to the agent's working directory;
+    ``concurrent``: the most runs evalcheck may have in flight, which an agent serving
+    concurrent sessions may serve at once in one process (its ready says how many it will)."""
     session: dict[str, Any] = {"appName": app_name, "userId": user_id, "state": state}
     if session_id is not None:
         session["id"] = session_id
@@ -117,6 +119,8 @@ def start_message(*, eval_set_id: str, eval_id: str, run: int, app_name: str, us
                "evalId": eval_id, "run": run, "session": session}
     if eval_set_path is not None:
         message["evalSetPath"] = eval_set_path
+    if concurrent is not None:
+        message["concurrent"] = concurrent
     return message
 
 

@@ -190,7 +190,8 @@ class SharedWorker:
             await self._send(start_message(eval_set_id=job.eval_set_id, eval_id=job.eval_id,
                                            run=job.run, app_name=spec.app_name,
                                            user_id=spec.user_id, state=spec.state,
-                                           session_id=session_id, eval_set_path=job.eval_file),
+                                           session_id=session_id, eval_set_path=job.eval_file,
+                                           concurrent=self.agent.offered),
                              deadline, "the start message")
             item = await self._receive(session_id, deadline, "the start message", timeout)
             if not is_ready(item):

@@ -53,8 +53,11 @@ class StdioRunner:
     def __init__(self, command: str, *, cwd: Path | None = None,
                  env: Mapping[str, str] | None = None, exit_grace: float = 10.0,
                  kill_grace: float = 2.0, max_line_bytes: int = MAX_LINE_BYTES,
-                 sandbox: AgentSandbox | None = None):
+                 sandbox: AgentSandbox | None = None, sessions: int | None = None):
         self.command = command
+        # The most runs evalcheck may have in flight: every start message says so, and an
+        # agent serving concurrent sessions may take that many in one process.
+        self.sessions = sessions
         self.sandbox = sandbox
         self.cwd = cwd
         self.env = dict(os.environ if env is None else env)
@@ -72,6 +75,9 @@ class StdioRunner:
         self._kinds: dict[str, asyncio.Future[tuple[str, int | None]]] = {}
         self._probing: set[str] = set()  # eval sets whose first process is telling the kind
         self._retiring: set[asyncio.Future] = set()
+        # A process being started to serve concurrent sessions, by eval set: the runs that
+        # find no room wait for its sessions rather than each start a process.
+        self._starting: dict[str, asyncio.Future[None]] = {}
         self._sessions = 0
         self._closed = False
         become_subreaper()
@@ -176,7 +182,12 @@ class StdioRunner:
                 continue
             if kind.done() and kind.result()[0] == "concurrent" and tries < 3:
                 # Known to serve concurrent sessions: a new process takes this run and the
-                # next ones at once, each run's start answered with its ready.
+                # next ones at once, each run's start answered with its ready. One at a
+                # time: never a process per run beyond what the processes serve.
+                starting = self._starting.get(key)
+                if starting is not None:
+                    await asyncio.shield(starting)
+                    continue
                 tries += 1
                 failed = await self._start_shared(job, kind.result()[1] or 1)
                 if failed is not None:
@@ -198,6 +209,7 @@ class StdioRunner:
                     cannot = f"could not start the agent command: {exc.strerror or exc}"
                     return mark_cannot_start(record([], cannot), cannot)
                 agent = AgentProcess(proc, self.max_line_bytes)
+                agent.offered = self.sessions
                 agent.started_for = key
                 if probe:
                     agent.on_first = partial(self._on_first, key)
@@ -260,16 +272,24 @@ class StdioRunner:
         return invocations or agent.invocations, error, cannot_start, unheard
 
     async def _start_shared(self, job: RunJob, capacity: int) -> str | None:
-        self._make_room(job.eval_set_id)
+        key = job.eval_set_id
+        starting = self._starting[key] = asyncio.get_running_loop().create_future()
         try:
-            proc = await spawn(self.command, cwd=self.cwd, env=self._env(job), sandbox=self.sandbox)
-        except OSError as exc:
-            return f"could not start the agent command: {exc.strerror or exc}"
-        agent = AgentProcess(proc, self.max_line_bytes)
-        agent.started_for = job.eval_set_id
-        agent._drop_probe()
-        self._shared.append(SharedWorker(agent, capacity))
-        return None
+            self._make_room(key)
+            try:
+                proc = await spawn(self.command, cwd=self.cwd, env=self._env(job),
+                                   sandbox=self.sandbox)
+            except OSError as exc:
+                return f"could not start the agent command: {exc.strerror or exc}"
+            agent = AgentProcess(proc, self.max_line_bytes)
+            agent.offered = self.sessions
+            agent.started_for = key
+            agent._drop_probe()
+            self._shared.append(SharedWorker(agent, capacity))
+            return None
+        finally:
+            del self._starting[key]
+            starting.set_result(None)
 
     def _env(self, job: RunJob) -> dict[str, str]:
         return {**self.env, "EVALCHECK_EVAL_SET_ID": job.eval_set_id,

@@ -135,6 +135,27 @@ def test_concurrent_runs_in_one_process_share_nothing(tmp_path):
     assert len({view[0]["session"] for view in views}) == 8
 
 
+@pytest.mark.parametrize("args, offered, serves", [("", 24, 24), ("--concurrent 3 ", 24, 3),
+                                                   ("", None, 8)])
+def test_it_serves_as_many_sessions_as_the_checker_offers_unless_told(tmp_path, args, offered, serves):
+    """The first start's "concurrent" (the most runs evalcheck may have in flight) is what
+    the bridge says it serves, so that one process takes them all; --concurrent N wins."""
+    folder = introspect_agent(tmp_path)
+    runner = StdioRunner(f"{shlex.quote(str(BRIDGE))} {args}{shlex.quote(str(folder))}",
+                         cwd=tmp_path, sessions=offered)
+
+    async def go():
+        try:
+            run = await runner.run(RunJob("set", case("a", turns=1), 1, turn_timeout=60))
+            return run, runner.agent_kind().result()
+        finally:
+            await runner.aclose()
+
+    run, kind = asyncio.run(go())
+    assert run.error is None, run.error
+    assert kind == ("concurrent", serves)
+
+
 def test_first_turn_is_timed_from_ready_not_from_the_import(tmp_path):
     """The bridge loads google-adk and the agent before the first turn: turn 1 of the first
     run (in a new process) takes about as long as turn 1 of a later run."""

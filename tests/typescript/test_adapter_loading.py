@@ -79,6 +79,17 @@ def test_a_commonjs_module(project):
                          "session": "s1"}]
 
 
+@pytest.mark.parametrize("args, offered, serves", [((), 24, 24), (("--concurrent", "3"), 24, 3),
+                                                   ((), None, 8)])
+def test_it_serves_as_many_sessions_as_the_checker_offers_unless_told(project, args, offered, serves):
+    """The first start's "concurrent" (the most runs the checker may have in flight) is what
+    the adapter says it serves, so that one process takes them all; --concurrent N wins."""
+    path = module(project, 'export const rootAgent = echoAgent("root");')
+    messages, stderr, status = adapter_exchange(path, *args, offered=offered)
+    assert status == 0, stderr
+    assert messages[0]["type"] == "ready" and messages[0]["concurrent"] == serves
+
+
 def test_export_option_names_the_agent(project):
     path = module(project, 'export const rootAgent = echoAgent("root");\n'
                            'export function makeAgent() { return echoAgent("named"); }')

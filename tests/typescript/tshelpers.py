@@ -131,12 +131,15 @@ ADAPTER = Path(PY).parent / "evalcheck-adk-ts"
 
 
 def adapter_exchange(module: Path, *args: str, texts: tuple[str, ...] = ("hi",),
-                     cwd: Path | None = None, timeout: float = 120) -> tuple[list[dict], str, int]:
+                     cwd: Path | None = None, timeout: float = 120,
+                     offered: int | None = None) -> tuple[list[dict], str, int]:
     """One run through ``evalcheck-adk-ts [ARGS] MODULE``, as the checker drives it: a
-    start, a user message per text, stdin closed. The protocol messages it wrote, its
-    stderr and its exit status."""
+    start (``offered``: the sessions it offers), a user message per text, stdin closed. The
+    protocol messages it wrote, its stderr and its exit status."""
     lines = [{"type": "start", "protocol": 1, "evalSetId": "set", "evalId": "case", "run": 1,
               "session": {"appName": "app", "userId": "user", "state": {}, "id": "s1"}}]
+    if offered is not None:
+        lines[0]["concurrent"] = offered
     lines += [{"type": "user", "invocationId": f"inv-{i}", "session": "s1",
                "content": {"role": "user", "parts": [{"text": text}]}} for i, text in enumerate(texts, 1)]
     cwd = cwd or module.parent
