@@ -33,7 +33,7 @@ async def attempts(attempt: Callable[[], Awaitable[RecordedRun]], retries: int,
     if run.unavailable is None:
         service.answered()
     else:
-        service.ended_unavailable()
+        service.ended_unavailable(case=(run.key, run.eval_id))
         if service.given_up is not None:
             run.error = f"{run.error}; {service.gave_up_reason()}"
     run.retries = retried or None
@@ -43,5 +43,5 @@ async def attempts(attempt: Callable[[], Awaitable[RecordedRun]], retries: int,
 
 def not_run(job: RunJob, service: ServiceWaits) -> RecordedRun:
     """A run not started because the model service was given up: unavailable."""
-    service.ended_unavailable(started=False)
+    service.ended_unavailable(started=False, case=(job.key, job.eval_id))
     return job.record(error=f"not run: {service.gave_up_reason()}", unavailable=service.given_up)

@@ -50,6 +50,7 @@ class ServiceWaits:
         self.refused_runs = 0  # runs the service refused at least once
         self.unavailable_runs = 0  # runs that ended unavailable (not resolved)
         self.not_started = 0  # ... of them, never started (the service was given up)
+        self.unavailable_cases: set[tuple[str, str]] = set()
         self.last: ServiceRefusal | None = None
         self.given_up: ServiceRefusal | None = None  # the refusal the outage ended on
         self._outage_since: float | None = None
@@ -104,10 +105,14 @@ class ServiceWaits:
         """A run got through: the model service answered it (whatever the agent did)."""
         self._outage_since = None
 
-    def ended_unavailable(self, started: bool = True) -> None:
+    def ended_unavailable(self, started: bool = True, case: tuple[str, str] | None = None) -> None:
+        """A run ended unavailable (``case``: its eval set key and eval id): also a fresh
+        confirmation run, which the results' cases do not list (their metadata count it)."""
         self.unavailable_runs += 1
         if not started:
             self.not_started += 1
+        if case is not None:
+            self.unavailable_cases.add(case)
 
     def used(self) -> bool:
         return bool(self.codes) or self.unavailable_runs > 0
@@ -127,6 +132,7 @@ class ServiceWaits:
         if self.unavailable_runs:
             out["unavailableRuns"] = self.unavailable_runs
             out["notStarted"] = self.not_started
+            out["unavailableCases"] = len(self.unavailable_cases)
         if self.given_up is not None:
             out["gaveUp"] = self.given_up.code
         return out

@@ -23,14 +23,18 @@ class Refused:
     cases: int  # cases without a verdict for it
     codes: tuple[tuple[str, int], ...]  # ("429 RESOURCE_EXHAUSTED", n), most first
     retried: int  # runs refused at least once (also those that got through after a wait)
+    fresh: int = 0  # fresh confirmation runs left unavailable (not among the cases' runs)
 
     def sentence(self) -> str:
         """"the model service refused 312 of 600 runs (429 RESOURCE_EXHAUSTED) past
         --max-service-wait; no verdict on 14 cases"."""
         codes = ", ".join(code if len(self.codes) == 1 else f"{code}: {n}" for code, n in self.codes)
         cases = f"{self.cases} case{'s' if self.cases != 1 else ''}"
-        return (f"the model service refused {self.runs} of {self.of} run{'s' if self.of != 1 else ''}"
-                f" ({codes}) past --max-service-wait; no verdict on {cases}")
+        said = (f"{self.runs} of {self.of} run{'s' if self.of != 1 else ''}" if self.runs else "")
+        if self.fresh:
+            said += (" and " if said else "") + (f"{self.fresh} fresh confirmation "
+                                                  f"run{'s' if self.fresh != 1 else ''}")
+        return f"the model service refused {said} ({codes}) past --max-service-wait; no verdict on {cases}"
 
 
 def refused_case(case: CaseResult) -> bool:
@@ -63,10 +67,22 @@ def refused(results: Results, cases: list[CaseResult] | None = None) -> Refused 
             without += 1
             runs += len(left)
             codes.update(r.unavailable.code for r in left if r.unavailable is not None)
-    if not runs:
+    # Fresh confirmation runs are kept apart from the cases' runs: what the run's metadata
+    # counts beyond the cases' own is theirs (their cases' confirmation was cut short).
+    meta = results.metadata.get("modelService") if isinstance(results.metadata, dict) else None
+    fresh = 0
+    if isinstance(meta, dict) and meta.get("gaveUp"):
+        counted = meta.get("unavailableRuns")
+        fresh = max(0, counted - runs) if isinstance(counted, int) else 0
+        cases_counted = meta.get("unavailableCases")
+        if fresh and isinstance(cases_counted, int):
+            without = max(without, cases_counted)
+        if fresh and not codes:
+            codes[str(meta["gaveUp"])] += fresh
+    if not runs and not fresh:
         return None
     return Refused(runs=runs, of=total, cases=without, codes=tuple(codes.most_common()),
-                   retried=retried)
+                   retried=retried, fresh=fresh)
 
 
 def service_note(results: Results) -> str | None:

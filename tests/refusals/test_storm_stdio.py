@@ -84,7 +84,8 @@ def test_a_service_that_keeps_refusing_exits_2_naming_the_refusals(repo: Path) -
         api.reset()
         pr = run_evalcheck(repo, api.url, "--agent-command", AGENT, "--num-runs", str(RUNS),
                            "--baseline", "main.json", "--fail-on", "regression",
-                           "--max-service-wait", "1", "--markdown", "report.md")
+                           "--max-service-wait", "1", "--markdown", "report.md",
+                           "--html", "report.html")
     assert pr.code == 2, pr.output
     said = (f"the model service refused {CASES * RUNS} of {CASES * RUNS} runs "
             f"(429 RESOURCE_EXHAUSTED) past --max-service-wait; no verdict on {CASES} cases")
@@ -100,3 +101,28 @@ def test_a_service_that_keeps_refusing_exits_2_naming_the_refusals(repo: Path) -
     report = (repo / "report.md").read_text()
     assert "**The model service kept refusing** (exit status 2)" in report
     assert "the model service refused it" in report
+    page = (repo / "report.html").read_text()
+    assert f"{said}: those runs are left out, never counted as failing runs (exit status 2)" in page
+
+
+def test_confirmation_runs_the_service_kept_refusing_leave_the_case_without_a_verdict(repo: Path) -> None:
+    """A case that looks worse gets fresh confirmation runs; when the model service keeps
+    refusing them, the drop is neither confirmed nor cleared: no verdict, exit 2, never a
+    pass of the gate on the screening runs alone."""
+    agent = f"{sys.executable} {HERE / 'scripted_agent.py'}"
+    main = run_evalcheck(repo, "http://127.0.0.1:9", "--agent-command", agent, "--num-runs",
+                         str(RUNS), results="main.json")
+    assert main.code == 0, main.output
+    pr = run_evalcheck(repo, "http://127.0.0.1:9", "--agent-command", agent, "--num-runs",
+                       str(RUNS), "--baseline", "main.json", "--fail-on", "regression",
+                       "--max-service-wait", "1",
+                       env={"EVALCHECK_TEST_WRONG": "case_03",
+                            "EVALCHECK_TEST_REFUSE_FROM": str(RUNS + 1)})
+    assert pr.code == 2, pr.output
+    said = ("the model service refused 5 fresh confirmation runs (429 RESOURCE_EXHAUSTED) past "
+            "--max-service-wait; no verdict on 1 case")
+    assert f"evalcheck: error: {said}" in pr.stderr
+    assert f"gate failed (fail-on: regression): {said}" in pr.stdout
+    case = next(c for c in pr.cases() if c["evalId"] == "case_03")
+    assert case["change"] != "regressed" and case["status"] == "failed"  # its own first runs
+    assert pr.results is not None and pr.results["metadata"]["modelService"]["unavailableRuns"] == 5
