@@ -25,8 +25,10 @@ class RunOptions:
     config_file: Path | None = None
     initial_session: Path | None = None  # of legacy eval files (ADK's initial_session_file)
     num_runs: int = 2
-    # Runs in flight at once; None: what fits the agent (agents/schedule.py run_agent_jobs).
+    # Runs in flight at once; None: adapts to the agent and its model service
+    # (agents/limiter.py), from what fits the agent up to max_concurrency.
     concurrency: int | None = None
+    max_concurrency: int = 32
     turn_timeout: float = 300.0
     judge_concurrency: int = 8
     judge_cache: Path | None = None

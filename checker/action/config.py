@@ -22,7 +22,7 @@ BUDGET_VARIABLE = "EVALCHECK_PUBLISH_BUDGET"
 # Every input action.yml declares; tests check this list against action.yml and README.
 INPUTS = (
     "paths", "agent-command", "agent-url", "agent-server-command", "app-name", "replay",
-    "config", "num-runs", "concurrency", "turn-timeout", "judge-concurrency", "judge-cache",
+    "config", "num-runs", "concurrency", "max-concurrency", "turn-timeout", "judge-concurrency", "judge-cache",
     "template", "results", "markdown", "junit", "inference-out",
     "github-token", "setup-command", "working-directory", "comment", "comment-key",
     "check-run", "commit-status", "fail-on", "shard", "publish", "merge",
@@ -102,7 +102,8 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
         replay=_path(inputs, "replay", workdir, must_exist=True),
         config_file=_path(inputs, "config", workdir, must_exist=True),
         num_runs=inputs.integer("num-runs", 2),
-        concurrency=inputs.integer("concurrency", 0) or None,  # None: what fits the agent
+        concurrency=inputs.integer("concurrency", 0) or None,  # None: adapts (max-concurrency)
+        max_concurrency=inputs.integer("max-concurrency", 32),
         turn_timeout=inputs.number("turn-timeout", 300.0),
         judge_concurrency=inputs.integer("judge-concurrency", 8),
         judge_cache=_path(inputs, "judge-cache", workdir),

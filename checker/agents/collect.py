@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .. import aio
@@ -19,30 +20,40 @@ if TYPE_CHECKING:
     from ..models.usage import TokenBudget
     from ..options import RunOptions
     from ..simulation.model import SimulatorStats
+    from .limiter import ConcurrencyHistory
+    from .scheduler import ScheduledRuns
     from .service_wait import ServiceWaits
 
+
+
+@dataclass(frozen=True)
+class AgentRuns:
+    """The agents' runs by case, and what the concurrency did over them."""
+
+    by_case: Mapping[RunKey, list[RecordedRun]]
+    concurrency: ConcurrencyHistory
 
 
 def collect_runs(targets: list[EvalTarget], options: RunOptions,
                  simulator_stats: SimulatorStats | None = None,
                  adaptive: AdaptiveRuns | None = None,
                  budget: TokenBudget | None = None,
-                 service: ServiceWaits | None = None) -> Mapping[RunKey, list[RecordedRun]]:
+                 service: ServiceWaits | None = None) -> AgentRuns:
     """Every agent run of ``targets`` (not in replay mode: the plan reads the replay)."""
     from .process import pidfd_child_watcher
-    from .schedule import RunInterrupted, run_agent_jobs
+    from .schedule import RunInterrupted, schedule_runs
 
-    async def jobs() -> list[RecordedRun]:
-        runs = run_agent_jobs(targets, options, simulator_stats=simulator_stats,
-                              more=adaptive.more if adaptive else None, budget=budget,
-                              service=service)
+    async def jobs() -> ScheduledRuns:
+        runs = schedule_runs(targets, options, simulator_stats=simulator_stats,
+                             more=adaptive.more if adaptive else None, budget=budget,
+                             service=service)
         # Adaptive runs score in this event loop: their judge clients and custom metric worker
         # are closed here, while the child watcher that saw the worker start still watches it.
         with pidfd_child_watcher():
             return await (adaptive.context.scoring(runs) if adaptive is not None else runs)
 
     try:
-        runs = aio.run(jobs())
+        scheduled = aio.run(jobs())
         # A limit bound to that event loop must not be reused by the scoring loop.
         if adaptive is not None:
             adaptive.context.services.pop("judge_semaphore", None)
@@ -55,9 +66,9 @@ def collect_runs(targets: list[EvalTarget], options: RunOptions,
         say(message, err=True)
         raise SystemExit(130) from None
     grouped: dict[RunKey, list[RecordedRun]] = {}
-    for run in runs:
+    for run in scheduled.runs:
         grouped.setdefault((run.key, run.eval_id), []).append(run)
-    return grouped
+    return AgentRuns(by_case=grouped, concurrency=scheduled.concurrency)
 
 
 def _write_finished(options: RunOptions, finished: list[RecordedRun]) -> bool:

@@ -1,5 +1,5 @@
-"""The default ``--concurrency``: what fits the agent (docs/agent-protocol.md, "How many
-runs at once"), and no more runs than the open-file limit allows."""
+"""Where the default concurrency starts: what fits the agent (docs/agent-protocol.md, "How
+many runs at once"), and no more runs than the open-file limit allows."""
 
 from __future__ import annotations
 
@@ -28,11 +28,13 @@ def limit_to_files(concurrency: int) -> int:
     return allowed
 
 
-async def settle(runner: AgentRunner, first: list[asyncio.Task]) -> tuple[int, str | None]:
-    """The default --concurrency, once the first agent process has said what kind it is
-    (the first run goes alone until then): N for one serving N concurrent sessions, else
-    the CPUs (a process per run in flight). With why, unless the agent failed before
-    saying (the run is likely to stop there: agents/failfast.py)."""
+async def settle(runner: AgentRunner, first: list[asyncio.Future],
+                 asked: int | None = None) -> tuple[int, str | None, bool]:
+    """Where the default concurrency starts, once the first agent process has said what kind
+    it is (the first run goes alone until then): N for one serving N concurrent sessions,
+    else the CPUs (a process per run in flight). With why, unless the agent failed before
+    saying (the run is likely to stop there: agents/failfast.py), and whether it serves as
+    many sessions as it was ``asked`` to (then it can take whatever the limit grows to)."""
     kind_of = getattr(runner, "agent_kind", None)
     what = "process"
     if kind_of is not None:
@@ -40,8 +42,8 @@ async def settle(runner: AgentRunner, first: list[asyncio.Task]) -> tuple[int, s
         await asyncio.wait([kind, *first], return_when=asyncio.FIRST_COMPLETED)
         what, n = kind.result() if kind.done() else ("unknown", None)
         if what == "concurrent" and n:
-            return n, f"the agent serves {n} runs at once in one process"
+            return n, f"the agent serves {n} runs at once in one process", n == asked
     n = cpus()
     if what == "unknown":
-        return n, None
-    return n, f"{n} CPU{'s' if n != 1 else ''}, a process per run in flight"
+        return n, None, False
+    return n, f"{n} CPU{'s' if n != 1 else ''}, a process per run in flight", False

@@ -40,6 +40,7 @@ from ..scoring.services import build_context, start_metric_worker
 from ..agents.service_wait import ServiceWaits
 
 if TYPE_CHECKING:
+    from ..agents.limiter import ConcurrencyHistory
     from ..compare.adaptive import AdaptiveRuns
     from ..inputs.git_changes import Changes
     from ..report.cost import PriceTable
@@ -108,9 +109,11 @@ class Budgets:
 
 @dataclass
 class Runs:
-    """What the agents did (or the replay file holds), by case, and the redactor for it."""
+    """What the agents did (or the replay file holds), by case, and the redactor for it;
+    what the concurrency did over the runs (None in replay mode: nothing ran)."""
     by_case: Mapping[RunKey, list[RecordedRun]]
     redactor: Redactor
+    concurrency: ConcurrencyHistory | None = None
 
 
 @dataclass(frozen=True)
@@ -285,13 +288,15 @@ def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
 def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: OutputFiles) -> Runs:
     """Run the agents (or read the replay), end the sandbox, and write what they did
     (--inference-out)."""
+    concurrency = None
     if plan.replayed is not None:
         runs = plan.replayed
     else:
         from ..agents.collect import collect_runs
 
-        runs = collect_runs(plan.targets, options, plan.simulated, plan.adaptive, plan.budgets.agent,
-                            plan.service)
+        collected = collect_runs(plan.targets, options, plan.simulated, plan.adaptive,
+                                 plan.budgets.agent, plan.service)
+        runs, concurrency = collected.by_case, collected.concurrency
     if plan.adaptive is not None:  # confirmation runs are kept apart: only they decide a drop
         runs = {key: plan.adaptive.first_runs(key, found) for key, found in runs.items()}
     if options.replay is not None:
@@ -307,7 +312,7 @@ def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: Ou
         from ..report.records import write_inference_out
 
         write_inference_out(options.inference_out, plan.targets, runs, plan.shard, redactor, files)
-    return Runs(by_case=runs, redactor=redactor)
+    return Runs(by_case=runs, redactor=redactor, concurrency=concurrency)
 
 
 def score(options: RunOptions, plan: Plan, runs: Runs, started: Started) -> Results:
@@ -342,7 +347,7 @@ def score(options: RunOptions, plan: Plan, runs: Runs, started: Started) -> Resu
         results.passed = True  # not "0 of 0 failed": an empty shard is no failure (docs/sharding.md)
     describe_run(results, options, runs.by_case, started_at=started.at, started_clock=started.clock,
                  judge=plan.context.services["judge"], simulated=plan.simulated,
-                 warnings=plan.warnings, adaptive=adaptive)
+                 warnings=plan.warnings, adaptive=adaptive, concurrency=runs.concurrency)
     if plan.selection is not None:
         results.metadata["changedSince"] = plan.selection.metadata()
     if plan.service is not None and plan.service.used():  # the model service's refusals

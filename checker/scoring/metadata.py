@@ -17,6 +17,7 @@ from ..models.setkey import RunKey
 from .pipeline import run_counts
 
 if TYPE_CHECKING:
+    from ..agents.limiter import ConcurrencyHistory
     from ..compare.adaptive import AdaptiveRuns
     from ..judges.service import JudgeService
     from ..options import RunOptions
@@ -28,19 +29,28 @@ def _utc(moment: datetime) -> str:
 
 
 def run_metadata(options: RunOptions, runs: Mapping[RunKey, list[RecordedRun]], started: datetime,
-                 finished: datetime, seconds: float) -> dict[str, Any]:
+                 finished: datetime, seconds: float,
+                 concurrency: ConcurrencyHistory | None = None) -> dict[str, Any]:
     """``Results.metadata`` of this run (extra information, CONTRACT section 4).
 
-    In replay mode no agent ran: ``numRuns`` is the most runs recorded for a case and
-    ``concurrency`` is null (nothing ran concurrently).
+    ``concurrency`` is the most runs allowed in flight at once (a fixed ``--concurrency``,
+    or the highest the adaptive limit reached, which ``adaptiveConcurrency`` follows over
+    the run). In replay mode no agent ran: ``numRuns`` is the most runs recorded for a case
+    and ``concurrency`` is null (nothing ran concurrently).
     """
     mode = "replay" if options.replay is not None else "api" if options.agent_url else "stdio"
     replayed = max(run_counts(runs), default=0)
-    return {"evalcheckVersion": evalcheck_version(), "mode": mode, "evalPaths": eval_paths(options.paths),
-            "numRuns": replayed if mode == "replay" else options.num_runs,
-            "concurrency": None if mode == "replay" else options.concurrency,
-            "startedAt": _utc(started), "finishedAt": _utc(finished),
-            "durationSeconds": round(seconds, 3), "pythonVersion": platform.python_version()}
+    used = options.concurrency if concurrency is None else concurrency.highest
+    meta: dict[str, Any] = {"evalcheckVersion": evalcheck_version(), "mode": mode,
+                            "evalPaths": eval_paths(options.paths),
+                            "numRuns": replayed if mode == "replay" else options.num_runs,
+                            "concurrency": None if mode == "replay" else used,
+                            "startedAt": _utc(started), "finishedAt": _utc(finished),
+                            "durationSeconds": round(seconds, 3),
+                            "pythonVersion": platform.python_version()}
+    if concurrency is not None and concurrency.adaptive and mode != "replay":
+        meta["adaptiveConcurrency"] = concurrency.metadata()
+    return meta
 
 
 def eval_paths(paths: list[str]) -> list[str]:
@@ -58,7 +68,8 @@ def eval_paths(paths: list[str]) -> list[str]:
 
 def describe_run(results: Results, options: RunOptions, runs: Mapping[RunKey, list[RecordedRun]], *,
                  started_at: datetime, started_clock: float, judge: JudgeService,
-                 simulated: SimulatorStats, warnings: list[str], adaptive: AdaptiveRuns | None) -> None:
+                 simulated: SimulatorStats, warnings: list[str], adaptive: AdaptiveRuns | None,
+                 concurrency: ConcurrencyHistory | None = None) -> None:
     """The judge's, the simulated users', the warnings' and the extra runs' metadata, then
     the run's (``run_metadata``; ``started_clock``: ``time.monotonic()`` at the start)."""
     if judge.stats.used():
@@ -71,4 +82,5 @@ def describe_run(results: Results, options: RunOptions, runs: Mapping[RunKey, li
         results.metadata.update(adaptive.metadata())
     # Keys already there (e.g. "judge") win: this only adds what describes the run.
     results.metadata = {**run_metadata(options, runs, started_at, datetime.now(UTC),
-                                       time.monotonic() - started_clock), **results.metadata}
+                                       time.monotonic() - started_clock, concurrency),
+                        **results.metadata}

@@ -138,11 +138,11 @@ def test_the_default_concurrency_fits_the_agent_and_is_printed(tmp_path, capfd, 
     runs = run_jobs(tmp_path / "a", states(3), AGENT + " --concurrent 5 --barrier 5", num_runs=2)
     assert [r.error for r in runs] == [None] * 6  # 5 at once, else the barrier holds them
     assert len({pid for pid, *_ in starts(log)}) == 1
-    assert "evalcheck: concurrency 5 (the agent serves 5 runs at once in one process; " \
-        "--concurrency to change)" in capfd.readouterr().err
+    assert "evalcheck: concurrency 5, adapting up to 32 (the agent serves 5 runs at once in one " \
+        "process; --concurrency N fixes it)" in capfd.readouterr().err
     echo = f"{shlex.quote(PY)} {shlex.quote(str(AGENTS / 'echo_agent.py'))}"
     runs = run_jobs(tmp_path / "b", states(2), echo, num_runs=1)
     assert [r.error for r in runs] == [None] * 2
     n = cpus()
-    assert f"evalcheck: concurrency {n} ({n} CPU{'s' if n != 1 else ''}, a process per run " \
-        "in flight; --concurrency to change)" in capfd.readouterr().err
+    assert f"evalcheck: concurrency {n}, adapting up to 32 ({n} CPU{'s' if n != 1 else ''}, a " \
+        "process per run in flight; --concurrency N fixes it)" in capfd.readouterr().err

@@ -1,0 +1,217 @@
+"""How many runs are in flight: one limit for the whole ``evalcheck run``, which follows the
+model service (issue 38; docs/agent-protocol.md, "How many runs at once").
+
+Additive increase, multiplicative decrease, as TCP's congestion control: the limit grows
+while the runs' latency stays flat and nothing is refused - by one each finished run at
+first (doubling every round of runs: slow start), by one each round once the service has
+refused once - and is cut when the service refuses (``note_refusal``: by ``REFUSAL_CUT``, at
+most once a round, then no growth for the delay the service asked) or latency climbs
+(``note_latency``: back by ``LATENCY_CUT``, never under the start). It stays within
+``[1, cap]``. Latency is judged on the median of the latest ``MIN_ROUND`` finished runs,
+against the best median of such a round; an agent that runs on CPU takes longer with each run more in flight,
+so its limit stays where it started (as the default always was), while one that waits on a
+model grows until the service says no. A fixed limit (``--concurrency N``) never moves.
+
+It is not tied to agent runs: anything that waits on a service may take a slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import statistics
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+REFUSAL_CUT = 0.75    # the limit after a refusal, times the limit before
+LATENCY_CUT = 0.8     # ... after a round whose latency climbed
+FLAT = 1.25           # a round's median latency within this of the best round's: flat
+CLIMBED = 1.6         # beyond this: climbing (between the two: hold)
+MIN_ROUND = 8         # finished runs judged together
+
+
+@dataclass(frozen=True)
+class ConcurrencyHistory:
+    """What the limit did over the run: for the results' metadata and the end-of-run line."""
+
+    adaptive: bool
+    start: int
+    cap: int
+    final: int
+    lowest: int
+    highest: int
+    most_in_flight: int
+    # (seconds since the limiter started, the limit from then on), each change of the limit.
+    changes: tuple[tuple[float, int], ...]
+
+    def turns(self, at_most: int = 6) -> list[int]:
+        """The limit where it turned (the start, each peak and trough, the end), e.g.
+        [32, 16, 24]: the end-of-run line's "concurrency 32 -> 16 -> 24". The first and
+        the last ``at_most - 1`` turns when there are more."""
+        values = [self.start] + [limit for _, limit in self.changes]
+        turns = [values[0]]
+        for before, here, after in zip(values, values[1:], values[2:], strict=False):
+            if (here - before) * (after - here) < 0:
+                turns.append(here)
+        if values[-1] != turns[-1]:
+            turns.append(values[-1])
+        return turns if len(turns) <= at_most else [turns[0], *turns[-(at_most - 1):]]
+
+    def metadata(self) -> dict[str, object]:
+        """``metadata.adaptiveConcurrency`` of the results (docs/results-format.md)."""
+        return {"adaptive": self.adaptive, "start": self.start, "cap": self.cap,
+                "final": self.final, "lowest": self.lowest, "highest": self.highest,
+                "mostInFlight": self.most_in_flight,
+                "overTime": [[seconds, limit] for seconds, limit in _thinned(self.changes)]}
+
+
+def _thinned(changes: tuple[tuple[float, int], ...], at_most: int = 200) -> list[tuple[float, int]]:
+    """At most ``at_most`` changes for the metadata, evenly picked, the last one kept."""
+    if len(changes) <= at_most:
+        return list(changes)
+    step = len(changes) / (at_most - 1)
+    return [changes[int(i * step)] for i in range(at_most - 1)] + [changes[-1]]
+
+
+class AdaptiveLimiter:
+    """Slots for runs in flight (``async acquire()`` / ``release()``), their number adapted
+    from what finished runs tell (``note_latency``) and the service's refusals
+    (``note_refusal``). One per ``evalcheck run``, on its event loop."""
+
+    def __init__(self, start: int, cap: int, *, fixed: bool = False,
+                 clock: Callable[[], float] = time.monotonic):
+        self.cap = max(1, cap)
+        self.fixed = fixed
+        self._clock = clock
+        self._began = clock()
+        self.start = min(max(1, start), self.cap)
+        self._limit = float(self.start)
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._slow_start = True
+        self._grow_after = -math.inf   # no growth before (the delay a refusal asked for)
+        self._last_cut = -math.inf
+        # Per-turn latencies: of the latest runs (judged), and of this round (MIN_ROUND
+        # runs in a row; the best round's median is what "flat" compares with).
+        self._recent: deque[float] = deque(maxlen=MIN_ROUND)
+        self._round: list[float] = []
+        self._round_seconds: list[float] = []  # the round's whole durations
+        self._best: float | None = None
+        self._seconds = 0.0  # a recent run's duration: how long a round takes
+        self._changes: list[tuple[float, int]] = []
+        self._lowest = self._highest = self.start
+        self.refusals = 0
+
+    @property
+    def limit(self) -> int:
+        return max(1, int(self._limit))
+
+    def begin_at(self, start: int) -> None:
+        """The start becomes known (the default, once the agent said what kind it is):
+        from now on ``start`` runs at once, adapting from there."""
+        self.start = min(max(1, start), self.cap)
+        self._lowest = self._highest = self.start
+        self._changes.clear()
+        self._set(float(self.start))
+
+    # -- slots ---------------------------------------------------------------------------
+
+    async def acquire(self) -> None:
+        """Wait for a slot (in the order asked)."""
+        if not self._waiters and self.in_flight < self.limit:
+            self._take()
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # granted as it was cancelled: give the slot on
+            else:
+                self._waiters.remove(waiter)
+            raise
+
+    def release(self) -> None:
+        self.in_flight -= 1
+        self._wake()
+
+    def _take(self) -> None:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+
+    def _wake(self) -> None:
+        while self._waiters and self.in_flight < self.limit:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self._take()
+                waiter.set_result(None)
+
+    def _set(self, value: float) -> None:
+        before = self.limit
+        self._limit = min(float(self.cap), max(1.0, value))
+        if self.limit != before:
+            self._changes.append((round(self._clock() - self._began, 3), self.limit))
+            self._lowest = min(self._lowest, self.limit)
+            self._highest = max(self._highest, self.limit)
+        self._wake()
+
+    # -- what the runs tell --------------------------------------------------------------
+
+    def note_latency(self, seconds: float, turns: int = 1) -> None:
+        """A run (or call) got through in ``seconds`` (``turns`` turns of it): while the
+        latency of the latest runs is flat and more runs wait, the limit grows."""
+        if self.fixed or seconds < 0:
+            return
+        per_turn = seconds / max(1, turns)
+        self._recent.append(per_turn)
+        self._round.append(per_turn)
+        self._round_seconds.append(seconds)
+        if len(self._round) >= MIN_ROUND:  # a round: the best latency yet?
+            median = statistics.median(self._round)
+            self._best = median if self._best is None else min(self._best, median)
+            self._seconds = statistics.median(self._round_seconds)
+            self._round.clear()
+            self._round_seconds.clear()
+        if self._best is None or len(self._recent) < MIN_ROUND:
+            return  # nothing to compare with yet: the start's own round first
+        ratio = statistics.median(self._recent) / self._best if self._best > 0 else 1.0
+        if ratio > CLIMBED:
+            if self._limit > self.start:
+                self._slow_start = False
+                self._set(max(float(self.start), self._limit * LATENCY_CUT))
+            self._recent.clear()  # judged: the next verdict on runs of the new limit
+            return
+        wanted = self.in_flight + len(self._waiters) >= self.limit  # runs wait for a slot
+        if ratio > FLAT or not wanted or self._clock() < self._grow_after:
+            return
+        self._set(self._limit + (1.0 if self._slow_start else 1.0 / self._limit))
+
+    def note_refusal(self, retry_after: float | None = None) -> None:
+        """The service refused a run (429, 503, ...): fewer at once, and no growth for the
+        ``retry_after`` seconds it asked. Refusals within a round of the last cut are of the
+        same excess: they cut once."""
+        self.refusals += 1
+        if self.fixed:
+            return
+        now = self._clock()
+        self._slow_start = False
+        if retry_after is not None and retry_after > 0:
+            self._grow_after = max(self._grow_after, now + retry_after)
+        if now - self._last_cut < max(self._seconds, 0.5):
+            return
+        self._last_cut = now
+        self._set(self._limit * REFUSAL_CUT)
+
+    def history(self) -> list[int]:
+        """The limit where it turned, e.g. [32, 16, 24] (the end-of-run line)."""
+        return self.report().turns()
+
+    def report(self) -> ConcurrencyHistory:
+        return ConcurrencyHistory(adaptive=not self.fixed, start=self.start, cap=self.cap,
+                                  final=self.limit, lowest=self._lowest, highest=self._highest,
+                                  most_in_flight=self.most_in_flight,
+                                  changes=tuple(self._changes))

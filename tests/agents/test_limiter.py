@@ -1,0 +1,199 @@
+"""The adaptive limit of runs in flight (checker/agents/limiter.py): slow start while latency
+is flat and runs wait, a cut on a refusal (once a round, no growth for the asked delay) or
+climbing latency (never under the start), the cap, a fixed limit that never moves, slots
+handed out in order, and the history the end-of-run line and the metadata show."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from checker.agents.limiter import MIN_ROUND, AdaptiveLimiter, ConcurrencyHistory
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Gone:
+    """A run that asked for a slot and gave up (what a raised limit skips)."""
+
+    def done(self) -> bool:
+        return True
+
+
+def busy(limiter: AdaptiveLimiter, waiting: int = 1) -> None:
+    """Every slot taken and ``waiting`` more runs asking (without an event loop)."""
+    limiter.in_flight = limiter.limit
+    limiter._waiters.extend(Gone() for _ in range(waiting))  # type: ignore[misc]
+
+
+def finish(limiter: AdaptiveLimiter, n: int, seconds: float = 1.0) -> None:
+    for _ in range(n):
+        busy(limiter)
+        limiter.note_latency(seconds)
+        limiter._waiters.clear()
+
+
+def test_it_grows_only_once_a_round_at_the_start_was_flat_then_doubles_a_round() -> None:
+    limiter = AdaptiveLimiter(4, 64, clock=Clock())
+    finish(limiter, MIN_ROUND - 1)
+    assert limiter.limit == 4  # the start's round is not judged yet: nothing to compare with
+    finish(limiter, 1)
+    assert limiter.limit == 5
+    finish(limiter, 5)
+    assert limiter.limit == 10  # slow start: one more a finished run
+    assert limiter.history() == [4, 10]
+
+
+def test_it_does_not_grow_when_no_run_waits_for_a_slot() -> None:
+    limiter = AdaptiveLimiter(4, 64, clock=Clock())
+    for _ in range(3 * MIN_ROUND):
+        limiter.in_flight = 2  # half the slots used, nobody waiting
+        limiter.note_latency(1.0)
+    assert limiter.limit == 4
+
+
+def test_a_refusal_cuts_once_a_round_and_holds_growth_for_the_asked_delay() -> None:
+    clock = Clock()
+    limiter = AdaptiveLimiter(16, 64, clock=clock)
+    finish(limiter, 16)  # a flat round: growing
+    grown = limiter.limit
+    assert grown > 16
+    limiter.note_refusal(2.0)
+    cut = limiter.limit
+    assert cut == int(grown * 0.75)
+    limiter.note_refusal(2.0)  # the same excess: no second cut
+    assert limiter.limit == cut and limiter.refusals == 2
+    finish(limiter, 3)
+    assert limiter.limit == cut  # the service asked for 2 s
+    clock.now += 2.5
+    finish(limiter, cut)
+    assert limiter.limit == cut + 1  # additive now: one a round, not one a run
+    clock.now += 2.5
+    before = limiter._limit
+    limiter.note_refusal(None)
+    assert limiter.limit == int(before * 0.75) < cut
+
+
+def test_refusals_cut_down_to_one_and_growth_stops_at_the_cap() -> None:
+    clock = Clock()
+    limiter = AdaptiveLimiter(8, 12, clock=clock)
+    finish(limiter, 40)
+    assert limiter.limit == 12
+    for _ in range(20):
+        clock.now += 5
+        limiter.note_refusal(None)
+    assert limiter.limit == 1
+    report = limiter.report()
+    assert (report.start, report.cap, report.lowest, report.highest, report.final) == (8, 12, 1, 12, 1)
+
+
+def test_climbing_latency_cuts_back_towards_the_start_never_under_it() -> None:
+    limiter = AdaptiveLimiter(8, 64, clock=Clock())
+    finish(limiter, 8, seconds=1.0)  # the start's round (the best so far); its last run grows it
+    finish(limiter, 8, seconds=1.0)
+    assert limiter.limit == 17
+    seen = []
+    for _ in range(40):  # a CPU-bound agent: each run takes longer with more in flight
+        finish(limiter, 1, seconds=limiter.limit / 8)
+        seen.append(limiter.limit)
+    assert max(seen[-20:]) <= 8 * 1.6 and min(seen) >= 8  # near the start, where latency is flat
+    finish(limiter, 3 * MIN_ROUND, seconds=10.0)
+    assert limiter.limit == 8  # climbing: back to the start, and never under it
+
+
+def test_latency_is_judged_per_turn() -> None:
+    limiter = AdaptiveLimiter(8, 64, clock=Clock())
+    finish(limiter, 8, seconds=1.0)
+    for _ in range(8):
+        busy(limiter)
+        limiter.note_latency(3.0, turns=3)  # three turns of a second: as flat as before
+        limiter._waiters.clear()
+    assert limiter.limit == 17
+
+
+def test_a_fixed_limit_never_moves() -> None:
+    limiter = AdaptiveLimiter(4, 4, fixed=True, clock=Clock())
+    finish(limiter, 40)
+    limiter.note_refusal(1.0)
+    assert limiter.limit == 4 and limiter.refusals == 1
+    assert limiter.report().changes == () and limiter.report().adaptive is False
+
+
+def test_the_start_known_later_resets_the_history() -> None:
+    limiter = AdaptiveLimiter(1, 32, clock=Clock())
+    limiter.begin_at(8)
+    assert limiter.limit == 8 and limiter.history() == [8]
+    limiter.begin_at(50)
+    assert limiter.limit == 32  # within the cap
+
+
+def test_slots_are_handed_out_in_order_up_to_the_limit() -> None:
+    async def scenario() -> list[str]:
+        limiter = AdaptiveLimiter(2, 8, clock=Clock())
+        order: list[str] = []
+
+        async def run(name: str) -> None:
+            await limiter.acquire()
+            order.append(f"+{name}")
+            assert limiter.in_flight <= limiter.limit
+            await asyncio.sleep(0.01)
+            order.append(f"-{name}")
+            limiter.release()
+
+        await asyncio.gather(*(run(name) for name in "abcde"))
+        assert limiter.in_flight == 0 and limiter.most_in_flight == 2
+        return order
+
+    order = asyncio.run(scenario())
+    assert order[:2] == ["+a", "+b"] and order.index("+c") > order.index("-a")
+    assert [x for x in order if x.startswith("+")] == ["+a", "+b", "+c", "+d", "+e"]
+
+
+def test_a_cancelled_wait_gives_no_slot_away() -> None:
+    async def scenario() -> None:
+        limiter = AdaptiveLimiter(1, 1, clock=Clock())
+        await limiter.acquire()
+        waiting = asyncio.ensure_future(limiter.acquire())
+        await asyncio.sleep(0)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        limiter.release()
+        assert limiter.in_flight == 0
+        await asyncio.wait_for(limiter.acquire(), 1)  # the slot is free again
+        assert limiter.in_flight == 1
+
+    asyncio.run(scenario())
+
+
+def test_a_raised_limit_lets_waiting_runs_in_at_once() -> None:
+    async def scenario() -> None:
+        limiter = AdaptiveLimiter(1, 8, clock=Clock())
+        await limiter.acquire()
+        waiting = [asyncio.ensure_future(limiter.acquire()) for _ in range(3)]
+        await asyncio.sleep(0)
+        limiter.begin_at(4)
+        await asyncio.wait_for(asyncio.gather(*waiting), 1)
+        assert limiter.in_flight == 4
+
+    asyncio.run(scenario())
+
+
+def test_turns_name_the_peaks_and_troughs() -> None:
+    history = ConcurrencyHistory(adaptive=True, start=32, cap=64, final=24, lowest=16, highest=32,
+                                 most_in_flight=32,
+                                 changes=((1.0, 24), (2.0, 16), (3.0, 20), (4.0, 24)))
+    assert history.turns() == [32, 16, 24]
+    assert history.metadata()["overTime"] == [[1.0, 24], [2.0, 16], [3.0, 20], [4.0, 24]]
+    zigzag = ConcurrencyHistory(adaptive=True, start=1, cap=9, final=2, lowest=1, highest=9,
+                                most_in_flight=9,
+                                changes=tuple((float(i), v) for i, v in
+                                              enumerate([5, 2, 6, 3, 7, 4, 8, 2])))
+    assert zigzag.turns() == [1, 7, 4, 8, 2][:1] + [6, 3, 7, 4, 8, 2][-5:]
