@@ -25,6 +25,7 @@ from .behaviour import case_behaviour
 from .decision import (DEFAULT_ALPHA, FamilyDecision, MetricTest, check_alpha, decide,
                        decide_improvements, p_better, p_worse, screens)
 from .pooling import BaselinePool, CaseKey, PooledCase, baseline_digest, run_passes
+from .removed import outside_run
 from .stats import BOOTSTRAP_SEED, paired_bootstrap, wilson
 from ..models.verdict_rule import case_flaky
 
@@ -331,31 +332,6 @@ def compare(baseline: Results | Sequence[Results], head: Results, *, alpha: floa
                         contested_runs or {})
 
 
-def _under(path: str, scope: list[str]) -> bool:
-    return any(s == "." or path == s or path.startswith(s.rstrip("/") + "/") for s in scope)
-
-
-def _outside_run(missing: list[CaseKey], head: Results, pool: BaselinePool) -> set[CaseKey]:
-    """The baseline cases ``head`` lacks that were not its to run - a case its eval file still
-    holds but the case filter left out (``unselected``), or one of an eval file outside the
-    paths it was given (``metadata.evalPaths``) - rather than removed since the baseline. A
-    results file that records neither (an older evalcheck) calls every one removed."""
-    sets = dict(zip(head.set_keys(pool.ambiguous), head.eval_sets, strict=False))
-    scope = head.metadata.get("evalPaths")
-    scope = [s for s in scope if isinstance(s, str)] if isinstance(scope, list) else None
-    out = set()
-    for key in missing:
-        found = sets.get(key[0])
-        if found is not None:
-            if key[1] in (found.unselected or []):
-                out.add(key)
-            continue
-        path = pool.set_path(key[0])
-        if scope is not None and path is not None and not _under(path, scope):
-            out.add(key)
-    return out
-
-
 def _case_ref(key: CaseKey) -> CaseRef:
     set_id, sep, path = key[0].partition(SEPARATOR)
     return CaseRef(eval_set_id=set_id, eval_id=key[1], path=path if sep else None)
@@ -404,7 +380,7 @@ def _compare(pool: BaselinePool, head: Results, alpha: float, seed: int,
             cases.append(labelled)
         sets.append(eval_set.model_copy(update={"cases": cases}))
     missing = [k for k in pool.keys() if k not in keys_seen]
-    outside = _outside_run(missing, head, pool)
+    outside = outside_run(missing, head, pool)
     removed = [_case_ref(k) for k in missing if k not in outside]
     summary.removed = len(removed)
     notes = []

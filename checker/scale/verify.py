@@ -19,7 +19,7 @@ from pathlib import Path
 from ..models.verdict_rule import parse_verdict_rule
 from ..errors import InputError
 from ..metrics import get_metric
-from ..models.results import Results
+from ..models.results import CaseResult, MetricResult, Results
 from ..scoring.case import case_status
 
 _FIX = "re-run the shard: its results file does not follow from its own scores"
@@ -36,6 +36,7 @@ def check_verdicts(path: Path, results: Results) -> None:
             at = f"$.evalSets[{si}].cases[{ci}]"
             for mi, metric in enumerate(case.metrics):
                 _check_metric(path, f"{at}.metrics[{mi}]", metric, rule)
+                _check_fresh(path, f"{at}.metrics[{mi}]", case, metric, results)
             if case_status(case.runs, case.metrics) != case.status:
                 raise InputError(f"case {case.eval_id!r} is {case.status!r}, but its runs and metrics "
                                  f"make it {case_status(case.runs, case.metrics)!r}", file=str(path),
@@ -44,6 +45,31 @@ def check_verdicts(path: Path, results: Results) -> None:
     if results.passed and cases and passing != cases:
         raise InputError(f"the shard says passed, but {cases - passing} of its {cases} cases did not pass",
                          file=str(path), path="$.passed", fix=_FIX)
+
+
+def _check_fresh(path: Path, at: str, case: CaseResult, metric: MetricResult, results: Results) -> None:
+    """A shard's confirmation runs (the merge decides on them) hang together: no more than the
+    case's fresh runs, no more than its budget, which is no more than the shard's
+    --confirm-runs, and finite scores."""
+    family = results.shard.family if results.shard is not None else None
+    fresh = len(case.fresh_runs) if case.fresh_runs is not None else None
+    for key, runs in (("confirmRuns", metric.confirm_runs), ("disagreementRuns", metric.disagreement_runs)):
+        if runs is None:
+            continue
+        if fresh is None or len(runs) > fresh:
+            raise InputError(f"metric {metric.name!r} lists {len(runs)} {key} but its case "
+                             f"{'records no' if fresh is None else f'has {fresh}'} fresh runs",
+                             file=str(path), path=f"{at}.{key}", fix=_FIX)
+        if any(r is not None and not math.isfinite(r) for r in runs):
+            raise InputError(f"metric {metric.name!r} has a fresh run score that is not a finite number",
+                             file=str(path), path=f"{at}.{key}", fix=_FIX)
+    if metric.confirm_runs is not None:
+        budget = metric.confirm_budget
+        most = family.confirm_runs if family is not None else None
+        if budget is None or len(metric.confirm_runs) > budget or (most is not None and budget > most):
+            raise InputError(f"metric {metric.name!r} read {len(metric.confirm_runs)} confirmation runs "
+                             f"on a budget of {budget}" + (f" (--confirm-runs {most})" if most is not None else ""),
+                             file=str(path), path=f"{at}.confirmBudget", fix=_FIX)
 
 
 def _check_metric(path: Path, at: str, metric, rule) -> None:

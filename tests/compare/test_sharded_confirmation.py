@@ -165,8 +165,23 @@ def test_merge_refuses_shards_decided_against_another_family(repo, main_results,
     assert out.code == 2 and f"shard 2/{SHARDS} ran no confirmation runs" in out.output, out.output
     assert "Traceback" not in out.output
 
-    # A shard whose confirmation runs of a screened metric were edited out.
+    # A shard whose confirmation runs outgrow its budget, or its case's fresh runs.
     holder = next(f for f in files if "lisbon_usd" in (repo / f).read_text())
+    kept = (repo / holder).read_text()
+
+    def lisbon(data):
+        return next(c for s in data["evalSets"] for c in s["cases"] if c["evalId"] == "lisbon_usd")
+    _edit(repo / holder, lambda data: lisbon(data)["metrics"][0].update(confirmBudget=61))
+    out = merge("--baseline", "main.json")
+    assert out.code == 2 and "metric 'tool_trajectory_avg_score' read 60 confirmation runs on a budget " \
+        "of 61 (--confirm-runs 60)" in out.output, out.output
+    (repo / holder).write_text(kept)
+    _edit(repo / holder, lambda data: lisbon(data).update(freshRuns=lisbon(data)["freshRuns"][:10]))
+    out = merge("--baseline", "main.json")
+    assert out.code == 2 and "lists 60 confirmRuns but its case has 10 fresh runs" in out.output, out.output
+    (repo / holder).write_text(kept)
+
+    # A shard whose confirmation runs of a screened metric were edited out.
 
     def drop(data):
         for s in data["evalSets"]:
