@@ -155,6 +155,7 @@ class FakeOpenAI:
     def __init__(self, key: str | None = "test-key") -> None:
         self.key = key
         self.requests: list[Recorded] = []
+        self.refused: list[str] = []  # why each body OpenAI's API would refuse was refused
         self._rules: list[_Rule] = []
         self._lock = threading.Lock()
         self.in_flight = self.max_in_flight = 0
@@ -183,6 +184,8 @@ class FakeOpenAI:
                                             kind="invalid_request_error"))
                 problem = _anthropic_problem(body) if anthropic else body_problem(body)
                 if problem:
+                    with outer._lock:
+                        outer.refused.append(problem)
                     return self._send(error(400, "fake_openai: " + problem,
                                             kind="invalid_request_error"))
                 record = Recorded(url.path, parse_qs(url.query), dict(self.headers), body,

@@ -236,3 +236,45 @@ def test_the_prompts_are_those_evalcheck_sends_gemini(both):
     ours: list[Recorded] = both["our_requests"]
     assert all(len(r.body["messages"]) == 1 and r.body["messages"][0]["role"] == "user" for r in ours)
     assert sorted(r.prompt for r in ours) == sorted(both["gemini_prompts"])
+
+
+def test_top_k_which_litellm_passes_on_and_openai_refuses_is_not_sent(monkeypatch):
+    """ADK's LiteLLM path sends judge_model_config's top_k to OpenAI, whose API refuses it
+    (the fake refuses it as OpenAI does): ADK's judge fails; evalcheck's leaves it out."""
+    from google.adk.evaluation.eval_case import Invocation
+    from google.adk.evaluation.eval_metrics import EvalMetric, JudgeModelOptions, LlmAsAJudgeCriterion
+    from google.adk.evaluation.final_response_match_v2 import FinalResponseMatchV2Evaluator
+    from google.genai import types
+
+    from checker.judges.service import JudgeRequest, JudgeService
+
+    def turn(text: str) -> Invocation:
+        return Invocation(user_content=types.Content(role="user", parts=[types.Part(text="weather in Lima?")]),
+                          final_response=types.Content(role="model", parts=[types.Part(text=text)]))
+
+    with FakeOpenAI(KEY) as fake:
+        monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        monkeypatch.setenv("OPENAI_API_BASE", fake.url + "/v1")
+        fake.on(lambda r: True, chat_reply(_adk_frm(True)))
+        config = types.GenerateContentConfig(temperature=0.0, top_k=5, http_options=types.HttpOptions(
+            retry_options=types.HttpRetryOptions(attempts=1)))
+        criterion = LlmAsAJudgeCriterion(threshold=0.5, judge_model_options=JudgeModelOptions(
+            judge_model="openai/gpt-4o-mini", num_samples=1, judge_model_config=config))
+        evaluator = FinalResponseMatchV2Evaluator(EvalMetric(
+            metric_name="final_response_match_v2", threshold=0.5, criterion=criterion))
+        result = asyncio.run(evaluator.evaluate_invocations([turn("Foggy.")], [turn("Foggy.")]))
+        assert result.overall_score is None  # not evaluated: every request refused
+        assert fake.requests == [] and fake.refused  # each refused as OpenAI's API refuses it
+        assert all(p == "Unrecognized request argument supplied: top_k" for p in fake.refused)
+        service = JudgeService(1, None, env={"OPENAI_API_KEY": KEY, "OPENAI_API_BASE": fake.url + "/v1"})
+
+        async def ours() -> str:
+            try:
+                return await service.sample(JudgeRequest("openai/gpt-4o-mini", "Grade. JSON.",
+                                                         {"temperature": 0.0, "top_k": 5.0}), 0, str)
+            finally:
+                await service.aclose()
+
+        assert asyncio.run(ours())
+        assert fake.requests[0].sampling() == {"temperature": 0.0}
