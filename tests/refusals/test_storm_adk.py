@@ -87,9 +87,11 @@ def test_through_adk_api_server(repo: Path, status: int) -> None:
     assert_unchanged(pr, refused)
 
 
-def test_the_issues_scale_a_10_second_storm_through_the_bridge(repo: Path) -> None:
-    """A 10-second storm of 503s (no RetryInfo: the exponential backoff), at 8 runs in flight."""
-    pr, refused = storm_run(repo, bridge_args(), Storm(0.0, 10.0, 503))
+@pytest.mark.parametrize("status", [429, 503])
+def test_the_issues_scale_a_10_second_storm_through_the_bridge(repo: Path, status: int) -> None:
+    """A 10-second storm: of 429s with Google's RetryInfo of 2 s (the fake's default), and of
+    503s (no RetryInfo: the exponential backoff)."""
+    pr, refused = storm_run(repo, bridge_args(), Storm(0.0, 10.0, status), 2.0)
     assert_unchanged(pr, refused)
     assert pr.results is not None and pr.results["metadata"]["modelService"]["waitedSeconds"] >= 9
 
@@ -102,3 +104,25 @@ def test_a_service_that_keeps_refusing_through_adk_api_server_exits_2(repo: Path
             "(429 RESOURCE_EXHAUSTED) past --max-service-wait") in pr.stderr
     assert {c["status"] for c in pr.cases()} == {"not_evaluated"}
     assert not any(c["change"] == "regressed" for c in pr.cases())
+
+
+def test_an_ordinary_adk_agent_with_adks_own_retries_through_a_10_second_storm(tmp_path: Path) -> None:
+    """tests/adk_agent/gemini_app sets no retry options: through the bridge, as in ADK's
+    AgentEvaluator, ADK's eval plugin retries each model call (7 attempts from 5 s) inside the
+    agent, so a 10-second storm of 429s is waited out there, and the gate passes."""
+    from tests.fakes.weather_service import APP, service_config, write_eval_set
+
+    (tmp_path / ".git").mkdir()
+    write_eval_set(tmp_path / "evals", 4)
+    how = ["--agent-command", f"{shlex.quote(str(BRIDGE))} {shlex.quote(str(APP))}"]
+    with FakeGeminiApi(service_config(latency=0.05)) as api:
+        main = run_evalcheck(tmp_path, api.url, *how, "--num-runs", "2", results="main.json")
+        assert main.code == 0, main.output
+        api.configure(service_config(latency=0.05, storms=(Storm(0.0, 10.0, 429),)))
+        api.reset()
+        pr = run_evalcheck(tmp_path, api.url, *how, "--num-runs", "2", "--baseline", "main.json",
+                           "--fail-on", "regression", "--retries", "0")
+        refused = api.stats().refused
+    assert pr.code == 0, pr.output
+    assert refused > 0 and {(c["status"], c["change"]) for c in pr.cases()} == {("passed", "unchanged")}
+    assert "confirmation: no case looked worse than the baseline, no fresh run" in pr.output
