@@ -251,7 +251,9 @@ class AgentProcess:
         except OSError:
             return None
 
-    def _drop_probe(self) -> None:
+    def drop_probe(self) -> None:
+        """Stop counting the bytes of stdin the process has not read (how a failure to start is
+        told apart): a process serving concurrent sessions has no one run whose start it is."""
         if self._probe is not None:
             with contextlib.suppress(OSError):
                 os.close(self._probe)
@@ -359,13 +361,13 @@ class AgentProcess:
     async def end_run(self, timeout: float) -> None:
         """A warm worker's run is over: tell it, and keep the process for the next run."""
         loop = asyncio.get_running_loop()
-        self._drop_probe()
+        self.drop_probe()
         await self._send(end_message(), loop.time() + timeout, "the end message")
 
     async def finish(self, grace: float) -> None:
         """A one-run process: close stdin (the agent should exit), then check how it ended."""
         self.closing = True
-        self._drop_probe()
+        self.drop_probe()
         while not self.messages.empty():  # unblock a reader stuck on a full queue
             self.messages.get_nowait()
         assert self.proc.stdin is not None
@@ -389,7 +391,7 @@ class AgentProcess:
     async def retire(self, grace: float, kill_grace: float) -> None:
         """A warm worker no longer needed: close its stdin, let it exit, kill what is left."""
         assert self.proc.stdin is not None
-        self._drop_probe()
+        self.drop_probe()
         with contextlib.suppress(Exception):
             self.proc.stdin.close()
         with contextlib.suppress(asyncio.TimeoutError):
@@ -399,7 +401,7 @@ class AgentProcess:
     async def close(self, kill_grace: float) -> None:
         """Kill the whole process group and reap it (also on cancellation)."""
         self.closing = True
-        self._drop_probe()
+        self.drop_probe()
         await kill_group(self.pgid, kill_grace)
         await reap(self.proc)
         while not self.messages.empty():  # a reader blocked on the full queue goes on

@@ -27,6 +27,7 @@ import asyncio
 import os
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,6 +46,16 @@ if TYPE_CHECKING:
 __all__ = ["StdioRunner", "to_invocation"]
 
 MAX_LINE_BYTES = 64 << 20  # one protocol line (a turn's events may be large, not unbounded)
+
+
+@dataclass(frozen=True)
+class Served:
+    """What one run in an agent process came to."""
+
+    invocations: list
+    error: AgentFailure | None = None
+    cannot_start: str | None = None  # why the process could not start, when it could not
+    unheard: bool = False  # the process failed before a word of this run (another one may serve it)
 
 
 class StdioRunner:
@@ -172,10 +183,10 @@ class StdioRunner:
             shared = next((w for w in self._shared if w.serves(job)), None)
             if shared is not None and tries < 3:
                 tries += 1
-                invocations, error, unheard = await self._serve_shared(shared, job, turns)
-                if unheard:  # the process failed before this run's ready: another one
+                served = await self._serve_shared(shared, job, turns)
+                if served.unheard:  # the process failed before this run's ready: another one
                     continue
-                return record(invocations, error, shared.agent.tail.text())
+                return record(served.invocations, served.error, shared.agent.tail.text())
             if key in self._probing and not kind.done():
                 # The first process has not said yet whether it serves concurrent sessions.
                 await asyncio.shield(kind)
@@ -214,22 +225,21 @@ class StdioRunner:
                 if probe:
                     agent.on_first = partial(self._on_first, key)
             try:
-                invocations, error, cannot_start, unheard = await self._serve(agent, job, turns)
+                served = await self._serve(agent, job, turns)
             finally:
                 if agent.on_first is not None:  # it failed before its first message
                     agent.on_first = None
                     self._learn(key, "unknown")
-            if reused and unheard:
+            if reused and served.unheard:
                 # A warm worker that exited, spoke or stalled between runs (before this
                 # run's ready): it is replaced, and the run goes to a new process.
                 continue
-            run = record(invocations, error, agent.tail.text())
-            return mark_cannot_start(run, cannot_start) if cannot_start else run
+            run = record(served.invocations, served.error, agent.tail.text())
+            return mark_cannot_start(run, served.cannot_start) if served.cannot_start else run
 
     async def _serve(self, agent: AgentProcess, job: RunJob,
-                     turns: UserTurns) -> tuple[list, AgentFailure | None, str | None, bool]:
-        """One run in ``agent``: (invocations, the failure, why it could not start, whether it
-        failed before a word of this run)."""
+                     turns: UserTurns) -> Served:
+        """One run in ``agent``."""
         agent.begin_run()
         invocations: list = []
         error: AgentFailure | None = None
@@ -244,15 +254,14 @@ class StdioRunner:
                 invocations = await agent.converse(job, turns, session_id)
             except BecameShared as shared:
                 worker = SharedWorker(agent, shared.concurrent)
-                agent._drop_probe()
+                agent.drop_probe()
                 self._shared.append(worker)
                 self._learn(job.eval_set_id, "concurrent", shared.concurrent)
                 worker.join(session_id, job)
                 worker.heard.add(session_id)
                 owned = False  # the SharedWorker owns the process now
-                invocations, error, _ = await self._in_session(worker, job, turns, session_id,
-                                                                shared.turn1)
-                return invocations, error, None, False
+                in_session = await self._in_session(worker, job, turns, session_id, shared.turn1)
+                return Served(in_session.invocations, in_session.error)
             if agent.many:
                 await agent.end_run(job.turn_timeout)
                 keep = not self._closed
@@ -269,7 +278,7 @@ class StdioRunner:
             elif owned:
                 # Also on cancellation (Ctrl-C): nothing of this run may outlive it.
                 await agent.close(self.kill_grace)
-        return invocations or agent.invocations, error, cannot_start, unheard
+        return Served(invocations or agent.invocations, error, cannot_start, unheard)
 
     async def _start_shared(self, job: RunJob, capacity: int) -> str | None:
         key = job.eval_set_id
@@ -284,7 +293,7 @@ class StdioRunner:
             agent = AgentProcess(proc, self.max_line_bytes)
             agent.offered = self.sessions
             agent.started_for = key
-            agent._drop_probe()
+            agent.drop_probe()
             self._shared.append(SharedWorker(agent, capacity))
             return None
         finally:
@@ -296,16 +305,15 @@ class StdioRunner:
                 "EVALCHECK_EVAL_ID": job.eval_id, "EVALCHECK_RUN": str(job.run)}
 
     async def _serve_shared(self, worker: SharedWorker, job: RunJob,
-                            turns: UserTurns) -> tuple[list, AgentFailure | None, bool]:
-        """One run in a process serving concurrent sessions: (invocations, the failure, whether the
-        process failed before a word of this run)."""
+                            turns: UserTurns) -> Served:
+        """One run in a process serving concurrent sessions."""
         self._sessions += 1
         session_id = f"s{self._sessions}"
         worker.join(session_id, job)
         return await self._in_session(worker, job, turns, session_id, None)
 
     async def _in_session(self, worker: SharedWorker, job: RunJob, turns: UserTurns,
-                          session_id: str, turn1) -> tuple[list, AgentFailure | None, bool]:
+                          session_id: str, turn1) -> Served:
         invocations: list = []
         error: AgentFailure | None = None
         unheard = False
@@ -324,4 +332,4 @@ class StdioRunner:
                     self._shared.remove(worker)
                 worker.dispatcher.cancel()
                 await worker.agent.close(self.kill_grace)
-        return invocations, error, unheard
+        return Served(invocations, error, unheard=unheard)
