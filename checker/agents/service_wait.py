@@ -34,14 +34,22 @@ MAX_DELAY = 60.0
 ASKED_JITTER = 0.2
 
 
+def _say(line: str) -> None:
+    from ..safety.output import say
+
+    say(line, err=True)
+
+
 class ServiceWaits:
     """The run's waits on its model service, and what it refused (one per ``evalcheck run``)."""
 
     def __init__(self, max_wait: float = DEFAULT_MAX_SERVICE_WAIT, *, limiter: Any = None,
                  rng: random.Random | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep):
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+                 tell: Callable[[str], None] | None = None):
         self.max_wait = max_wait
+        self._tell = tell if tell is not None else _say
         self.limiter = limiter  # checker/agents/limiter.py's AdaptiveLimiter, when there is one
         self._rng = rng or random.Random()
         self._clock = clock
@@ -80,6 +88,9 @@ class ServiceWaits:
             note(refusal.retry_after)
         if self._outage_since is None:
             self._outage_since = self._clock()
+            self._tell(f"evalcheck: the model service refused a run ({refusal.code}): refused runs "
+                       f"are run again after the delay it asks for, for up to {self.max_wait:g} s "
+                       "without a run getting through (--max-service-wait)")
 
     async def wait(self, refusal: ServiceRefusal, attempt: int) -> bool:
         """Note the refusal and wait before the run is tried again; False when the run is
@@ -88,6 +99,9 @@ class ServiceWaits:
         pause = self.delay(refusal, attempt)
         assert self._outage_since is not None
         if self.given_up is not None or self._clock() + pause - self._outage_since > self.max_wait:
+            if self.given_up is None:
+                self._tell(f"evalcheck: {self.gave_up_reason(refusal)}: the runs it refuses and "
+                           "those not started get no verdict")
             self.given_up = self.given_up or refusal
             return False
         if self._waiting == 0:
@@ -117,9 +131,10 @@ class ServiceWaits:
     def used(self) -> bool:
         return bool(self.codes) or self.unavailable_runs > 0
 
-    def gave_up_reason(self) -> str:
+    def gave_up_reason(self, refusal: ServiceRefusal | None = None) -> str:
         """The error of a run left unavailable once the service was given up."""
-        code = self.given_up.code if self.given_up is not None else "refusals"
+        last = refusal or self.given_up
+        code = last.code if last is not None else "refusals"
         return (f"the model service kept refusing ({code}) for longer than {self.max_wait:g} s "
                 "(--max-service-wait)")
 

@@ -91,6 +91,10 @@ def test_a_service_that_keeps_refusing_exits_2_naming_the_refusals(repo: Path) -
             f"(429 RESOURCE_EXHAUSTED) past --max-service-wait; no verdict on {CASES} cases")
     assert f"evalcheck: error: {said}" in pr.stderr
     assert f"gate failed (fail-on: regression): {said}" in pr.stdout
+    assert pr.stderr.count("evalcheck: the model service refused a run (429 RESOURCE_EXHAUSTED): "
+                           "refused runs are run again") == 1  # said once, as it starts
+    assert pr.stderr.count("evalcheck: the model service kept refusing (429 RESOURCE_EXHAUSTED) "
+                           "for longer than 1 s (--max-service-wait)") == 1
     assert "regressed" not in pr.stdout.replace("0 regressed", "")
     assert {(c["status"], c["change"]) for c in pr.cases()} == {("not_evaluated", "unchanged")}
     assert {r["status"] for r in pr.runs()} == {"not_evaluated"}
