@@ -107,7 +107,7 @@ def find_accept_label(config: ActionConfig, ctx: RunContext, commands: Commands)
 
 
 def record_baseline(results: Results, search: BaselineSearch, config: ActionConfig,
-                    files: OutputFiles) -> Results:
+                    files: OutputFiles, pooled: list[Path] | None = None) -> Results:
     """Where the automatic baseline came from (or why there is none) goes into the results
     file and so into every report; its temporary copy is removed."""
     import shutil
@@ -115,8 +115,10 @@ def record_baseline(results: Results, search: BaselineSearch, config: ActionConf
     from ..report.results_json import results_json
     from .github.baseline import record_search
 
-    # Only the results of main that were pooled (another suite's is left out, and said).
-    search.history = [found for found in search.history if found.path in config.run.baselines]
+    # Only the results of main that were pooled (another suite's is left out, and said):
+    # ``pooled``, the files the run read (all of config.run.baselines when not told).
+    kept = pooled if pooled is not None else config.run.baselines
+    search.history = [found for found in search.history if found.path in kept]
     results = record_search(results, search)
     files.write(config.results_path, results_json(results), "results file")
     if search.private is not None:
@@ -306,7 +308,8 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
             else:
                 results = evaluate(config.run, secret_values(env), files, prepared)
                 if search is not None:  # before the lines below: they name the baseline
-                    results, search = record_baseline(results, search, config, files), None
+                    pooled = prepared.inputs.baseline_paths if prepared is not None else None
+                    results, search = record_baseline(results, search, config, files, pooled), None
                 report_gate(results, config.run.fail_on)
         finally:
             commands.endgroup()

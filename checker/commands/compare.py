@@ -105,11 +105,10 @@ def compare_files(request: CompareRequest) -> bool:
     claims: list = []
     if request.base is not None:  # a baseline file of the repository the change rewrote: the base's
         from ..inputs.discover import find_repo_root
-        from ..compare.results_file import read_baselines
+        from ..compare.results_file import BaselineOptions, read_baselines
 
-        chosen = RunOptions(baselines=list(request.baselines), base=request.base)
-        baselines, claims = read_baselines(chosen, find_repo_root(Path.cwd()))
-        paths = chosen.baselines
+        read = read_baselines(BaselineOptions(tuple(request.baselines), request.base), find_repo_root(Path.cwd()))
+        baselines, claims, paths = read.files, read.claims, read.paths
     else:
         baselines, paths = load_baselines(list(request.baselines)), list(request.baselines)
     head = load_suite_results(request.head, "results file")

@@ -111,17 +111,18 @@ def merge_files(request: MergeRequest) -> Results:
     claims = [c for c in merged.pull_request_files or [] if c.kind != "baseline"]  # the shards' replay
     family = shards_family(inputs.results)
     baselines: list[Results] = []
-    chosen = RunOptions(baselines=list(request.baselines), base=request.base)
+    paths = list(request.baselines)
     if request.baselines:
-        from ..compare.results_file import read_baselines
+        from ..compare.results_file import BaselineOptions, read_baselines
         from ..inputs.discover import find_repo_root
 
-        baselines, said = read_baselines(chosen, find_repo_root(Path.cwd()))
-        claims += said
+        read = read_baselines(BaselineOptions(tuple(request.baselines), request.base), find_repo_root(Path.cwd()))
+        baselines, paths = read.files, read.paths
+        claims += read.claims
     if family is not None:  # the shards' fresh runs decide, once, for the whole suite
-        merged = _decide_confirmed(merged, family, baselines, chosen.baselines, request, inputs)
+        merged = _decide_confirmed(merged, family, baselines, paths, request, inputs)
     elif baselines:
-        merged = compare_run(chosen.baselines, merged, baselines, alpha=request.alpha,
+        merged = compare_run(paths, merged, baselines, alpha=request.alpha,
                              max_token_increase=request.max_token_increase)
         if merged.comparison is not None and merged.metadata.get("mode") != "replay":
             merged.comparison.notes.append(

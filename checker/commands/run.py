@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from .. import aio
 from ..compare.overrides import Overrides, apply_overrides, read_overrides, say_overrides
-from ..compare.results_file import read_baselines
+from ..compare.results_file import BaselineOptions, read_baselines
 from ..models.verdict_rule import VerdictRule
 from ..errors import InputError
 from ..inputs.bulk import fewer_collections
@@ -57,6 +57,7 @@ class Inputs:
     root: Path
     rule: VerdictRule
     baselines: list[Results]  # main's results, newest first
+    baseline_paths: list[Path]  # their files (--baseline less those left out)
     targets: list[EvalTarget]  # with --shard, outlined only: the plan loads its own cases
     notes: list[str]  # e.g. an empty eval set skipped
     problems: list[InputError] = field(default_factory=list)  # eval files that could not be read
@@ -180,7 +181,7 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles,
             import shutil
 
             shutil.rmtree(plan.metric_sources, ignore_errors=True)
-    results = compare_with_baseline(options, inputs.baselines, plan, results)
+    results = compare_with_baseline(options, inputs, plan, results)
     if inputs.claims:
         from ..compare.baseline_change import record_claims
 
@@ -196,7 +197,8 @@ def read_inputs(options: RunOptions) -> Inputs:
     root = find_repo_root(Path.cwd())
     # bad input is found before any agent runs; a baseline file of the repository that the
     # change under test changed is read as its base commit has it (inputs/pr_files.py)
-    baselines, claims = read_baselines(options, root)
+    read = read_baselines(BaselineOptions(tuple(options.baselines), options.base_ref, options.baselines_found), root)
+    baselines, claims = read.files, read.claims
     check_input_files(options)
     claims += filter(None, [replay_claim(options.replay, root, options.base_ref)])
     notes: list[str] = []
@@ -218,7 +220,7 @@ def read_inputs(options: RunOptions) -> Inputs:
     from ..report.cost import default_table, read_prices
 
     prices = read_prices(options.prices) if options.prices is not None else default_table()
-    inputs = Inputs(root=root, rule=rule, baselines=baselines, targets=targets, notes=notes,
+    inputs = Inputs(root=root, rule=rule, baselines=baselines, baseline_paths=read.paths, targets=targets, notes=notes,
                     problems=problems, prices=prices, claims=claims)
     if options.changed_since is not None or options.agent_paths:  # git read before PR code runs
         from ..scale.changed import read_changed
@@ -355,10 +357,10 @@ def score(options: RunOptions, plan: Plan, runs: Runs, started: Started) -> Resu
     return results
 
 
-def compare_with_baseline(options: RunOptions, baselines: list[Results], plan: Plan,
-                          results: Results) -> Results:
+def compare_with_baseline(options: RunOptions, inputs: Inputs, plan: Plan, results: Results) -> Results:
     """Each case against main's pooled runs (--baseline), decided on the confirmation runs
     when there were some; the results unchanged without a baseline."""
+    baselines = inputs.baselines
     confirmation = plan.adaptive.confirmation if plan.adaptive is not None else None
     if plan.shard is not None and confirmation is not None:
         # A shard compares nothing (it cannot see the suite): it records its fresh runs and
@@ -372,7 +374,7 @@ def compare_with_baseline(options: RunOptions, baselines: list[Results], plan: P
         return results
     from .compare import compare_run
 
-    return compare_run(options.baselines, results, baselines, alpha=options.alpha,
+    return compare_run(inputs.baseline_paths, results, baselines, alpha=options.alpha,
                        confirmations=confirmation.confirmations() if confirmation is not None else None,
                        contested_runs=confirmation.disagreement_runs() if confirmation is not None else None,
                        max_token_increase=options.max_token_increase)

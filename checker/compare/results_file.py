@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -13,8 +13,23 @@ from ..models.results import PullRequestFile, Results
 from ..inputs.validation import parse_json_text, read_json, validate
 from ..inputs.bulk import paused_gc
 
-if TYPE_CHECKING:
-    from ..options import RunOptions
+
+@dataclass(frozen=True)
+class BaselineOptions:
+    """What reading the baselines takes of a run's options."""
+
+    paths: tuple[Path, ...] = ()  # --baseline, newest first
+    base_ref: str | None = None  # the commit the checkout is a change of (--base)
+    automatic: bool = False  # the Action's automatic history (older results of another suite left out)
+
+
+@dataclass(frozen=True)
+class ReadBaselines:
+    """The baselines read, and what reading them decided."""
+
+    files: list[Results] = field(default_factory=list)
+    claims: list[PullRequestFile] = field(default_factory=list)  # what the pull request did to them
+    paths: list[Path] = field(default_factory=list)  # the files read: those left out are not in it
 
 
 def load_suite_results(path: Path, what: str, data: bytes | None = None, display: str | None = None) -> Results:
@@ -107,43 +122,44 @@ def load_results_file(path: Path, what: str = "results file", content: bytes | N
                          fix=exc.fix or fix) from None
 
 
-def read_baselines(options: RunOptions, root: Path) -> tuple[list[Results], list[PullRequestFile]]:
+def read_baselines(chosen: BaselineOptions, root: Path) -> ReadBaselines:
     """``--baseline``'s files, read before any agent runs, and what the pull request did to
     those the repository tracks. In the Action's automatic history an older result of
-    another suite is left out, said, and dropped from ``options.baselines``. With a base
-    (``options.base_ref``), a baseline file the pull request changed is read as the base
-    commit has it, and one it added is dropped: neither is the pull request's to decide
-    (checker/inputs/pr_files.py); what it did is returned, to be said in every report."""
-    if not options.baselines:
-        return [], []
+    another suite is left out and said. With a base (``chosen.base_ref``), a baseline file the
+    pull request changed is read as the base commit has it, and one it added is left out:
+    neither is the pull request's to decide (checker/inputs/pr_files.py); what it did is
+    returned, to be said in every report, with the paths of the files read."""
+    if not chosen.paths:
+        return ReadBaselines()
     from ..safety.output import say
 
-    at_base, claims = ({}, []) if options.baselines_found else _baselines_at_base(options, root)
-    skipped: list[Path] | None = [] if options.baselines_found else None
-    files = load_baselines(list(options.baselines), skipped, at_base)
+    paths = list(chosen.paths)
+    at_base, claims = ({}, []) if chosen.automatic else _baselines_at_base(chosen, root, paths)
+    skipped: list[Path] | None = [] if chosen.automatic else None
+    files = load_baselines(list(paths), skipped, at_base)
     if skipped:
         say(f"evalcheck: note: {len(skipped)} older result(s) of main evaluated other eval data "
             "for every shared case (another suite): not pooled", err=True)
-        options.baselines = [p for p in options.baselines if p not in skipped]
-    return files, claims
+        paths = [p for p in paths if p not in skipped]
+    return ReadBaselines(files, claims, paths)
 
 
-def _baselines_at_base(options: RunOptions, root: Path
+def _baselines_at_base(chosen: BaselineOptions, root: Path, paths: list[Path]
                        ) -> tuple[dict[Path, tuple[bytes, str]], list[PullRequestFile]]:
     """The base commit's content of each baseline file the pull request changed (to read
-    instead), and the claims; a file it added leaves ``options.baselines``."""
+    instead), and the claims; a file it added leaves ``paths``."""
     from ..inputs.pr_files import tracked_file
     from .baseline_change import baseline_added, baseline_change
 
     at_base: dict[Path, tuple[bytes, str]] = {}
     claims: list[PullRequestFile] = []
-    for path in list(options.baselines):
-        tracked = tracked_file(path, root, options.base_ref, "the baseline file")
+    for path in list(paths):
+        tracked = tracked_file(path, root, chosen.base_ref, "the baseline file")
         if tracked is None or tracked.change == "unchanged":
             continue
         commit = tracked.base.commit
         if tracked.change == "added":
-            options.baselines = [p for p in options.baselines if p != path]
+            paths[:] = [p for p in paths if p != path]
             claims.append(baseline_added(tracked.shown, commit, tracked.via))
             continue
         assert tracked.base.data is not None

@@ -34,7 +34,6 @@ KNOWN = {
     ("checker.agents.collect", "checker.options"),
     ("checker.agents.schedule", "checker.options"),
     ("checker.compare.adaptive", "checker.options"),
-    ("checker.compare.results_file", "checker.options"),
     ("checker.report.finish", "checker.options"),
     ("checker.scale.changed", "checker.options"),
     ("checker.scoring.metadata", "checker.options"),
