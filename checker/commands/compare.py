@@ -141,4 +141,8 @@ def compare_files(request: CompareRequest) -> bool:
 
     # The run's fresh runs, when they decided again.
     say_run_lines(results, filter(None, [confirmation_line(results.metadata) if recorded is not None else None]))
-    return report_gate(results, request.fail_on, timed=False)
+    passed = report_gate(results, request.fail_on, timed=False)
+    from ..report.finish import raise_refusal_errors
+
+    raise_refusal_errors(results)  # runs the model service kept refusing: exit 2, as the run's
+    return passed

@@ -130,3 +130,20 @@ def test_confirmation_runs_the_service_kept_refusing_leave_the_case_without_a_ve
     case = next(c for c in pr.cases() if c["evalId"] == "case_03")
     assert case["change"] != "regressed" and case["status"] == "failed"  # its own first runs
     assert pr.results is not None and pr.results["metadata"]["modelService"]["unavailableRuns"] == 5
+
+
+def test_compare_of_a_run_the_service_kept_refusing_exits_2_as_the_run_did(repo: Path) -> None:
+    import subprocess
+
+    from tests.refusals.service import EVALCHECK
+
+    agent = f"{sys.executable} {HERE / 'scripted_agent.py'}"
+    main = run_evalcheck(repo, "http://127.0.0.1:9", "--agent-command", agent, "--num-runs", "2",
+                         results="main.json")
+    pr = run_evalcheck(repo, "http://127.0.0.1:9", "--agent-command", agent, "--num-runs", "2",
+                       "--max-service-wait", "0.5", env={"EVALCHECK_TEST_REFUSE_FROM": "2"})
+    assert (main.code, pr.code) == (0, 2), pr.output
+    done = subprocess.run([str(EVALCHECK), "compare", "main.json", "results.json", "--fail-on",
+                           "regression"], cwd=repo, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"the model service refused {CASES} of {CASES * 2} runs (429 RESOURCE_EXHAUSTED)" in done.stderr
