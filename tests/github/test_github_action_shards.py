@@ -189,4 +189,4 @@ def test_shard_jobs_confirm_against_the_baseline_they_find_and_the_merge_job_dec
     assert merged["comparison"]["familywise"]["confirmed"] is True
     assert merged["comparison"]["baseline"]["commit"] == MERGE_BASE
     (comment,) = fake.comments[7]
-    assert "Gate failed (fail-on: regression): 1 case regressed" in comment["body"]
+    assert "Gate failed: 1 case regressed (lisbon\\_usd)." in comment["body"]
