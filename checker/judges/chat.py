@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .client import CallStats, Guard, JudgeCredentialsRefused, JudgeReply, RetryPolicy
+from .base import CallStats, Guard, JudgeCredentialsRefused, JudgeReply, RetryPolicy
 from .providers import ANTHROPIC_MAX_TOKENS, Endpoint
 
 _SAMPLING = ("temperature", "top_p", "presence_penalty", "frequency_penalty")

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .client import (CallStats, Guard, JudgeConfigError, JudgeError, JudgeReply, JudgeUnavailable,
-                     RetryPolicy)
+from .base import (CallStats, Guard, JudgeConfigError, JudgeError, JudgeReply, JudgeUnavailable,
+                   RetryPolicy)
 
 
 class Retryable(Exception):
@@ -52,7 +53,9 @@ async def call_with_retries(send: Callable[[], Awaitable[JudgeReply]], policy: R
                 # Within the run's budget, checked once a slot is free (judges.limits).
                 timeout = policy.timeout if guard is None else min(policy.timeout, guard.left())
                 stats.calls += 1
+                began = time.monotonic()
                 reply = await asyncio.wait_for(send(), timeout=timeout)
+            _tell(limiter, "note_latency", time.monotonic() - began)
             if guard is not None:
                 guard.answered()
             stats.prompt_tokens += reply.prompt_tokens
@@ -67,9 +70,11 @@ async def call_with_retries(send: Callable[[], Awaitable[JudgeReply]], policy: R
         except Retryable as exc:
             stats.failed_requests += 1
             last, code, server_delay = exc.message, exc.code, exc.retry_after
+            _tell(limiter, "note_refusal", server_delay)  # fewer at once (judges/slots.py)
         except TimeoutError:
             stats.failed_requests += 1
             last, code, server_delay = f"no answer within {timeout:g} s", "timeout", None
+            _tell(limiter, "note_refusal", None)
             if guard is not None:
                 guard.timed_out(timeout)
         if attempt + 1 >= policy.attempts:
@@ -88,3 +93,10 @@ async def call_with_retries(send: Callable[[], Awaitable[JudgeReply]], policy: R
         stats.retry_delays.append(delay)
         await sleep(delay)
     raise JudgeUnavailable(f"judge call failed after {policy.attempts} attempt(s): {last}", code)
+
+
+def _tell(limiter: Any, what: str, value: float | None) -> None:
+    """What the adaptive limit learns from a call (a plain semaphore learns nothing)."""
+    note = getattr(limiter, what, None)
+    if note is not None:
+        note(value)

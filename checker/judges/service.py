@@ -28,6 +28,7 @@ from .providers import JudgeModel, MissingCredentials, UnknownJudgeModel, endpoi
 from .providers import parse_judge_model
 from .limits import JudgeGuard, JudgeLimits
 from .meter import BudgetedGuard, admit, charge
+from .slots import JudgeSlots
 from ..models.usage import TokenBudget
 
 T = TypeVar("T")
@@ -109,7 +110,7 @@ class JudgeService:
         self._shared = shared
         # One client per (provider, base URL): Gemini's (provider None) or a ChatClient.
         self._clients: dict[tuple[str | None, str | None], Any] = {}
-        self._limiters: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+        self._slots: JudgeSlots | None = None  # the adaptive limit (and its history)
         self._memo: dict[str, asyncio.Future[tuple[JudgeReply, bool]]] = {}
         # Every credential a client was given or sent (API keys, header credentials, ADC
         # access tokens): redacted from results and logs (redact.py).
@@ -119,14 +120,16 @@ class JudgeService:
 
     # ------------------------------------------------------------------ plumbing
 
-    def _limiter(self) -> asyncio.Semaphore:
-        if self._shared is not None:
-            return self._shared.setdefault("judge_semaphore", asyncio.Semaphore(self.concurrency))
-        loop = asyncio.get_running_loop()
-        limiter = self._limiters.get(loop)
-        if limiter is None:
-            limiter = self._limiters[loop] = asyncio.Semaphore(self.concurrency)
-        return limiter
+    def _limiter(self) -> Any:
+        """The run's adaptive limit on judge calls in flight (judges/slots.py): one for the
+        service, whatever the event loop (it holds no loop's objects between calls); in
+        ScoringContext.services, where the Vertex AI metrics take their slots too, a limit
+        already there (another judge's) is the one used."""
+        if self._slots is None:
+            self._slots = JudgeSlots(self.concurrency)
+        if self._shared is None:
+            return self._slots
+        return self._shared.setdefault("judge_semaphore", self._slots)
 
     def _client(self, base_url: str | None, judge: JudgeModel | None = None) -> Any:
         """The client of ``judge``'s provider (Gemini's without one); JudgeConfigError when it
@@ -286,6 +289,8 @@ class JudgeService:
     def metadata(self) -> dict[str, Any]:
         data = self.stats.as_metadata()
         data["concurrency"] = self.concurrency
+        if self._slots is not None:
+            data["adaptiveConcurrency"] = self._slots.metadata()
         if self.cache is not None:
             data["cacheDir"] = str(self.cache.directory)
             if self.cache.write_error:

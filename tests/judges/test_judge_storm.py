@@ -39,4 +39,7 @@ def test_an_unchanged_pr_whose_judge_is_refused_for_10_s_passes_as_main_did(repo
     assert not any(c.get("change") == "regressed" for c in after["evalSets"][0]["cases"])
     judge = after["metadata"]["judge"]
     assert judge["retries"] >= len(refused) and "refusals" not in judge
+    # fewer judge calls at once while refused (the run's adaptive limit, cut by a quarter)
+    slots = judge["adaptiveConcurrency"]
+    assert slots["start"] == slots["cap"] == 8 and slots["lowest"] < 8 and slots["refusals"] >= 1
     assert "gate passed (fail-on: regression)" in pr.stdout

@@ -326,7 +326,9 @@ def test_requests_share_the_judge_semaphore(express: FakeVertex) -> None:
     assert safety.score == 1.0 and coherence.score == 5.0
     assert len(express.requests) == 12
     assert express.max_in_flight <= 2
-    assert isinstance(ctx.services["judge_semaphore"], asyncio.Semaphore)
+    from checker.judges.slots import JudgeSlots
+
+    assert isinstance(ctx.services["judge_semaphore"], JudgeSlots)  # the judges' adaptive limit
 
 
 def test_a_semaphore_set_by_another_judge_is_used(express: FakeVertex) -> None:

@@ -292,8 +292,10 @@ async def evaluate(context: ScoringContext, spec: MetricSpec,
     settings = settings_from_env()
     policy: RetryPolicy = context.services.get("vertex_retry") or RetryPolicy()
     rng: random.Random = context.services.setdefault("vertex_rng", random.Random())
-    semaphore = context.services.setdefault(
-        "judge_semaphore", asyncio.Semaphore(context.services.get("judge_concurrency", 8)))
+    from ...judges.slots import JudgeSlots
+
+    semaphore = context.services.setdefault(  # the judges' adaptive limit, shared
+        "judge_semaphore", JudgeSlots(context.services.get("judge_concurrency", 8)))
     client = await _client(context, settings)
     from google.auth import exceptions as auth_errors
     from ...judges.meter import admit, count_vertex_instances
@@ -322,6 +324,8 @@ async def evaluate(context: ScoringContext, spec: MetricSpec,
                 if code not in RETRYABLE and code < 500:
                     raise VertexError(f"Vertex AI rejected the request ({last})") from None
                 hinted = retry_after_seconds(getattr(exc.response, "headers", None))
+                if isinstance(semaphore, JudgeSlots):  # fewer judge calls at once for a while
+                    semaphore.note_refusal(hinted)
                 if hinted is not None:
                     delay = min(hinted, policy.max_retry_after)
             except auth_errors.RefreshError as exc:

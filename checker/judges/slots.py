@@ -1,0 +1,38 @@
+"""The run's limit on judge calls in flight, adapting to the judge services (issue 38.3):
+the run's one AdaptiveLimiter kind (checker/agents/limiter.py), started at and capped by
+``--judge-concurrency``, cut when a judge service refuses a call (429, 503: less at once, no
+growth for the delay it asked) and grown back while answers come at a flat latency. Every
+judge-backed metric shares it (Gemini, Vertex AI, provider/model judges), as an async
+context manager around each request in flight (never around a backoff)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..agents.limiter import AdaptiveLimiter
+
+
+class JudgeSlots:
+    def __init__(self, concurrency: int):
+        self.limiter = AdaptiveLimiter(concurrency, concurrency)
+
+    async def __aenter__(self) -> JudgeSlots:
+        await self.limiter.acquire()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.limiter.release()
+
+    def note_refusal(self, retry_after: float | None) -> None:
+        self.limiter.note_refusal(retry_after)
+
+    def note_latency(self, seconds: float) -> None:
+        self.limiter.note_latency(seconds)
+
+    @property
+    def limit(self) -> int:
+        return self.limiter.limit
+
+    def metadata(self) -> dict[str, object]:
+        """``metadata.judge.adaptiveConcurrency`` (as the runs' ``adaptiveConcurrency``)."""
+        return {**self.limiter.report().metadata(), "refusals": self.limiter.refusals}
