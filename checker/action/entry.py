@@ -24,6 +24,7 @@ from .github.publish import PublishOptions, PublishOutcome
 from .github.workflow import Commands, Inputs, RunContext, summary_room, write_outputs, write_summary
 from .config import ActionConfig, changed_since, pull_request_base, quarantine_ref, read_config
 from ..models.results import Results
+from ..safety.interrupt import EXIT_SIGINT
 from ..safety.output import clean, guarded, say
 from ..safety.redact import secret_values
 from ..agents.sandbox import AgentSandbox, scrub_environ
@@ -311,6 +312,8 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
                     pooled = prepared.inputs.baseline_paths if prepared is not None else None
                     results, search = record_baseline(results, search, config, files, pooled), None
                 report_gate(results, config.run.fail_on)
+                if results.interrupted is not None:  # a cancelled job: the files say what ran;
+                    raise SystemExit(EXIT_SIGINT)    # nothing is published, no verdict output
         finally:
             commands.endgroup()
         if search is not None:

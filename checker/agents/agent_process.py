@@ -24,6 +24,7 @@ from .process import (
     OutputTail,
     describe_status,
     kill_group,
+    kill_now,
     live_group_members,
     read_lines,
     reap,
@@ -402,13 +403,25 @@ class AgentProcess:
         """Kill the whole process group and reap it (also on cancellation)."""
         self.closing = True
         self.drop_probe()
-        await kill_group(self.pgid, kill_grace)
-        await reap(self.proc)
-        while not self.messages.empty():  # a reader blocked on the full queue goes on
-            self.messages.get_nowait()
-        # Let the readers take in the last output, then stop them whatever holds the pipes.
-        await asyncio.wait(self.readers, timeout=1.0)
-        for task in (*self.readers, self.exited):
-            task.cancel()
+        killed = False
+        try:
+            await kill_group(self.pgid, kill_grace)
+            killed = True
+            await reap(self.proc)
+            while not self.messages.empty():  # a reader blocked on the full queue goes on
+                self.messages.get_nowait()
+            # Let the readers take in the last output, then stop them whatever holds the pipes.
+            await asyncio.wait(self.readers, timeout=1.0)
+        finally:  # cancelled half-way too: nothing of the agent's outlives the run
+            if not killed:
+                kill_now(self.pgid)
+            for task in (*self.readers, self.exited):
+                task.cancel()
+            # Closed here, in its event loop: left to the garbage collector after an
+            # interrupted run, its pipes would be closed once the loop is (asyncio's "Exception
+            # ignored in BaseSubprocessTransport.__del__ ... Event loop is closed").
+            transport = getattr(self.proc, "_transport", None)
+            if transport is not None:
+                transport.close()
         await asyncio.gather(*self.readers, self.exited, return_exceptions=True)
 

@@ -1,5 +1,7 @@
 """The run stage's agent runs, collected by case: every job run to its end (adaptive and
-confirmation rounds included), or, on Ctrl-C, what finished written and the run stopped."""
+confirmation rounds included), or, on Ctrl-C or SIGTERM, what finished written
+(--inference-out) and handed on as ``RunsInterrupted``: the run scores and reports those runs,
+marked interrupted, and exits 130 (143 for SIGTERM)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,14 @@ if TYPE_CHECKING:
     from .scheduler import ScheduledRuns
     from .service_wait import ServiceWaits
 
+
+class RunsInterrupted(Exception):
+    """Ctrl-C or SIGTERM stopped the agent runs: the runs that had finished, by case, and how
+    many were planned by then. Every agent is already stopped."""
+
+    def __init__(self, runs: dict[RunKey, list[RecordedRun]], finished: int, planned: int):
+        super().__init__("interrupted")
+        self.runs, self.finished, self.planned = runs, finished, planned
 
 
 @dataclass(frozen=True)
@@ -58,17 +68,23 @@ def collect_runs(targets: list[EvalTarget], options: RunOptions,
         if adaptive is not None:
             adaptive.context.services.pop("judge_semaphore", None)
     except (RunInterrupted, KeyboardInterrupt) as exc:
-        # Ctrl-C: the agents are already killed; keep what finished, then stop (no scoring).
+        # Ctrl-C: the agents are already killed; keep what finished (written first, before
+        # anything else can go wrong), then score and report it as interrupted.
         finished = exc.finished if isinstance(exc, RunInterrupted) else []
+        planned = exc.planned if isinstance(exc, RunInterrupted) else len(finished)
         message = f"evalcheck: interrupted; {len(finished)} run(s) had finished"
         if options.inference_out and finished and _write_finished(options, finished):
             message += f", written to {options.inference_out}"
-        say(message, err=True)
-        raise SystemExit(130) from None
+        say(message + f"; scoring them (interrupted: {len(finished)} of {planned} runs)", err=True)
+        raise RunsInterrupted(_grouped(finished), len(finished), planned) from None
+    return AgentRuns(by_case=_grouped(scheduled.runs), concurrency=scheduled.concurrency)
+
+
+def _grouped(runs: list[RecordedRun]) -> dict[RunKey, list[RecordedRun]]:
     grouped: dict[RunKey, list[RecordedRun]] = {}
-    for run in scheduled.runs:
+    for run in runs:
         grouped.setdefault((run.key, run.eval_id), []).append(run)
-    return AgentRuns(by_case=grouped, concurrency=scheduled.concurrency)
+    return grouped
 
 
 def _write_finished(options: RunOptions, finished: list[RecordedRun]) -> bool:

@@ -263,6 +263,12 @@ def _signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
+def kill_now(pgid: int) -> None:
+    """SIGKILL whatever of group ``pgid`` is still alive, at once (a close cut short)."""
+    if live_group_members(pgid):
+        _signal_group(pgid, signal.SIGKILL)
+
+
 async def _wait_group_gone(pgid: int, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     delay = 0.002

@@ -44,11 +44,13 @@ MoreRuns = Callable[[list[RecordedRun]], Awaitable[list[RunKey]]]
 
 
 class RunInterrupted(Exception):
-    """Ctrl-C: the runs that finished before it, in input order."""
+    """Ctrl-C: the runs that finished before it, in input order, and how many were planned
+    by then (the first runs, and the extra rounds asked for so far)."""
 
-    def __init__(self, finished: list[RecordedRun]):
+    def __init__(self, finished: list[RecordedRun], planned: int = 0):
         super().__init__("interrupted")
         self.finished = finished
+        self.planned = max(planned, len(finished))
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,7 @@ class Scheduler:
         self.budget = budget
         self.targets = targets or []
         self.finished: list[RecordedRun] = []
+        self.planned = len(jobs)  # runs planned so far: the first runs, then each round asked for
         self.limiter = self._limiter()
         self.progress.watch(self.limiter)
         self.service = service  # the waits on a refusing model service, which cut the limit
@@ -161,7 +164,7 @@ class Scheduler:
                     break
         except (asyncio.CancelledError, KeyboardInterrupt):
             await self._cancel()
-            raise RunInterrupted(self._in_order()) from None
+            raise RunInterrupted(self._in_order(), self.planned) from None
         finally:
             await self._close()
         return ScheduledRuns(self._in_order(), self.limiter.report())
@@ -297,11 +300,15 @@ class Scheduler:
             runs_of[key] += 1
             jobs.append(replace(self.template[key], run=runs_of[key]))
         self.progress.add_jobs(jobs)
+        self.planned += len(jobs)
         return jobs
 
     async def _cancel(self) -> None:
         for task in self.tasks:
-            task.cancel()
+            # Once each: a run the cancelled gather has already cancelled is killing its
+            # agent in its finally block, and a second cancel would stop that half-way.
+            if not task.done() and not task.cancelling():
+                task.cancel()
         # Each cancelled run kills its own agent in its finally block: wait for that.
         await asyncio.gather(*self.tasks, return_exceptions=True)
 

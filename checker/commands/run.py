@@ -22,7 +22,7 @@ from ..inputs.bulk import fewer_collections
 from ..inputs.discover import EvalTarget, discover, find_repo_root
 from ..metrics.base import ScoringContext
 from ..models.records import RecordedRun
-from ..models.results import FileError, PullRequestFile, Results
+from ..models.results import FileError, Interrupted, PullRequestFile, Results
 from ..models.usage import TokenBudget
 from ..inputs.pr_files import replay_claim
 from ..option_checks import (check_input_files, check_run_files, check_run_options,
@@ -115,6 +115,7 @@ class Runs:
     by_case: Mapping[RunKey, list[RecordedRun]]
     redactor: Redactor
     concurrency: ConcurrencyHistory | None = None
+    interrupted: Interrupted | None = None  # SIGTERM or Ctrl-C stopped the runs (what finished is here)
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,10 @@ def execute(options: RunOptions, secrets: Iterable[str] = ()) -> bool:
     files = OutputFiles()
     results = evaluate(options, secrets, files)
     passed = report_gate(results, options.fail_on)
+    if results.interrupted is not None:  # reported; the exit is the signal's (cli.py: 130, 143)
+        from ..safety.interrupt import EXIT_SIGINT
+
+        raise SystemExit(EXIT_SIGINT)
     files.check()
     raise_file_errors(results)
     raise_budget_errors(results)
@@ -290,15 +295,21 @@ def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
 def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: OutputFiles) -> Runs:
     """Run the agents (or read the replay), end the sandbox, and write what they did
     (--inference-out)."""
-    concurrency = None
+    concurrency, interrupted = None, None
     if plan.replayed is not None:
         runs = plan.replayed
     else:
-        from ..agents.collect import collect_runs
+        from ..agents.collect import RunsInterrupted, collect_runs
 
-        collected = collect_runs(plan.targets, options, plan.simulated, plan.adaptive,
-                                 plan.budgets.agent, plan.service)
-        runs, concurrency = collected.by_case, collected.concurrency
+        try:
+            collected = collect_runs(plan.targets, options, plan.simulated, plan.adaptive,
+                                     plan.budgets.agent, plan.service)
+            runs, concurrency = collected.by_case, collected.concurrency
+        except RunsInterrupted as stopped:  # what finished is scored and reported, marked
+            from ..safety.interrupt import signal_name
+
+            runs, interrupted = stopped.runs, Interrupted(signal=signal_name(), runs_finished=stopped.finished,
+                                                          runs_planned=stopped.planned)
     if plan.adaptive is not None:  # confirmation runs are kept apart: only they decide a drop
         runs = {key: plan.adaptive.first_runs(key, found) for key, found in runs.items()}
     if options.replay is not None:
@@ -310,11 +321,11 @@ def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: Ou
     redactor = Redactor([*secret_values(os.environ), *secrets, *plan.simulated.credentials])
     if options.sandbox is not None:  # nothing of the agent's may run past this point
         options.sandbox.end()
-    if options.inference_out:
+    if options.inference_out and interrupted is None:  # (interrupted: written as it stopped)
         from ..report.records import write_inference_out
 
         write_inference_out(options.inference_out, plan.targets, runs, plan.shard, redactor, files)
-    return Runs(by_case=runs, redactor=redactor, concurrency=concurrency)
+    return Runs(by_case=runs, redactor=redactor, concurrency=concurrency, interrupted=interrupted)
 
 
 def score(options: RunOptions, plan: Plan, runs: Runs, started: Started) -> Results:
@@ -322,7 +333,8 @@ def score(options: RunOptions, plan: Plan, runs: Runs, started: Started) -> Resu
     adaptive = plan.adaptive
     results = aio.run(plan.context.scoring(
         score_all(plan.targets, runs.by_case, plan.context, plan.rule,
-                  known=adaptive.scored if adaptive else None,
+                  # (interrupted mid-round: a case's scores may predate its last runs)
+                  known=adaptive.scored if adaptive and runs.interrupted is None else None,
                   release_cases=True)))  # targets are not used after scoring
     if plan.selection is not None:  # the carried eval sets in their places (in shard 1 only)
         from ..scale.changed import splice
@@ -334,6 +346,10 @@ def score(options: RunOptions, plan: Plan, runs: Runs, started: Started) -> Resu
     from ..scoring.budget import leave_out
 
     leave_out(results, plan.budgets.agent, plan.budgets.judge)
+    if runs.interrupted is not None:
+        from ..scoring.interrupted import mark_interrupted
+
+        mark_interrupted(results, options.num_runs, runs.interrupted)
     if plan.prices is not None:
         from ..report.cost import apply_prices
 

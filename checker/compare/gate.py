@@ -15,6 +15,9 @@
 - ``error``: a run or metric errored, or nothing could be scored.
 - ``never``: advisory, never fails.
 
+An interrupted run (SIGTERM, Ctrl-C: ``results.interrupted``) fails under every rule: what ran
+is reported, and a run that did not end is never a pass (CONTRACT section 11).
+
 Overrides (compare/overrides.py, docs/quarantine.md): a case the base branch's quarantine
 file quarantines never gates, under any rule; a regression (and a suite drop) accepted by
 the pull request's accept label does not fail ``regression`` or ``drop``.
@@ -98,6 +101,8 @@ def gate_failed(results: Results, fail_on: str) -> bool:
     """Whether the job fails under ``fail_on`` (one of FAIL_ON)."""
     if fail_on not in FAIL_ON:
         raise ValueError(f"fail-on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
+    if results.interrupted is not None:
+        return True  # SIGTERM or Ctrl-C: what ran is reported, never passed (CONTRACT 11)
     if fail_on == "never":
         return False
     if refused(results, gating_cases(results)) is not None:

@@ -102,6 +102,11 @@ def headline(results: Results, fail_on: str) -> Headline:
     if gap is not None:
         found.lines.insert(0, found.decided)
         found.decided = gap.sentence()
+    stopped = results.interrupted
+    if stopped is not None:  # what decides: the run did not end (never a pass)
+        found.lines[:0] = [f"stopped by {stopped.signal}: the runs that finished are scored, the others "
+                           "not evaluated", found.decided]
+        found.decided = str(stopped)
     found.lines += _claims(results)
     return found
 

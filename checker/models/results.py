@@ -326,6 +326,18 @@ class FileError(ResultsModel):
     error: str
 
 
+class Interrupted(ResultsModel):
+    """The run was stopped by a signal (SIGTERM: a cancelled job, docker stop; SIGINT:
+    Ctrl-C): the runs that had finished were scored, the others were not (CONTRACT 11)."""
+
+    signal: str  # "SIGTERM" or "SIGINT"
+    runs_finished: int
+    runs_planned: int
+
+    def __str__(self) -> str:
+        return f"interrupted: {self.runs_finished} of {self.runs_planned} runs"
+
+
 class Results(ResultsModel):
     version: Literal[1] = 1
     passed: bool
@@ -343,6 +355,8 @@ class Results(ResultsModel):
     # Files the gate read that the pull request added or changed (a baseline file in the
     # repository, the replay file): said in the headline, the terminal and every report.
     pull_request_files: list[PullRequestFile] | None = optional()
+    # Stopped by SIGTERM or SIGINT: what finished, scored; never passes the gate.
+    interrupted: Interrupted | None = optional()
 
     def set_keys(self, also_ambiguous: set[str] | frozenset[str] = frozenset()) -> list[str]:
         """Each eval set's key (checker/models/setkey.py), in order: its id, qualified by its

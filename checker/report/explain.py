@@ -36,7 +36,8 @@ class CallRow:
 
 @dataclass
 class Explanation:
-    # trajectory | f1 | parameters | response | judge | metric_error | run_error | run_refused | not_evaluated | score
+    # trajectory | f1 | parameters | response | judge | metric_error | run_error | run_refused | run_not_run
+    # | not_evaluated | score
     kind: str
     metric: str = ""
     run: int | None = None
@@ -226,6 +227,8 @@ def explain(case: CaseResult, rule: VerdictRule = MEAN) -> tuple[list[Explanatio
         if run.unavailable is not None:  # the model service's refusal, not the agent's failure
             out.append(Explanation(kind="run_refused", run=run.run,
                                    error=clip(printable(run.error or run.unavailable.code), MAX_TEXT)))
+        elif run.status == "not_evaluated" and run.error:  # not run to its end: budget, interrupt
+            out.append(Explanation(kind="run_not_run", run=run.run, error=clip(printable(run.error), MAX_TEXT)))
         elif run.status == "error" or run.error:
             out.append(Explanation(kind="run_error", run=run.run,
                                    error=clip(printable(run.error or "run errored"), MAX_TEXT),

@@ -238,6 +238,12 @@ def _summary(results: Results, fail_on: str) -> str:
     line = usage_line(results)
     if line:
         parts.append(tag("p", esc(line), "usage"))
+    if results.interrupted is not None:
+        stopped = results.interrupted
+        parts.append(tag("p", f"Interrupted by {esc(stopped.signal)}: {stopped.runs_finished} of "
+                              f"{stopped.runs_planned} runs finished and are scored here; the runs that did not "
+                              "finish are not evaluated, and so is each case they leave without a verdict. "
+                              "A run that did not end never passes the gate.", "error interrupted"))
     for budget in results.budgets or []:
         from .cost import budget_line
 

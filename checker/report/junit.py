@@ -9,6 +9,7 @@ from ..safety.logtext import escape_char
 from ..models.results import CaseResult, Results
 from ..compare.verdict import baseline_pass_counts, case_pass_counts
 from ..models.verdict_rule import rule_of
+from ..scoring.case import NOT_FINISHED
 from ..scoring.refusals import no_verdict
 from .scores import fmt_score as fmt, not_evaluated, shortfall
 from .terminal import case_labels, judge_lines
@@ -74,11 +75,30 @@ def _skipped(case: CaseResult) -> bool:
     return case.status == "not_evaluated" or (case.change == "carried" and case.status == "passed")
 
 
-def render_junit(results: Results) -> str:
-    rule = rule_of(results.verdict_rule)
+def _no_verdict(case: CaseResult) -> str:
+    """Why a case is not evaluated: the model service's refusals, an interrupted run ("interrupted
+    before 2 of its 3 runs finished (SIGTERM)"), or no gating metric scored."""
+    stopped = [r for r in case.runs if r.status == "not_evaluated" and (r.error or "").startswith(NOT_FINISHED)]
+    if stopped and not no_verdict(case):
+        signal = (stopped[0].error or "").removeprefix(NOT_FINISHED).strip()
+        return f"interrupted before {len(stopped)} of its {len(case.runs)} runs finished {signal}".rstrip()
+    return no_verdict(case) or "no gating metric could be scored"
+
+
+def _root(results: Results) -> ET.Element:
     root = ET.Element("testsuites", name="evalcheck", tests=str(results.summary.cases),
                       failures=str(results.summary.failed), errors=str(results.summary.errored),
                       skipped=str(sum(_skipped(c) for s in results.eval_sets for c in s.cases)))
+    if results.interrupted is not None:  # SIGTERM or Ctrl-C: what finished, never a pass
+        stopped = results.interrupted
+        ET.SubElement(ET.SubElement(root, "properties"), "property", name="interrupted",
+                      value=f"{stopped} ({stopped.signal})")
+    return root
+
+
+def render_junit(results: Results) -> str:
+    rule = rule_of(results.verdict_rule)
+    root = _root(results)
     for eval_set in results.eval_sets:
         suite = ET.SubElement(root, "testsuite", name=eval_set.eval_set_id, file=eval_set.path,
                               tests=str(len(eval_set.cases)),
@@ -128,8 +148,7 @@ def render_junit(results: Results) -> str:
                 ET.SubElement(tc, "error", message=tag + _error_message(case),
                               type="error").text = body
             elif case.status == "not_evaluated":
-                ET.SubElement(tc, "skipped", message=(CARRIED if carried else "")
-                              + (no_verdict(case) or "no gating metric could be scored")).text = body
+                ET.SubElement(tc, "skipped", message=(CARRIED if carried else "") + _no_verdict(case)).text = body
             else:
                 ET.SubElement(tc, "system-out").text = body
     _clean_tree(root)

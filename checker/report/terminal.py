@@ -12,6 +12,7 @@ from ..models.results import CaseResult, EvalSetResult, MetricResult, Results
 from ..scoring.refusals import no_verdict
 from .differences import MAX_TERMINAL_LINES, terminal_notes
 from .judged import judge_evidence, place, statements
+from ..scoring.case import NOT_FINISHED
 from .scores import fmt_score as fmt, not_evaluated, shortfall
 from ..safety.text import one_line, plural
 from .text import fmt_duration
@@ -110,8 +111,11 @@ def failure_lines(results: Results) -> list[str]:
                 # A metric or judge failure, never the agent's (that is the line above).
                 lines.append(f"{where}: {metric.name} could not be computed (metric error): "
                              f"{one_line(metric.error or '', 200)}")
+        stopped = [r for r in case.runs if r.status == "not_evaluated" and (r.error or "").startswith(NOT_FINISHED)]
         if (refusal := no_verdict(case)) is not None:
             lines.append(f"{where}: not evaluated: {refusal}")
+        elif case.status == "not_evaluated" and stopped:  # an interrupted run (scoring/interrupted.py)
+            lines.append(f"{where}: not evaluated: {stopped[0].error} (runs {', '.join(str(r.run) for r in stopped)})")
         elif case.status == "not_evaluated":
             reasons = sorted({m.error for m in case.metrics if m.status == "not_evaluated" and m.error})
             lines.append(f"{where}: not evaluated: no gating metric could be scored"

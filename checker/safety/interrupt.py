@@ -4,13 +4,15 @@ Docker (``docker stop``) and the Actions runner (a cancelled job) send SIGTERM, 
 only to the container's PID 1. Python ignores SIGTERM there unless it has a handler, and
 elsewhere dies of it without cleaning up. Here SIGTERM becomes the SIGINT that Ctrl-C
 sends: the runs in flight are cancelled and kill their agents (and the agents' children),
-the runs that finished are written (``--inference-out``), and the exit status is 143
-(128 + SIGTERM) instead of Ctrl-C's 130.
+the runs that finished are scored and written, marked interrupted (``--inference-out``, the
+results and every report: agents/collect.py, scoring/interrupted.py), and the exit status is
+143 (128 + SIGTERM) instead of Ctrl-C's 130.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import signal
 import threading
 from collections.abc import Iterator
@@ -34,6 +36,21 @@ class Interruption:
         """``code`` of a SystemExit, with Ctrl-C's 130 told apart from SIGTERM's 143."""
         return self.status if code == EXIT_SIGINT else code
 
+    @property
+    def name(self) -> str:
+        return "SIGTERM" if self.signal == signal.SIGTERM else "SIGINT"
+
+
+# The command's Interruption, for the reports of an interrupted run to name the signal; the
+# signal handler is the process's, so is this (set only inside ``sigterm_as_ctrl_c``).
+_ACTIVE: contextvars.ContextVar[Interruption | None] = contextvars.ContextVar("interruption", default=None)
+
+
+def signal_name() -> str:
+    """"SIGTERM" when the running command was stopped by SIGTERM, else "SIGINT" (Ctrl-C)."""
+    seen = _ACTIVE.get()
+    return seen.name if seen is not None else "SIGINT"
+
 
 @contextlib.contextmanager
 def sigterm_as_ctrl_c() -> Iterator[Interruption]:
@@ -41,6 +58,7 @@ def sigterm_as_ctrl_c() -> Iterator[Interruption]:
     if threading.current_thread() is not threading.main_thread():
         yield seen
         return
+    token = _ACTIVE.set(seen)
 
     def on_sigterm(signum: int, frame: object) -> None:
         seen.signal = signal.SIGTERM
@@ -58,6 +76,7 @@ def sigterm_as_ctrl_c() -> Iterator[Interruption]:
     try:
         yield seen
     finally:
+        _ACTIVE.reset(token)
         signal.signal(signal.SIGTERM, previous)
         if ignored:
             signal.signal(signal.SIGINT, signal.SIG_IGN)

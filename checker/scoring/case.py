@@ -171,10 +171,12 @@ def aggregate_metric(configured: ConfiguredMetric, scores: list[tuple[int, RunSc
 
 # The error of a run a spent agent token budget kept from starting (scoring/budget.py).
 NOT_STARTED = "not started: "
+# A first run an interrupted run did not finish (scoring/interrupted.py): counted as not started.
+NOT_FINISHED = "interrupted before this run finished"
 
 
 def not_started(run: RunResult) -> bool:
-    return run.status == "not_evaluated" and (run.error or "").startswith(NOT_STARTED)
+    return run.status == "not_evaluated" and (run.error or "").startswith((NOT_STARTED, NOT_FINISHED))
 
 
 def case_status(runs: list[RunResult], metrics: list[MetricResult]) -> CaseStatus:

@@ -143,6 +143,8 @@ def annotation_message(case: CaseResult) -> str:
                          f"{one_line(ex.error, 500)}")
         elif ex.kind == "run_error":
             lines.append(f"agent run {ex.run} errored: {one_line(ex.error, 500)}")
+        elif ex.kind == "run_not_run":
+            lines.append(f"agent run {ex.run} not evaluated: {one_line(ex.error, 500)}")
         elif ex.kind == "metric_error":
             lines.append(f"{ex.metric} could not be computed (metric error): {one_line(ex.error, 500)}")
         elif ex.kind == "not_evaluated":
