@@ -26,7 +26,7 @@ class RunOptions:
     initial_session: Path | None = None  # of legacy eval files (ADK's initial_session_file)
     num_runs: int = 2
     # Runs in flight at once; None: adapts to the agent and its model service
-    # (agents/limiter.py), from what fits the agent up to max_concurrency.
+    # (limiter.py), from what fits the agent up to max_concurrency.
     concurrency: int | None = None
     max_concurrency: int = 32
     turn_timeout: float = 300.0

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..models.usage import TokenBudget
     from ..options import RunOptions
     from ..simulation.model import SimulatorStats
-    from .limiter import ConcurrencyHistory
+    from ..limiter import ConcurrencyHistory
     from .scheduler import ScheduledRuns
     from .service_wait import ServiceWaits
 

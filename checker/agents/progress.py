@@ -17,7 +17,7 @@ from ..safety.redact import Redactor
 from .base import RunJob
 
 if TYPE_CHECKING:
-    from .limiter import AdaptiveLimiter
+    from ..limiter import AdaptiveLimiter
 
 # In CI logs (no line redrawn): a line of how it goes at most this often, between case lines.
 STATUS_EVERY = 30.0

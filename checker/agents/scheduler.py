@@ -3,7 +3,7 @@
 Workers take slots of the limiter, then the next job of the plan; a run's slot is held for
 each of its attempts only (a refused run waits for its retry without one). The default
 concurrency starts once the first agent process has said what kind it is (the first run
-goes alone until then) and adapts from there (agents/limiter.py); ``--concurrency N`` fixes
+goes alone until then) and adapts from there (limiter.py); ``--concurrency N`` fixes
 it. Runs come back in input order - eval set, case, run - whatever order they finish in;
 with ``more``, rounds of extra runs follow on the same runner. What was decided (the
 concurrency over the run) is returned, never written into the options.
@@ -24,7 +24,7 @@ from ..safety.output import clean, say
 from .base import AgentRunner, RunJob
 from .concurrency import API_CONCURRENCY, cpus, limit_to_files, settle
 from .failfast import StartWatch, server_cannot_start
-from .limiter import AdaptiveLimiter, ConcurrencyHistory
+from ..limiter import AdaptiveLimiter, ConcurrencyHistory
 from .progress import Progress
 from .retrying import attempts, not_run
 from .service_wait import ServiceWaits
@@ -307,7 +307,7 @@ class Scheduler:
         for task in self.tasks:
             # Once each: a run the cancelled gather has already cancelled is killing its
             # agent in its finally block, and a second cancel would stop that half-way.
-            if not task.done() and not task.cancelling():
+            if not task.done() and not (isinstance(task, asyncio.Task) and task.cancelling()):
                 task.cancel()
         # Each cancelled run kills its own agent in its finally block: wait for that.
         await asyncio.gather(*self.tasks, return_exceptions=True)

@@ -50,7 +50,7 @@ class ServiceWaits:
                  tell: Callable[[str], None] | None = None):
         self.max_wait = max_wait
         self._tell = tell if tell is not None else _say
-        self.limiter = limiter  # checker/agents/limiter.py's AdaptiveLimiter, when there is one
+        self.limiter = limiter  # checker/limiter.py's AdaptiveLimiter, when there is one
         self._rng = rng or random.Random()
         self._clock = clock
         self._sleep = sleep

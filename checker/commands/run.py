@@ -40,7 +40,7 @@ from ..scoring.services import build_context, start_metric_worker
 from ..agents.service_wait import ServiceWaits
 
 if TYPE_CHECKING:
-    from ..agents.limiter import ConcurrencyHistory
+    from ..limiter import ConcurrencyHistory
     from ..compare.adaptive import AdaptiveRuns
     from ..inputs.git_changes import Changes
     from ..report.cost import PriceTable

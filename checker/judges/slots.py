@@ -1,5 +1,5 @@
 """The run's limit on judge calls in flight, adapting to the judge services (issue 38.3):
-the run's one AdaptiveLimiter kind (checker/agents/limiter.py), started at and capped by
+the run's one AdaptiveLimiter kind (checker/limiter.py), started at and capped by
 ``--judge-concurrency``, cut when a judge service refuses a call (429, 503: less at once, no
 growth for the delay it asked) and grown back while answers come at a flat latency. Every
 judge-backed metric shares it (Gemini, Vertex AI, provider/model judges), as an async
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..agents.limiter import AdaptiveLimiter
+from ..limiter import AdaptiveLimiter
 
 
 class JudgeSlots:

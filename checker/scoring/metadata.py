@@ -17,7 +17,7 @@ from ..models.setkey import RunKey
 from .pipeline import run_counts
 
 if TYPE_CHECKING:
-    from ..agents.limiter import ConcurrencyHistory
+    from ..limiter import ConcurrencyHistory
     from ..compare.adaptive import AdaptiveRuns
     from ..judges.service import JudgeService
     from ..options import RunOptions

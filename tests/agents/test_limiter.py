@@ -1,4 +1,4 @@
-"""The adaptive limit of runs in flight (checker/agents/limiter.py): slow start while latency
+"""The adaptive limit of runs in flight (checker/limiter.py): slow start while latency
 is flat and runs wait, a cut on a refusal (once a round, no growth for the asked delay) or
 climbing latency (never under the start), the cap, a fixed limit that never moves, slots
 handed out in order, and the history the end-of-run line and the metadata show."""
@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from checker.agents.limiter import MIN_ROUND, AdaptiveLimiter, ConcurrencyHistory
+from checker.limiter import MIN_ROUND, AdaptiveLimiter, ConcurrencyHistory
 
 
 class Clock:

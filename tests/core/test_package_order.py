@@ -14,7 +14,7 @@ from test_import_cycles import import_graph
 # action/publish_target (publishing to GitHub) are a part of their own below the commands, the
 # rest of action/ (the Action's entry and inputs) a command like cli.py.
 ORDER: tuple[tuple[str, ...], ...] = (
-    ("errors", "version", "models", "safety", "aio"),  # the foundation
+    ("errors", "version", "models", "safety", "aio", "limiter"),  # the foundation
     ("judges",),
     ("simulation",),
     ("metrics",),
