@@ -192,7 +192,8 @@ class Scheduler:
         # A worker per run that may be in flight (they wait for slots), not per run: memory
         # does not grow with the runs.
         self.tasks = [asyncio.ensure_future(self._worker(feed)) for _ in range(workers)]
-        if not self.settled:
+        # No run, no agent to say what kind it is: settling would wait for it for ever.
+        if not self.settled and workers:
             self.tasks.append(asyncio.ensure_future(self._settle()))
         await asyncio.gather(*self.tasks)
 
