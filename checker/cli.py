@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -49,6 +52,43 @@ class GuardedGroup(click.Group):
 
             say("evalcheck: interrupted", err=True)
             raise SystemExit(EXIT_SIGINT) from None
+
+
+def _max_runs() -> int:
+    from .safety.limits import MAX_RUNS
+
+    return MAX_RUNS
+
+
+class Count(click.IntRange):
+    """A whole number of something (``noun``: "runs"); anything else is bad input said in
+    one line, with what is expected ("'three' is not a number of runs; give a whole number
+    1-100"), not click's "not a valid integer range". ``most``: the largest value the
+    message names, checked later with its own advice (checker/safety/limits.py)."""
+
+    name = "integer"  # the metavar --help shows
+
+    def __init__(self, noun: str, min: int = 1, max: int | None = None,
+                 most: Callable[[], int] | None = None):
+        super().__init__(min=min, max=max)
+        self.noun = noun
+        self.most = most
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number: int | None = None
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            with contextlib.suppress(ValueError):
+                number = int(str(value).strip())
+        if number is None or number < (self.min or 0) or (self.max is not None and number > self.max):
+            top = self.max if self.max is not None else self.most() if self.most else None
+            span = f"{self.min}-{top}" if top is not None else f"of at least {self.min}"
+            said = repr(value) if number is None else str(number)
+            name = param.get_error_hint(ctx).strip("'\"") if param is not None and ctx else "value"
+            raise InputProblem(f"{name}: {said} is not a number of "
+                               f"{self.noun}; give a whole number {span}")
+        return number
 
 
 def _thresholds(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, float]:
@@ -127,11 +167,11 @@ def main() -> None:
 @click.option("--replay", type=click.Path(dir_okay=False, path_type=Path), help="Score recorded runs instead of running an agent.")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="Criteria file for every eval set, instead of discovered test_config.json.")
 @click.option("--initial-session", type=click.Path(dir_okay=False, path_type=Path), help="Initial session of legacy .test.json files (state, app_name, user_id; a session dump works), instead of one found beside them.")
-@click.option("--num-runs", type=click.IntRange(min=1), default=2, show_default=True, help="Runs per eval case (at most 100).")
-@click.option("--concurrency", type=click.IntRange(min=1), default=None, help="Eval case runs in flight at once, fixed. Default: adapts to the agent and its model service (grows while latency is flat and nothing is refused, cut back on a refusal), starting from what fits the agent (8 for an agent serving concurrent sessions such as evalcheck-adk; the number of CPUs for a process per run; 4 for --agent-url), up to --max-concurrency.")
-@click.option("--max-concurrency", type=click.IntRange(min=1, max=1024), default=32, show_default=True, help="The most eval case runs in flight the adaptive default grows to (set it to what the model's quota allows in flight).")
+@click.option("--num-runs", type=Count("runs", most=_max_runs), default=2, show_default=True, help="Runs per eval case (at most 100).")
+@click.option("--concurrency", type=Count("runs in flight"), default=None, help="Eval case runs in flight at once, fixed. Default: adapts to the agent and its model service (grows while latency is flat and nothing is refused, cut back on a refusal), starting from what fits the agent (8 for an agent serving concurrent sessions such as evalcheck-adk; the number of CPUs for a process per run; 4 for --agent-url), up to --max-concurrency.")
+@click.option("--max-concurrency", type=Count("runs in flight", max=1024), default=32, show_default=True, help="The most eval case runs in flight the adaptive default grows to (set it to what the model's quota allows in flight).")
 @click.option("--turn-timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True, help="Seconds an agent may take for one user turn (finite, at most 86400).")
-@click.option("--judge-concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Judge-model calls in flight at once.")
+@click.option("--judge-concurrency", type=Count("judge calls in flight"), default=8, show_default=True, help="Judge-model calls in flight at once.")
 @click.option("--judge-cache", type=click.Path(file_okay=False, path_type=Path), help="Directory of the on-disk judge cache.")
 @click.option("--results", type=click.Path(dir_okay=False, path_type=Path), help="Write the results file (JSON).")
 @click.option("--inference-out", type=click.Path(dir_okay=False, path_type=Path), help="Write what the agent did, in the replay format.")
@@ -141,8 +181,8 @@ def main() -> None:
 @click.option("--adk-eval-history", type=click.Path(file_okay=False, path_type=Path), metavar="DIR", help="Also write ADK EvalSetResult files, as adk eval does, under DIR/<app>/.adk/eval_history/ (adk web opens them; DIR is its agents folder).")
 @click.option("--html", type=click.Path(dir_okay=False, path_type=Path), help="Also write a self-contained HTML report (one page, no network).")
 @click.option("--prices", type=click.Path(dir_okay=False, path_type=Path), help="Price table (model -> USD per million input/output tokens) over the default Gemini one, for the estimated cost (docs/cost.md).")
-@click.option("--max-agent-tokens", type=click.IntRange(min=1), metavar="N", help="Agent token budget: once spent, no further run starts; cases left out are not evaluated, exit 2.")
-@click.option("--max-judge-tokens", type=click.IntRange(min=1), metavar="N", help="Judge token budget: once spent, no further judge call starts; metrics left out are not evaluated, exit 2.")
+@click.option("--max-agent-tokens", type=Count("tokens"), metavar="N", help="Agent token budget: once spent, no further run starts; cases left out are not evaluated, exit 2.")
+@click.option("--max-judge-tokens", type=Count("tokens"), metavar="N", help="Judge token budget: once spent, no further judge call starts; metrics left out are not evaluated, exit 2.")
 @click.option("--max-token-increase", type=click.FloatRange(min=0), metavar="PCT", help="Fail (exit 1) when a case's agent tokens per run grew by more than PCT percent against the baseline.")
 @click.option("--baseline", "baselines", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="Results file of main to compare with; give several (newest first) to pool main's history (docs/comparing.md).")
 @click.option("--changed-since", metavar="REF", help="Run only the eval sets whose eval file, criteria file or agent changed since the merge base of REF (git); carry the others from --baseline, labelled carried. A change outside every agent's files runs everything (docs/changed-files.md).")
@@ -153,11 +193,11 @@ def main() -> None:
 @click.option("--agent-paths", "agent_paths", multiple=True, metavar="EVALS=PATH[,PATH...]", help="With --changed-since: the agent of the eval files at or under EVALS is these files and folders (default: the ADK agent folder the eval file lies in). Repeatable.")
 @click.option("--verdict", default="mean", show_default=True, metavar="RULE", help="How runs make a metric's verdict: mean, all-runs, majority or k-of-n:K.")
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="failure", show_default=True, help="What fails the run (exit 1); regression and drop need --baseline.")
-@click.option("--confirm-runs", type=click.IntRange(min=0), metavar="N", help="Most fresh runs for a case that looks worse than the baseline (two thirds of it when it looked only a little worse); only they decide (default 60; 0 in replay; at most 100).")
+@click.option("--confirm-runs", type=Count("runs", min=0, most=_max_runs), metavar="N", help="Most fresh runs for a case that looks worse than the baseline (two thirds of it when it looked only a little worse); only they decide (default 60; 0 in replay; at most 100).")
 @click.option("--alpha", type=click.FloatRange(min=0, max=0.5, min_open=True), default=0.05, show_default=True, help="Family-wise significance level of the whole suite's regression decisions.")
-@click.option("--retries", type=click.IntRange(min=0, max=5), default=1, show_default=True, help="Re-runs of a run whose agent errored, before it counts as failing.")
+@click.option("--retries", type=Count("retries", min=0, max=5), default=1, show_default=True, help="Re-runs of a run whose agent errored, before it counts as failing.")
 @click.option("--max-service-wait", type=click.FloatRange(min=0, max=86400), default=600.0, show_default=True, metavar="SECONDS", help="How long to wait, in all, for a model service that keeps refusing (429, 503, ...): a refused run is run again after the delay the service asks for, never counted as failing; once no run got through for this long, the runs left get no verdict (exit 2).")
-@click.option("--max-runs", type=click.IntRange(min=1), metavar="M", help="Adaptive: give cases whose verdict is uncertain more runs, one round at a time, up to M runs in all (at most 100).")
+@click.option("--max-runs", type=Count("runs", most=_max_runs), metavar="M", help="Adaptive: give cases whose verdict is uncertain more runs, one round at a time, up to M runs in all (at most 100).")
 @click.option("--shard", metavar="I/N", help="Evaluate only shard I (1-based) of N of the selected cases; merge the shards with `evalcheck merge`.")
 @click.option("--threshold", "thresholds", multiple=True, metavar="NAME=VALUE", callback=_thresholds, help="Threshold of a metric of an agents-cli eval_config.yaml (a format without thresholds); without one the metric is informational. Repeatable.")
 @click.option("--confine", type=click.Path(file_okay=False, exists=True, path_type=Path), metavar="DIR", help="DIR (a checkout of an untrusted change) is read as the Action reads its workspace: a symlink under it leading out, a file an eval or config file names outside it and a --judge-cache inside it are bad input (docs/command-line.md#untrusted-checkouts).")
