@@ -17,6 +17,7 @@ from ..errors import InputError
 from ..models.records import RecordedRun
 from ..safety.text import one_line
 from .base import RunJob, cannot_start
+from .our_commands import not_found_hint
 from .setup_errors import SetupProblem, setup_problem
 
 if TYPE_CHECKING:
@@ -91,12 +92,15 @@ class StartWatch:
             return _setup_verdict(problem, which, runs[0].error or "")
         text = (f"the agent cannot start: {which} before it answered anything: "
                 f"{one_line(runs[0].error or how, 300)}")
+        tail = next((r.stderr_tail for r in runs if r.stderr_tail), None)
         hint = next((h for status, h in _HINTS.items() if status in how), None)
+        if "status 127" in how:  # evalcheck-adk(-ts): where it was looked for
+            hint = not_found_hint(tail) or hint
         if hint:
             text += f" ({hint})"
         if (runs[0].error or "").startswith("the agent reported an error"):
             return AgentCannotStart(text)  # it said why itself (its log repeats it, or warnings)
-        return _with_tail(text, next((r.stderr_tail for r in runs if r.stderr_tail), None))
+        return _with_tail(text, tail)
 
 
 def _setup_verdict(problem: SetupProblem, which: str, error: str) -> AgentCannotStart:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from ..models.records import RecordedRun
 from .agent_process import AgentProcess, BecameShared
 from .base import AgentFailure, RunJob, mark_cannot_start
+from .our_commands import with_our_command
 from .process import become_subreaper, spawn
 from .protocol import concurrent_sessions, to_invocation
 from .sessions import SharedWorker
@@ -65,13 +66,14 @@ class StdioRunner:
                  env: Mapping[str, str] | None = None, exit_grace: float = 10.0,
                  kill_grace: float = 2.0, max_line_bytes: int = MAX_LINE_BYTES,
                  sandbox: AgentSandbox | None = None, sessions: int | None = None):
-        self.command = command
         # The most runs evalcheck may have in flight: every start message says so, and an
         # agent serving concurrent sessions may take that many in one process.
         self.sessions = sessions
         self.sandbox = sandbox
         self.cwd = cwd
         self.env = dict(os.environ if env is None else env)
+        # evalcheck-adk(-ts) beside evalcheck when PATH does not have it (agents/our_commands.py).
+        self.command = with_our_command(command, self.env.get("PATH"))
         self.exit_grace = exit_grace
         self.kill_grace = kill_grace
         self.max_line_bytes = max_line_bytes
