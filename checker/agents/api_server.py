@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from ..safety.limits import JsonTooDeep, loads_bounded
 from ..models.records import RecordedRun
@@ -37,6 +37,19 @@ from .turns import UserTurns, user_turns
 
 if TYPE_CHECKING:
     from .sandbox import AgentSandbox
+
+
+# Once a server said it listens on another port, how long it may take to say it listens on
+# --agent-url's too (a command that starts a helper server first).
+ELSEWHERE_GRACE = 1.0
+
+
+def _port(url: str) -> int | None:
+    try:
+        parts = urlsplit(url)
+        return parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:
+        return None
 
 
 class ServerStartError(AgentFailure):
@@ -127,11 +140,29 @@ class ApiServerRunner:
                 raise ServerStartError(
                     f"the agent server command {describe_status(self._server.returncode)} "
                     f"before answering at {self.url}", self._server_tail.text())
+            elsewhere = self._listening_elsewhere()
+            if elsewhere is not None:
+                raise ServerStartError(elsewhere, self._server_tail.text())
             if time.monotonic() >= deadline:
                 raise ServerStartError(f"the agent server did not answer GET {self.url}/list-apps "
                                        f"within {timeout:g} s ({last_problem})",
                                        self._server_tail.text())
             await asyncio.sleep(0.2)
+
+    def _listening_elsewhere(self) -> str | None:
+        """Why waiting on for the server is of no use: it said it listens on another port
+        than --agent-url's (a moment ago: a command may start a helper first), and on none
+        that is --agent-url's. None while that is not known."""
+        said = self._server_log.listening
+        if not said or time.monotonic() - said[0][1] < ELSEWHERE_GRACE:
+            return None
+        ours = _port(self.url)
+        ports = [_port(url) for url, _ in said]
+        if ours is None or ours in ports or ports[0] is None:
+            return None
+        return (f"the agent server says it listens on {said[0][0]} (port {ports[0]}), but "
+                f"--agent-url is {self.url} (port {ours}): give both the same port (e.g. "
+                f"--agent-url http://127.0.0.1:{ports[0]}, or --port {ours} in the server command)")
 
     async def aclose(self) -> None:
         if self._deleting:

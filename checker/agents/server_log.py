@@ -1,4 +1,5 @@
-"""The log of an agent server evalcheck started, read for the model service's refusals.
+"""The log of an agent server evalcheck started, read for the model service's refusals, and
+for where the server says it listens (uvicorn's "Uvicorn running on http://...").
 
 ``adk api_server`` answers a turn whose model call raised with a bare ``HTTP 500 Internal
 Server Error``; only its log says why: uvicorn writes "Exception in ASGI application" and the
@@ -34,6 +35,11 @@ _TRACEBACK = "Traceback (most recent call last):"
 # The start of a log line (uvicorn's "INFO:     ...", logging's "2026-01-01 10:00:00,123 ..."):
 # a traceback's lines are indented, or the exception's own.
 _LOG_LINE = re.compile(r"^(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):\s|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)")
+# A server's own line saying where it listens: uvicorn's (adk api_server) "Uvicorn running on
+# http://127.0.0.1:8000 (Press CTRL+C to quit)", @google/adk-devtools' "For local testing,
+# access at http://localhost:8000.", and the common "Listening on http://...".
+_LISTENING = re.compile(r"(?:Uvicorn running on|access at|[Ll]istening on)\s+(https?://[^\s|]+)")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # How long a 500's record may take to reach the log, and how long after a record that shows
 # no refusal to wait for one that does (another request's record may come first).
 RECORD_WAIT = 1.0
@@ -58,6 +64,7 @@ class ServerLog:
         self._partial = b""
         self._records: list[_Record] = []
         self._open = False  # the lines read belong to the latest record
+        self.listening: list[tuple[str, float]] = []  # (URL it says it listens at, when read)
 
     def feed(self, data: bytes) -> None:
         self.tail.feed(data)
@@ -69,6 +76,8 @@ class ServerLog:
 
     def _line(self, line: str) -> None:
         self.lines += 1
+        if len(self.listening) < 16 and (said := _LISTENING.search(_ANSI.sub("", line))):
+            self.listening.append((said.group(1).rstrip(".,;:)"), time.monotonic()))
         if _RECORD in line or (line.startswith(_TRACEBACK) and not self._open):
             self._records.append(_Record(self.lines, time.monotonic()))
             del self._records[:-256]  # only recent records can be claimed

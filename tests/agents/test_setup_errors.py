@@ -204,3 +204,38 @@ def test_adk_example_on_an_api_server_without_credentials_exits_2_once(tmp_path)
     assert "; its log says: ValueError: No API key was provided." in err
     assert err.count("No API key was provided") == 1  # the server's log once, not per run
     assert cpu < 10, cpu
+
+
+def test_a_server_listening_on_another_port_fails_at_once_naming_it(tmp_path):
+    """adk api_server started on another port than --agent-url's: said at once (its own
+    "Uvicorn running on ..." line), not after the 120 s start-up wait."""
+    url, _ = served(tmp_path, REPO / "tests" / "adk_agent" / "weather_app")
+    other = free_port()
+    server = f"{shlex.quote(str(ADK_BIN))} api_server --port {other} {shlex.quote(str(tmp_path / 'agents'))}"
+    began = time.monotonic()
+    done, _ = evalcheck(tmp_path, str(ADK_EVALS), "--agent-url", url, "--agent-server-command", server)
+    assert time.monotonic() - began < 30  # about 3 s: the server's start-up, then a second
+    err = one_error(done, tmp_path)
+    assert err.startswith(f"evalcheck: error: the agent server cannot be used: the agent server "
+                          f"says it listens on http://127.0.0.1:{other} (port {other}), but "
+                          f"--agent-url is {url} (port {url.rsplit(':', 1)[1]}): give both the "
+                          f"same port (e.g. --agent-url http://127.0.0.1:{other}, or --port "
+                          f"{url.rsplit(':', 1)[1]} in the server command); its last output: "), err
+    assert f"Uvicorn running on http://127.0.0.1:{other}" in err
+
+
+def test_a_server_command_that_exits_fails_at_once_with_its_status_and_last_lines(tmp_path):
+    """adk api_server on a folder that is not there exits 2 at once: said with its status and
+    its own last lines, without waiting for it to answer."""
+    url, _ = served(tmp_path, REPO / "tests" / "adk_agent" / "weather_app")
+    port = url.rsplit(":", 1)[1]
+    server = f"{shlex.quote(str(ADK_BIN))} api_server --port {port} {shlex.quote(str(tmp_path / 'nowhere'))}"
+    began = time.monotonic()
+    done, _ = evalcheck(tmp_path, str(ADK_EVALS), "--agent-url", url, "--agent-server-command", server)
+    assert time.monotonic() - began < 30  # under a second here
+    err = one_error(done, tmp_path)
+    assert err.startswith(f"evalcheck: error: the agent server cannot be used: the agent server "
+                          f"command exited with status 2 before answering at {url}; its last "
+                          "output: Usage: adk api_server [OPTIONS] [AGENTS_DIR] | "), err
+    assert f"Error: Invalid value for '[AGENTS_DIR]': Directory '{tmp_path / 'nowhere'}' does " \
+           "not exist." in err

@@ -116,3 +116,24 @@ def test_the_adapter_runs_google_agents_in_process_alike(example_run, tmp_path):
     assert metric_runs(in_process).keys() == metric_runs(results).keys()
     assert all(metric_runs(in_process)[key] == scores for key, scores in metric_runs(results).items()
                if key[1] != "invocation_duration_v1")
+
+
+def test_a_server_listening_on_another_port_fails_at_once_naming_it(tmp_path):
+    """@google/adk-devtools' adk api_server on another port than --agent-url's: said at once
+    (its own "access at http://localhost:PORT" line), not after the 120 s start-up wait."""
+    from tshelpers import evalcheck
+
+    port, other = free_port(), free_port()
+    began = time.monotonic()
+    done = evalcheck("run", str(visits_eval_set(tmp_path / "evals")), "--agent-url",
+                     f"http://127.0.0.1:{port}", "--agent-server-command",
+                     api_server_command(AGENTS / "google", other),
+                     "--results", str(tmp_path / "results.json"), cwd=tmp_path)
+    assert time.monotonic() - began < 60  # a few seconds: node's start-up, then a second
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(
+        f"evalcheck: error: the agent server cannot be used: the agent server says it listens "
+        f"on http://localhost:{other} (port {other}), but --agent-url is http://127.0.0.1:{port} "
+        f"(port {port}): give both the same port"), done.stderr
+    assert not (tmp_path / "results.json").exists()
