@@ -19,11 +19,12 @@ from urllib.parse import quote, urlsplit
 
 from ..safety.limits import JsonTooDeep, loads_bounded
 from ..models.records import RecordedRun
-from .base import AgentFailure, RunJob, session_spec
+from ..safety.text import one_line
+from .base import AgentFailure, RunJob, mark_cannot_start, session_spec
 from ..models.refusal import ServiceRefusal
 from .events import ConversionError, events_to_invocation
 from .protocol import refused_turn
-from .server_log import ServerLog, drain_into_log
+from .server_log import RECORD_WAIT, ServerLog, drain_into_log
 from .service_refusal import refusal_in_events, refusal_of_status, retry_after_header
 from .process import (
     OutputTail,
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from .sandbox import AgentSandbox
 
 
+# google-adk's answer to a turn of an app whose agent raised as it was loaded.
+_NOT_LOADED = "Failed to load agent"
 # Once a server said it listens on another port, how long it may take to say it listens on
 # --agent-url's too (a command that starts a helper server first).
 ELSEWHERE_GRACE = 1.0
@@ -179,6 +182,10 @@ class ApiServerRunner:
             await asyncio.wait({self._server_reader}, timeout=1.0)
             self._server_reader.cancel()
 
+    def load_failures(self) -> dict[str, str]:
+        """The agents the server evalcheck started said it failed to load, by app, in its words."""
+        return dict(self._server_log.load_failures) if self._server is not None else {}
+
     def server_tail(self) -> str | None:
         return self._server_tail.text() if self._server is not None else None
 
@@ -189,13 +196,35 @@ class ApiServerRunner:
         invocations: list = []
         error: str | None = None
         refusal = None
+        not_loaded = None
         try:
             await self._converse(job, user_turns(job), invocations)
         except AgentFailure as exc:
             error, refusal = str(exc), exc.refusal
-        return job.record(invocations=invocations, error=error, unavailable=refusal,
-                           stderr_tail=self.server_tail() if error else None,
-                           duration_seconds=round(time.monotonic() - started, 3))
+            if not invocations and refusal is None:
+                not_loaded = await self._not_loaded(session_spec(job).app_name, error)
+        record = job.record(invocations=invocations, error=not_loaded or error, unavailable=refusal,
+                            stderr_tail=self.server_tail() if error else None,
+                            duration_seconds=round(time.monotonic() - started, 3))
+        if not_loaded is not None:  # every run of the app fails so: stop, said once (failfast.py)
+            mark_cannot_start(record, f"the agent server failed to load app '{session_spec(job).app_name}'")
+        return record
+
+    async def _not_loaded(self, app: str, error: str) -> str | None:
+        """The run's error when its HTTP 500 is the server's failure to load the app's agent
+        (google-adk's "Failed to load agent"; the agent raised at import), with why in the
+        server's own words when evalcheck started it; None for any other failure."""
+        if "answered HTTP 500" not in error:
+            return None
+        adk_said = _NOT_LOADED in error
+        said = None
+        if self._server is not None:
+            said = await self._server_log.load_failure(app, wait=RECORD_WAIT if adk_said else 0.0)
+        if said is not None:
+            return f"the agent server failed to load app '{app}'; its log says: {one_line(said, 300)}"
+        if adk_said:
+            return f"the agent server failed to load app '{app}' ({error}; its log says why)"
+        return None
 
     def _server_gone(self) -> str:
         if self._server is not None and self._server.returncode is not None:

@@ -9,7 +9,7 @@ the case's ``session_input.app_name``, or the eval set id it defaults to).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
@@ -21,11 +21,22 @@ if TYPE_CHECKING:
 
 
 def check_served(apps: list[str] | None, jobs: Iterable[RunJob], targets: list[EvalTarget],
-                 url: str) -> None:
+                 url: str, load_failures: Mapping[str, str] | None = None) -> None:
     """Raises InputError for the first job whose app name is not in ``apps`` (None: the
-    server did not list its apps, so nothing is known)."""
+    server did not list its apps, so nothing is known). ``load_failures``: what the
+    server's log said of the agents it failed to load (by app), quoted for an app it does
+    not serve for that reason (@google/adk-devtools lists only the agents it loaded)."""
     if apps is None:
         return
+    jobs = list(jobs)
+    for job in jobs:
+        app = session_spec(job).app_name
+        said = (load_failures or {}).get(app)
+        if app not in apps and said is not None:
+            raise InputError(f"the agent server at {url} failed to load app '{one_line(app, 80)}'; "
+                             f"its log says: {one_line(said, 300)}",
+                             fix="fix what stops the agent from loading (it runs as the server "
+                                 "imports it), then run again")
     served = ", ".join(one_line(a, 80) for a in apps[:20]) + (", …" if len(apps) > 20 else "")
     serves = f"it serves: {served}" if apps else "it serves no app (check the agents folder it was started with)"
     for job in jobs:

@@ -98,7 +98,8 @@ class StartWatch:
             hint = not_found_hint(tail) or hint
         if hint:
             text += f" ({hint})"
-        if (runs[0].error or "").startswith("the agent reported an error"):
+        if (runs[0].error or "").startswith("the agent reported an error") \
+                or "; its log says: " in (runs[0].error or ""):
             return AgentCannotStart(text)  # it said why itself (its log repeats it, or warnings)
         return _with_tail(text, tail)
 

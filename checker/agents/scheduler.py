@@ -184,7 +184,9 @@ class Scheduler:
         if apps is not None:  # an ADK API server listed its apps
             from .apps import check_served
 
-            check_served(apps, self.jobs.templates, self.targets, getattr(self.runner, "url", ""))
+            failures = getattr(self.runner, "load_failures", None)
+            check_served(apps, self.jobs.templates, self.targets, getattr(self.runner, "url", ""),
+                         failures() if callable(failures) else None)
 
     async def _run_round(self, round_jobs: Iterable[RunJob]) -> None:
         feed = iter(round_jobs)

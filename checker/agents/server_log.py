@@ -1,5 +1,6 @@
 """The log of an agent server evalcheck started, read for the model service's refusals, and
-for where the server says it listens (uvicorn's "Uvicorn running on http://...").
+for where the server says it listens (uvicorn's "Uvicorn running on http://...") and which
+agents it failed to load, and why ("Failed to load agent ...").
 
 ``adk api_server`` answers a turn whose model call raised with a bare ``HTTP 500 Internal
 Server Error``; only its log says why: uvicorn writes "Exception in ASGI application" and the
@@ -40,6 +41,16 @@ _LOG_LINE = re.compile(r"^(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):\s|\d{4}-\d\d
 # access at http://localhost:8000.", and the common "Listening on http://...".
 _LISTENING = re.compile(r"(?:Uvicorn running on|access at|[Ll]istening on)\s+(https?://[^\s|]+)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# An agent the server could not load, in its own words: google-adk's "Failed to load agent
+# NAME" before the traceback (a turn's, HTTP 500 "Failed to load agent") or "Failed to load
+# agent 'NAME': WHY" (listing its apps); @google/adk-devtools' "Failed to load agent 'NAME'
+# from FILE: WHY. Skipping it; ..." (at start: the app is not listed).
+_LOAD_FAILED = re.compile(r"Failed to load agent '?(?P<name>[^'\s:]+)'?(?P<why>.*)$")
+# The exception google-adk raises through a turn when the agent's module raised anything
+# but a ValueError ("RuntimeError: Fail to load 'NAME' module. ..."): uvicorn logs it.
+_FAIL_TO_LOAD = re.compile(r"^(?:[\w.]+: )?Fail to load '(?P<name>[^']+)' module\.")
+_NOT_EXCEPTION = ("Traceback", "The above exception", "During handling")
+MAX_LOAD_FAILURES = 64
 # How long a 500's record may take to reach the log, and how long after a record that shows
 # no refusal to wait for one that does (another request's record may come first).
 RECORD_WAIT = 1.0
@@ -65,6 +76,8 @@ class ServerLog:
         self._records: list[_Record] = []
         self._open = False  # the lines read belong to the latest record
         self.listening: list[tuple[str, float]] = []  # (URL it says it listens at, when read)
+        self.load_failures: dict[str, str] = {}  # app -> the server's words on why it failed
+        self._loading: str | None = None  # the app whose load failure's traceback is being read
 
     def feed(self, data: bytes) -> None:
         self.tail.feed(data)
@@ -76,8 +89,10 @@ class ServerLog:
 
     def _line(self, line: str) -> None:
         self.lines += 1
-        if len(self.listening) < 16 and (said := _LISTENING.search(_ANSI.sub("", line))):
+        plain = _ANSI.sub("", line)
+        if len(self.listening) < 16 and (said := _LISTENING.search(plain)):
             self.listening.append((said.group(1).rstrip(".,;:)"), time.monotonic()))
+        self._load_failure(plain)
         if _RECORD in line or (line.startswith(_TRACEBACK) and not self._open):
             self._records.append(_Record(self.lines, time.monotonic()))
             del self._records[:-256]  # only recent records can be claimed
@@ -100,6 +115,41 @@ class ServerLog:
             refusal = ServiceRefusal(kind="connection", code="connection",
                                      message=line.strip()[:MAX_MESSAGE])
         current.refusal = refusal
+
+    def _load_failure(self, line: str) -> None:
+        """Note an agent the server failed to load, with why: the line's own reason, or the
+        last exception line of the traceback that follows it."""
+        failed = _LOAD_FAILED.search(line)
+        if failed is not None:
+            said = line[failed.start():].strip()
+            self._note_load_failure(failed["name"], said)
+            self._loading = None if failed["why"].strip(" .") else failed["name"]
+            return
+        if self._loading is not None and _LOG_LINE.match(line):
+            self._loading = None
+        if not line[:1].strip() or line.startswith(_NOT_EXCEPTION):
+            return  # a traceback's frame, or not an exception's line
+        if self._loading is not None:
+            self._note_load_failure(self._loading,
+                                    f"Failed to load agent {self._loading}: {line.strip()}")
+        elif (module := _FAIL_TO_LOAD.match(line)) is not None:
+            self._note_load_failure(module["name"], line.strip())
+
+    def _note_load_failure(self, app: str, said: str) -> None:
+        if len(self.load_failures) < MAX_LOAD_FAILURES or app in self.load_failures:
+            self.load_failures[app] = said
+
+    async def load_failure(self, app: str, wait: float = 0.0) -> str | None:
+        """What the server said on failing to load ``app``, waiting up to ``wait`` seconds
+        for its log to say it (it answers the turn as it writes the log)."""
+        deadline = time.monotonic() + wait
+        while True:
+            said = self.load_failures.get(app)
+            why = _LOAD_FAILED.search(said or "")
+            if (said is not None and (why is None or why["why"].strip(" ."))) \
+                    or time.monotonic() >= deadline:
+                return said
+            await asyncio.sleep(0.01)
 
     def mark(self) -> int:
         """Where the log is now (before a request is sent)."""

@@ -239,3 +239,42 @@ def test_a_server_command_that_exits_fails_at_once_with_its_status_and_last_line
                           "output: Usage: adk api_server [OPTIONS] [AGENTS_DIR] | "), err
     assert f"Error: Invalid value for '[AGENTS_DIR]': Directory '{tmp_path / 'nowhere'}' does " \
            "not exist." in err
+
+
+KEYED_AGENT = '''import os
+
+from google.adk.agents import LlmAgent
+
+if not os.environ.get("GOOGLE_API_KEY"):
+    raise {error}("GOOGLE_API_KEY is not set")
+root_agent = LlmAgent(name="keyed", model="gemini-2.5-flash", instruction="Answer.")
+'''
+
+
+@pytest.mark.parametrize(("error", "quoted"), [
+    # google-adk answers HTTP 500 "Failed to load agent" and logs that line and a traceback.
+    ("ValueError", "Failed to load agent keyed: google.adk.cli.utils.base_agent_loader."
+                   "_AgentLoadError: Fail to load 'keyed' module. GOOGLE_API_KEY is not set"),
+    # Any other exception goes through to uvicorn: "Internal Server Error", and its traceback.
+    ("RuntimeError", "RuntimeError: Fail to load 'keyed' module. GOOGLE_API_KEY is not set"),
+])
+def test_an_agent_that_raises_as_adk_api_server_loads_it_is_quoted_from_the_servers_log(
+        tmp_path, error, quoted):
+    """adk api_server loads an agent at its first turn; one that raises fails every turn
+    with an HTTP 500 whose why is only in the server's log: said once, in its own words,
+    exit status 2 (not a failed run per case)."""
+    agents = tmp_path / "agents"
+    (agents / "keyed").mkdir(parents=True)
+    (agents / "keyed" / "__init__.py").write_text("from . import agent\n")
+    (agents / "keyed" / "agent.py").write_text(KEYED_AGENT.format(error=error))
+    hello = case("hello", turns=1)
+    hello.session_input.app_name = "keyed"
+    write_eval_set(tmp_path / "evals", "keyed", [hello])
+    port = free_port()
+    done, _ = evalcheck(tmp_path, "evals", "--agent-url", f"http://127.0.0.1:{port}",
+                        "--agent-server-command",
+                        f"{shlex.quote(str(ADK_BIN))} api_server --port {port} {shlex.quote(str(agents))}")
+    err = one_error(done, tmp_path)
+    assert err == ("evalcheck: error: the agent cannot start: the first 2 runs all failed the same "
+                   "way before it answered anything: the agent server failed to load app "
+                   f"'keyed'; its log says: {quoted}\n")

@@ -137,3 +137,37 @@ def test_a_server_listening_on_another_port_fails_at_once_naming_it(tmp_path):
         f"on http://localhost:{other} (port {other}), but --agent-url is http://127.0.0.1:{port} "
         f"(port {port}): give both the same port"), done.stderr
     assert not (tmp_path / "results.json").exists()
+
+
+def test_an_agent_that_raises_as_the_server_loads_it_is_quoted_from_its_log(tmp_path):
+    """@google/adk-devtools' adk api_server skips an agent that throws as it loads it, and
+    lists the others: the app it does not serve is said with the server's own words."""
+    from tshelpers import NODE_MODULES, evalcheck
+
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "node_modules").symlink_to(NODE_MODULES, target_is_directory=True)
+    (agents / "keyed.mjs").write_text(
+        'import { LlmAgent } from "@google/adk";\n'
+        'if (!process.env.GOOGLE_API_KEY) throw new Error("GOOGLE_API_KEY is not set");\n'
+        'export const rootAgent = new LlmAgent({ name: "keyed", model: "gemini-2.5-flash" });\n')
+    evals = tmp_path / "evals"
+    evals.mkdir()
+    (evals / "keyed.test.json").write_text(json.dumps({"evalSetId": "keyed", "evalCases": [{
+        "evalId": "hello", "conversation": [{
+            "invocationId": "inv-1",
+            "userContent": {"role": "user", "parts": [{"text": "hello"}]},
+            "finalResponse": {"role": "model", "parts": [{"text": "hi"}]}}],
+        "sessionInput": {"appName": "keyed", "userId": "u", "state": {}}}]}))
+    (evals / "test_config.json").write_text(json.dumps({"criteria": {"response_match_score": 0.5}}))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    done = evalcheck("run", str(evals), "--agent-url", url, "--agent-server-command",
+                     api_server_command(agents, port), "--results", str(tmp_path / "r.json"),
+                     cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        f"evalcheck: error: the agent server at {url} failed to load app 'keyed'; its log says: "
+        f"Failed to load agent 'keyed' from {agents / 'keyed.mjs'}: GOOGLE_API_KEY is not set. "
+        "Skipping it; the other agents are unaffected. (fix what stops the agent from loading "
+        "(it runs as the server imports it), then run again)\n"), done.stderr
