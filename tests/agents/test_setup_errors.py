@@ -8,6 +8,7 @@ import json
 import resource
 import shlex
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -278,3 +279,37 @@ def test_an_agent_that_raises_as_adk_api_server_loads_it_is_quoted_from_the_serv
     assert err == ("evalcheck: error: the agent cannot start: the first 2 runs all failed the same "
                    "way before it answered anything: the agent server failed to load app "
                    f"'keyed'; its log says: {quoted}\n")
+
+
+def test_an_agent_that_raises_on_a_server_evalcheck_did_not_start_says_where_to_look(tmp_path):
+    """A server already running (--agent-url alone): its log is not evalcheck's to read, so
+    the message says the server could not load the app and that its log says why."""
+    agents = tmp_path / "agents"
+    (agents / "keyed").mkdir(parents=True)
+    (agents / "keyed" / "__init__.py").write_text("from . import agent\n")
+    (agents / "keyed" / "agent.py").write_text(KEYED_AGENT.format(error="ValueError"))
+    hello = case("hello", turns=1)
+    hello.session_input.app_name = "keyed"
+    write_eval_set(tmp_path / "evals", "keyed", [hello])
+    port = free_port()
+    clean = {k: v for k, v in cli_env().items() if k not in CREDENTIALS}
+    server = subprocess.Popen([str(ADK_BIN), "api_server", "--port", str(port), str(agents)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={**clean, "ADK_DISABLE_LOCAL_STORAGE": "1"})
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        done, _ = evalcheck(tmp_path, "evals", "--agent-url", f"http://127.0.0.1:{port}")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    err = one_error(done, tmp_path)
+    assert err == ("evalcheck: error: the agent cannot start: the first 2 runs all failed the same "
+                   "way before it answered anything: the agent server failed to load app 'keyed' "
+                   "(turn 1: the agent server answered HTTP 500: {\"detail\":\"Failed to load "
+                   "agent\"}; its log says why)\n")
