@@ -42,9 +42,9 @@ if TYPE_CHECKING:
 
 # google-adk's answer to a turn of an app whose agent raised as it was loaded.
 _NOT_LOADED = "Failed to load agent"
-# Once a server said it listens on another port, how long it may take to say it listens on
-# --agent-url's too (a command that starts a helper server first).
-ELSEWHERE_GRACE = 1.0
+# While the server says it listens on another port, how often that port is asked whether
+# it serves the ADK API (GET /list-apps).
+PROBE_EVERY = 0.5
 
 
 def _port(url: str) -> int | None:
@@ -53,6 +53,21 @@ def _port(url: str) -> int | None:
         return parts.port or {"http": 80, "https": 443}.get(parts.scheme)
     except ValueError:
         return None
+
+
+async def _serves_adk(url: str) -> bool:
+    """Whether an ADK API server answers ``GET /list-apps`` at ``url`` (on this machine)."""
+    from .http_client import RequestTimeout, TransportError, http_client
+
+    client = http_client(url, max_connections=1, timeout=2.0)
+    try:
+        response = await client.request("GET", "/list-apps", timeout=2.0)
+        return response.status_code == 200 and isinstance(loads_bounded(response.content), list)
+    except (TransportError, RequestTimeout, ValueError):  # nothing there, or not the ADK API
+        return False
+    finally:
+        with contextlib.suppress(Exception):
+            await client.aclose()
 
 
 class ServerStartError(AgentFailure):
@@ -94,6 +109,7 @@ class ApiServerRunner:
         self._server_log = ServerLog(self._server_tail)  # read for the model's refusals
         self._server_reader: asyncio.Future | None = None
         self._deleting: set[asyncio.Future] = set()  # session deletions in flight
+        self._probed_at = 0.0  # when a port the server said it listens on was last asked
 
     # ------------------------------------------------------------ server lifecycle
 
@@ -143,7 +159,7 @@ class ApiServerRunner:
                 raise ServerStartError(
                     f"the agent server command {describe_status(self._server.returncode)} "
                     f"before answering at {self.url}", self._server_tail.text())
-            elsewhere = self._listening_elsewhere()
+            elsewhere = await self._listening_elsewhere()
             if elsewhere is not None:
                 raise ServerStartError(elsewhere, self._server_tail.text())
             if time.monotonic() >= deadline:
@@ -152,16 +168,20 @@ class ApiServerRunner:
                                        self._server_tail.text())
             await asyncio.sleep(0.2)
 
-    def _listening_elsewhere(self) -> str | None:
+    async def _listening_elsewhere(self) -> str | None:
         """Why waiting on for the server is of no use: it said it listens on another port
-        than --agent-url's (a moment ago: a command may start a helper first), and on none
-        that is --agent-url's. None while that is not known."""
+        than --agent-url's, and on none that is --agent-url's, and the ADK API answers on that
+        port (a command may start a helper server first: that one is not waited on). None
+        while that is not known."""
         said = self._server_log.listening
-        if not said or time.monotonic() - said[0][1] < ELSEWHERE_GRACE:
-            return None
         ours = _port(self.url)
         ports = [_port(url) for url, _ in said]
-        if ours is None or ours in ports or ports[0] is None:
+        if not said or ours is None or ours in ports or ports[0] is None:
+            return None
+        if time.monotonic() - self._probed_at < PROBE_EVERY:
+            return None
+        self._probed_at = time.monotonic()
+        if not await _serves_adk(f"http://127.0.0.1:{ports[0]}"):
             return None
         return (f"the agent server says it listens on {said[0][0]} (port {ports[0]}), but "
                 f"--agent-url is {self.url} (port {ours}): give both the same port (e.g. "

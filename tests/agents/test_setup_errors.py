@@ -313,3 +313,25 @@ def test_an_agent_that_raises_on_a_server_evalcheck_did_not_start_says_where_to_
                    "way before it answered anything: the agent server failed to load app 'keyed' "
                    "(turn 1: the agent server answered HTTP 500: {\"detail\":\"Failed to load "
                    "agent\"}; its log says why)\n")
+
+
+HELPER = '''import http.server, sys
+server = http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), http.server.BaseHTTPRequestHandler)
+print(f"Listening on http://127.0.0.1:{sys.argv[1]}", flush=True)
+server.serve_forever()
+'''
+
+
+def test_a_helper_server_on_another_port_is_not_mistaken_for_the_agent_server(tmp_path):
+    """The server command starts a helper (not the ADK API) that says it listens on another
+    port, then adk api_server on --agent-url's: the run goes on as usual."""
+    url, server = served(tmp_path, REPO / "tests" / "adk_agent" / "weather_app")
+    (tmp_path / "helper.py").write_text(HELPER)
+    command = f"{shlex.quote(PY)} helper.py {free_port()} & {server}"
+    done, _ = evalcheck(tmp_path, str(ADK_EVALS), "--agent-url", url, "--agent-server-command",
+                        command, "--num-runs", "1")
+    # The weather eval set's wrong_expectation case fails by design: exit 1, every run scored.
+    assert done.returncode == 1, done.stderr
+    runs = [r for c in json.loads((tmp_path / "results.json").read_text())["evalSets"][0]["cases"]
+            for r in c["runs"]]
+    assert len(runs) == 4 and all(r.get("error") is None for r in runs), runs
