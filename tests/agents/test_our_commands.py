@@ -58,3 +58,22 @@ def test_a_bridge_found_nowhere_names_where_it_was_looked_for(tmp_path):
             "the agent runs (pip install evalcheck-adk), or put the folder that holds "
             "evalcheck-adk on PATH, or give its full path in --agent-command)") in done.stderr
     assert not (tmp_path / "results.json").exists()
+
+
+def test_the_bridge_on_path_wins_over_the_one_beside_evalcheck(tmp_path):
+    """The Action's image: evalcheck's own venv holds a bridge too, but the one on PATH is the
+    agent's (/opt/agent, with the user's google-adk), and it is the one that runs."""
+    own = tmp_path / "agent-venv" / "bin"
+    own.mkdir(parents=True)
+    bridge = own / "evalcheck-adk"
+    bridge.write_text(f"#!/bin/sh\nexec {shlex.quote(PY)} {shlex.quote(str(REPO / 'tests' / 'agents' / 'agents' / 'echo_agent.py'))}\n")
+    bridge.chmod(0o755)
+    write_eval_set(tmp_path / "evals", "set", [case("a", turns=1)])
+    done = subprocess.run(
+        [str(EVALCHECK), "run", "evals", "--agent-command", "evalcheck-adk agents",
+         "--num-runs", "1", "--results", "results.json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        env={"PATH": f"{own}:{BARE_PATH}", "HOME": str(tmp_path), "CI": "true"})
+    assert done.returncode == 0, done.stderr  # the echo agent answers as the case expects
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["summary"]["passed"] == 1, results["summary"]
