@@ -30,6 +30,7 @@ LATENCY_CUT = 0.8     # ... after a round whose latency climbed
 FLAT = 1.25           # a round's median latency within this of the best round's: flat
 CLIMBED = 1.6         # beyond this: climbing (between the two: hold)
 MIN_ROUND = 8         # finished runs judged together
+ASKED_JITTER = 0.2    # the most a wait the service asked for is lengthened (agents/service_wait.py)
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ class AdaptiveLimiter:
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._slow_start = True
         self._grow_after = -math.inf   # no growth before (the delay a refusal asked for)
-        self._last_cut = -math.inf
+        self._cut_until = -math.inf  # refusals before then are of the excess already cut
         # Per-turn latencies: of the latest runs (judged), and of this round (MIN_ROUND
         # runs in a row; the best round's median is what "flat" compares with).
         self._recent: deque[float] = deque(maxlen=MIN_ROUND)
@@ -176,19 +177,28 @@ class AdaptiveLimiter:
             self._seconds = statistics.median(self._round_seconds)
             self._round.clear()
             self._round_seconds.clear()
+        wanted = self.in_flight + len(self._waiters) >= self.limit  # runs wait for a slot
         if self._best is None or len(self._recent) < MIN_ROUND:
-            return  # nothing to compare with yet: the start's own round first
+            # Nothing to compare with yet (the start's own round): slow start goes on as if
+            # flat, as TCP's does - a round's wait on a model at the start costs the most; an
+            # agent on CPU is judged at the next round and cut back to the start.
+            if self._slow_start and self._best is None and wanted \
+                    and self._clock() >= self._grow_after:
+                self._set(self._limit + 1.0)
+            return
         ratio = statistics.median(self._recent) / self._best if self._best > 0 else 1.0
         if ratio > CLIMBED:
-            if self._limit > self.start:
+            # Latency that climbed while the service refused is the refusals' waits, cut for.
+            if self._limit > self.start and self._clock() >= self._cut_until:
                 self._slow_start = False
                 self._set(max(float(self.start), self._limit * LATENCY_CUT))
             self._recent.clear()  # judged: the next verdict on runs of the new limit
             return
-        wanted = self.in_flight + len(self._waiters) >= self.limit  # runs wait for a slot
         if ratio > FLAT or not wanted or self._clock() < self._grow_after:
             return
-        self._set(self._limit + (1.0 if self._slow_start else 1.0 / self._limit))
+        # Congestion avoidance: one more a round of MIN_ROUND runs, not of limit runs (TCP's
+        # one a window): a suite lasts tens of rounds, not thousands.
+        self._set(self._limit + (1.0 if self._slow_start else 1.0 / min(self._limit, MIN_ROUND)))
 
     def note_refusal(self, retry_after: float | None = None) -> None:
         """The service refused a run (429, 503, ...): fewer at once, and no growth for the
@@ -199,11 +209,14 @@ class AdaptiveLimiter:
             return
         now = self._clock()
         self._slow_start = False
-        if retry_after is not None and retry_after > 0:
-            self._grow_after = max(self._grow_after, now + retry_after)
-        if now - self._last_cut < max(self._seconds, 0.5):
+        asked = retry_after if retry_after is not None and retry_after > 0 else 0.0
+        if asked:
+            self._grow_after = max(self._grow_after, now + asked)
+        if now < self._cut_until:
             return
-        self._last_cut = now
+        # The calls in flight at the cut are of the same excess, and so are their retries,
+        # which come back after the delay the service asked (and its jitter): one cut for them.
+        self._cut_until = now + max(self._seconds, asked * (1.0 + ASKED_JITTER), 0.5)
         self._set(self._limit * REFUSAL_CUT)
 
     def history(self) -> list[int]:

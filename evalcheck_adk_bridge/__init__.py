@@ -33,6 +33,7 @@ from typing import IO, Any
 from .loading import Agents, LoadFailure
 from .loading import load_agent as load_agent  # re-exported: checker/bridges/adk.py imports it from here
 from .refusals import service_refusal
+from .retries import TELL
 from .runtime import end_process, eval_plugins, fewer_collections
 
 USAGE = "usage: evalcheck-adk [--one-session | --concurrent N] DIR (an ADK agent folder, or a folder of them)"
@@ -261,6 +262,9 @@ async def serve_run(loaded: Any, start: dict[str, Any], read: Reader, out: IO[st
     app_name = session_in.get("appName") or "app"
     user_id = session_in.get("userId") or "user"
     runner = make_runner(loaded, app_name)
+    # This run's ADK callbacks tell the checker of the refused calls they retry, if it asked.
+    TELL.set((lambda refusal: _send(out, {"type": "refused", "unavailable": refusal, **named}))
+             if start.get("tellRefusals") is True else None)
     try:
         session = await runner.session_service.create_session(
             app_name=app_name, user_id=user_id, state=session_in.get("state") or {})

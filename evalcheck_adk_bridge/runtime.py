@@ -44,9 +44,13 @@ def retry_plugin() -> Any:
 
 
 def eval_plugins() -> list[Any]:
-    # ADK's inference adds model-call retries; do the same when this ADK has the plugin.
+    """ADK's inference adds model-call retries; so does the bridge (retries.py: the same
+    calls and attempts, after the delay the service asks for, told to the checker), with
+    ADK's own plugin after it for the calls it leaves (streaming ones)."""
+    from .retries import refusal_retries
+
     plugin = retry_plugin()
-    return [] if plugin is None else [plugin(name="ensure_retry_options")]
+    return [refusal_retries()] + ([] if plugin is None else [plugin(name="ensure_retry_options")])
 
 
 # Allocations between two collections of the youngest generation (CPython's default: 700).

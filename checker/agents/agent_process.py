@@ -15,8 +15,10 @@ import os
 import struct
 import termios
 import time
+from collections.abc import Callable
 from typing import Any
 
+from ..models.refusal import ServiceRefusal
 from ..safety.limits import JsonTooDeep, loads_bounded
 from .base import AgentFailure, RunJob, session_spec
 from .events import ConversionError
@@ -47,6 +49,7 @@ from .protocol import (
     serves_any_eval_set,
     start_message,
     to_invocation,
+    told_refusal,
     user_message,
 )
 from .turns import UserTurns
@@ -87,6 +90,10 @@ class AgentProcess:
         self.any_eval_set = False
         # Called once with the first message of the process's first run (what kind of agent).
         self.on_first: Any = None
+        # Told each model-service refusal the agent retries itself ({"type": "refused"});
+        # None: the start messages do not ask the agent to tell them.
+        self.on_refusal: Callable[[ServiceRefusal], None] | None = None
+        self.told = 0  # ... told during the current run
         self.runs = 0  # runs begun in this process
         self.heard = False  # a ready or response read during the current run
         self.start_error: str | None = None  # an error message before anything else
@@ -197,6 +204,7 @@ class AgentProcess:
 
     def begin_run(self) -> None:
         self.runs += 1
+        self.told = 0
         self.invocations = []
         self.heard = False
         self.tail = OutputTail()
@@ -222,6 +230,18 @@ class AgentProcess:
                                "(it must read stdin)") from None
 
     async def _receive(self, deadline: float, what: str, timeout: float) -> Any:
+        """The next message (or BadLine) of the run; a refusal the agent retries itself is
+        told to ``on_refusal`` on the way, never the run's answer."""
+        while True:
+            item = await self._receive_one(deadline, what, timeout)
+            refusal = told_refusal(item)
+            if refusal is None:
+                return item
+            self.told += 1
+            if self.on_refusal is not None:
+                self.on_refusal(refusal)
+
+    async def _receive_one(self, deadline: float, what: str, timeout: float) -> Any:
         loop = asyncio.get_running_loop()
         getter = asyncio.ensure_future(self.messages.get())
         try:
@@ -293,7 +313,8 @@ class AgentProcess:
         await self._send(start_message(eval_set_id=job.eval_set_id, eval_id=job.eval_id,
                                        run=job.run, app_name=spec.app_name, user_id=spec.user_id,
                                        state=spec.state, session_id=session_id,
-                                       eval_set_path=job.eval_file, concurrent=self.offered),
+                                       eval_set_path=job.eval_file, concurrent=self.offered,
+                                       tell_refusals=self.on_refusal is not None),
                          loop.time() + timeout, "the start message")
         if self.runs > 1:
             # A warm worker sets up the run's session before its first turn is sent (and

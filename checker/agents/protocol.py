@@ -100,18 +100,48 @@ def parse_message(obj: dict[str, Any]) -> ResponseMessage | ErrorMessage:
     return message
 
 
+class RefusedMessage(StrictModel):
+    """An addition to protocol 1, sent only to an evalcheck whose ``start`` carried
+    ``"tellRefusals": true``: the agent's model service refused a call that the agent retries
+    itself (the ADK bridge does, honouring the service's RetryInfo), so the run goes on. Told
+    at once, so that the run's concurrency limiter cuts the runs in flight before more are
+    refused (docs/agent-protocol.md)."""
+
+    type: Literal["refused"]
+    unavailable: bool | Unavailable = True
+
+
+def told_refusal(item: Any) -> ServiceRefusal | None:
+    """The refusal a ``{"type": "refused"}`` message tells, else None (any other item). A
+    message of that type that is not valid tells an unknown refusal: it is never a run's
+    answer, and a miscounted refusal only slows the run down."""
+    if not isinstance(item, dict) or item.get("type") != "refused":
+        return None
+    fields = {k: v for k, v in item.items() if k not in ("session", "invocationId")}
+    try:
+        message = RefusedMessage.model_validate(fields)
+    except ValidationError:
+        return refusal_of_protocol(True, "")
+    given = (message.unavailable.model_dump(by_alias=True, exclude_none=True)
+             if isinstance(message.unavailable, Unavailable) else True)
+    return refusal_of_protocol(given, "")
+
+
 def dumps(message: dict[str, Any]) -> bytes:
     return (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 
 def start_message(*, eval_set_id: str, eval_id: str, run: int, app_name: str, user_id: str,
                   state: dict[str, Any], session_id: str | None = None,
-                  eval_set_path: str | None = None, concurrent: int | None = None) -> dict[str, Any]:
+                  eval_set_path: str | None = None, concurrent: int | None = None,
+                  tell_refusals: bool = False) -> dict[str, Any]:
     """``session_id``: the run's id, which a process serving concurrent sessions names in
     every message of the run (``session.id`` here, ``session`` in the others);
     ``eval_set_path``: the eval file, relative to the agent's working directory;
     ``concurrent``: the most runs evalcheck may have in flight, which an agent serving
-    concurrent sessions may serve at once in one process (its ready says how many it will)."""
+    concurrent sessions may serve at once in one process (its ready says how many it will);
+    ``tell_refusals``: the agent may send ``{"type": "refused"}`` for each model call refused
+    that it retries itself (``"tellRefusals": true``)."""
     session: dict[str, Any] = {"appName": app_name, "userId": user_id, "state": state}
     if session_id is not None:
         session["id"] = session_id
@@ -121,6 +151,8 @@ def start_message(*, eval_set_id: str, eval_id: str, run: int, app_name: str, us
         message["evalSetPath"] = eval_set_path
     if concurrent is not None:
         message["concurrent"] = concurrent
+    if tell_refusals:
+        message["tellRefusals"] = True
     return message
 
 

@@ -20,6 +20,7 @@ async def attempts(attempt: Callable[[], Awaitable[RecordedRun]], retries: int,
     fails the same way): fail-fast owns those (agents/failfast.py), and ``stopped`` says so."""
     run = await attempt()
     retried = refused = 0
+    told = run.refusals or 0  # refused calls the agent retried itself, in every attempt
     while not stopped():
         if run.unavailable is not None:
             refused += 1
@@ -30,6 +31,7 @@ async def attempts(attempt: Callable[[], Awaitable[RecordedRun]], retries: int,
         else:
             break
         run = await attempt()
+        told += run.refusals or 0
     if run.unavailable is None:
         service.answered()
     else:
@@ -37,7 +39,7 @@ async def attempts(attempt: Callable[[], Awaitable[RecordedRun]], retries: int,
         if service.given_up is not None:
             run.error = f"{run.error}; {service.gave_up_reason()}"
     run.retries = retried or None
-    run.refusals = refused or None
+    run.refusals = (refused + told) or None
     return run
 
 

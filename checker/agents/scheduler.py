@@ -99,6 +99,8 @@ class Scheduler:
         self.service = service  # the waits on a refusing model service, which cut the limit
         if service.limiter is None:
             service.limiter = self.limiter
+        if hasattr(runner, "on_refusal"):  # an agent retrying a refused call itself tells it
+            runner.on_refusal = service.told
         self.settled = options.concurrency is not None or options.agent_url
         self.watch = StartWatch(len(jobs), self.limiter.limit if self.settled else cpus())
         self.notes: list[str] = []  # the default concurrency, said once the run goes on
@@ -279,7 +281,10 @@ class Scheduler:
                 run = await self.runner.run(job)
             except Exception as exc:  # a runner bug fails this run, not the others
                 run = job.record(error=f"internal error: {type(exc).__name__}: {exc}")
-            if run.error is None and run.unavailable is None and run.duration_seconds is not None:
+            # A run whose agent waited out refused calls itself is slow by those waits, not
+            # by the load: the refusals were told to the limiter already.
+            if run.error is None and run.unavailable is None and not run.refusals \
+                    and run.duration_seconds is not None:
                 self.limiter.note_latency(run.duration_seconds, len(run.invocations))
         finally:
             self.limiter.release()

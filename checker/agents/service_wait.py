@@ -56,6 +56,7 @@ class ServiceWaits:
         self._sleep = sleep
         self.codes: Counter[str] = Counter()  # refusals by code ("429 RESOURCE_EXHAUSTED")
         self.refused_runs = 0  # runs the service refused at least once
+        self.retried_by_agents = 0  # refused calls the agent retried itself (told)
         self.unavailable_runs = 0  # runs that ended unavailable (not resolved)
         self.not_started = 0  # ... of them, never started (the service was given up)
         self.unavailable_cases: set[tuple[str, str]] = set()
@@ -91,6 +92,20 @@ class ServiceWaits:
             self._tell(f"evalcheck: the model service refused a run ({refusal.code}): refused runs "
                        f"are run again after the delay it asks for, for up to {self.max_wait:g} s "
                        "without a run getting through (--max-service-wait)")
+
+    def told(self, refusal: ServiceRefusal) -> None:
+        """An agent tells of a model call refused that it retries itself (the run goes on):
+        counted, and told to the limiter at once, which cuts the runs in flight. It starts
+        no outage: the run has not ended."""
+        self.codes[refusal.code] += 1
+        self.retried_by_agents += 1
+        self.last = refusal
+        note = getattr(self.limiter, "note_refusal", None)
+        if note is not None:
+            note(refusal.retry_after)
+        if self.retried_by_agents == 1 and self._outage_since is None and not self.refused_runs:
+            self._tell(f"evalcheck: the model service refused a call ({refusal.code}); the agent "
+                       "retries it after the delay the service asks for, and fewer runs go at once")
 
     async def wait(self, refusal: ServiceRefusal, attempt: int) -> bool:
         """Note the refusal and wait before the run is tried again; False when the run is
@@ -142,6 +157,7 @@ class ServiceWaits:
         """What the results' metadata keep of it (``modelService``)."""
         out: dict[str, Any] = {"refusals": self.refusals, "byCode": dict(self.codes),
                                "refusedRuns": self.refused_runs,
+                               "retriedByAgents": self.retried_by_agents,
                                "waitedSeconds": round(self.waited, 3),
                                "maxServiceWait": self.max_wait}
         if self.unavailable_runs:

@@ -38,6 +38,7 @@ from .protocol import (
     serves_any_eval_set,
     start_message,
     to_invocation,
+    told_refusal,
     user_message,
 )
 from .turns import UserTurns
@@ -63,6 +64,7 @@ class SharedWorker:
         self.agent = agent
         self.capacity = capacity
         self.inboxes: dict[str, asyncio.Queue[Any]] = {}
+        self.told: dict[str, int] = {}  # refused calls each session's agent retried itself
         self.names: dict[str, str] = {}  # session id -> the run's name
         self.broken: str | None = None  # why the process was given up
         self.victims: list[str] = []  # the runs it was serving then
@@ -125,6 +127,13 @@ class SharedWorker:
                 self.give_up(f"the agent {agent.status() or 'closed its stdout'}")
             elif isinstance(item, BadLine):
                 self.give_up(f"the agent wrote {item.reason}")
+            elif (refusal := told_refusal(item)) is not None:
+                # A call its model refused, which the agent retries itself: no run's answer.
+                session = item.get("session")
+                if isinstance(session, str) and session in self.inboxes:
+                    self.told[session] = self.told.get(session, 0) + 1
+                if agent.on_refusal is not None:
+                    agent.on_refusal(refusal)
             else:
                 session = item.get("session")
                 inbox = self.inboxes.get(session) if isinstance(session, str) else None
@@ -191,7 +200,8 @@ class SharedWorker:
                                            run=job.run, app_name=spec.app_name,
                                            user_id=spec.user_id, state=spec.state,
                                            session_id=session_id, eval_set_path=job.eval_file,
-                                           concurrent=self.agent.offered),
+                                           concurrent=self.agent.offered,
+                                           tell_refusals=self.agent.on_refusal is not None),
                              deadline, "the start message")
             item = await self._receive(session_id, deadline, "the start message", timeout)
             if not is_ready(item):

@@ -26,13 +26,14 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..models.records import RecordedRun
+from ..models.refusal import ServiceRefusal
 from .agent_process import AgentProcess, BecameShared
 from .base import AgentFailure, RunJob, mark_cannot_start
 from .our_commands import with_our_command
@@ -57,6 +58,7 @@ class Served:
     error: AgentFailure | None = None
     cannot_start: str | None = None  # why the process could not start, when it could not
     unheard: bool = False  # the process failed before a word of this run (another one may serve it)
+    told: int = 0  # model calls refused that the agent retried itself (told): the run's refusals
 
 
 class StdioRunner:
@@ -77,6 +79,9 @@ class StdioRunner:
         self.exit_grace = exit_grace
         self.kill_grace = kill_grace
         self.max_line_bytes = max_line_bytes
+        # Told each model-service refusal an agent retries itself (the run's ServiceWaits,
+        # set by the scheduler); the start messages then ask agents to tell them.
+        self.on_refusal: Callable[[ServiceRefusal], None] | None = None
         # Warm workers between two runs. Never more than the runs in flight, since a
         # worker is only put back by the run it served.
         self._idle: list[AgentProcess] = []
@@ -167,12 +172,13 @@ class StdioRunner:
         started = time.monotonic()
 
         def record(invocations: list, error: AgentFailure | str | None = None,
-                   tail: str | None = None) -> RecordedRun:
+                   tail: str | None = None, told: int = 0) -> RecordedRun:
             # A run the model service refused is unavailable, not errored (its error says so).
             refusal = error.refusal if isinstance(error, AgentFailure) else None
             return job.record(invocations=invocations, error=None if error is None else str(error),
                                unavailable=refusal, stderr_tail=tail if error else None,
-                               duration_seconds=round(time.monotonic() - started, 3))
+                               duration_seconds=round(time.monotonic() - started, 3),
+                               refusals=told or None)
 
         try:
             turns = user_turns(job)
@@ -188,7 +194,8 @@ class StdioRunner:
                 served = await self._serve_shared(shared, job, turns)
                 if served.unheard:  # the process failed before this run's ready: another one
                     continue
-                return record(served.invocations, served.error, shared.agent.tail.text())
+                return record(served.invocations, served.error, shared.agent.tail.text(),
+                              served.told)
             if key in self._probing and not kind.done():
                 # The first process has not said yet whether it serves concurrent sessions.
                 await asyncio.shield(kind)
@@ -222,6 +229,7 @@ class StdioRunner:
                     cannot = f"could not start the agent command: {exc.strerror or exc}"
                     return mark_cannot_start(record([], cannot), cannot)
                 agent = AgentProcess(proc, self.max_line_bytes)
+                agent.on_refusal = self.on_refusal
                 agent.offered = self.sessions
                 agent.started_for = key
                 if probe:
@@ -236,7 +244,7 @@ class StdioRunner:
                 # A warm worker that exited, spoke or stalled between runs (before this
                 # run's ready): it is replaced, and the run goes to a new process.
                 continue
-            run = record(served.invocations, served.error, agent.tail.text())
+            run = record(served.invocations, served.error, agent.tail.text(), served.told)
             return mark_cannot_start(run, served.cannot_start) if served.cannot_start else run
 
     async def _serve(self, agent: AgentProcess, job: RunJob,
@@ -263,7 +271,8 @@ class StdioRunner:
                 worker.heard.add(session_id)
                 owned = False  # the SharedWorker owns the process now
                 in_session = await self._in_session(worker, job, turns, session_id, shared.turn1)
-                return Served(in_session.invocations, in_session.error)
+                return Served(in_session.invocations, in_session.error,
+                              told=agent.told + in_session.told)
             if agent.many:
                 await agent.end_run(job.turn_timeout)
                 keep = not self._closed
@@ -280,7 +289,8 @@ class StdioRunner:
             elif owned:
                 # Also on cancellation (Ctrl-C): nothing of this run may outlive it.
                 await agent.close(self.kill_grace)
-        return Served(invocations or agent.invocations, error, cannot_start, unheard)
+        return Served(invocations or agent.invocations, error, cannot_start, unheard,
+                      told=agent.told)
 
     async def _start_shared(self, job: RunJob, capacity: int) -> str | None:
         key = job.eval_set_id
@@ -293,6 +303,7 @@ class StdioRunner:
             except OSError as exc:
                 return f"could not start the agent command: {exc.strerror or exc}"
             agent = AgentProcess(proc, self.max_line_bytes)
+            agent.on_refusal = self.on_refusal
             agent.offered = self.sessions
             agent.started_for = key
             agent.drop_probe()
@@ -328,10 +339,11 @@ class StdioRunner:
             worker.give_up("the run was cancelled")  # Ctrl-C: nothing may outlive it
             raise
         finally:
+            told = worker.told.pop(session_id, 0)
             worker.leave(session_id)
             if worker.broken is not None and not worker.inboxes:
                 if worker in self._shared:
                     self._shared.remove(worker)
                 worker.dispatcher.cancel()
                 await worker.agent.close(self.kill_grace)
-        return Served(invocations, error, unheard=unheard)
+        return Served(invocations, error, unheard=unheard, told=told)

@@ -29,7 +29,8 @@ class RecordedRun(OutputModel):
     retries: int | None = None
     # Extra, optional: the model service refused or failed this run (not the agent's failure:
     # never counted as a failing run), when it still did after evalcheck's waits; then
-    # ``error`` says so. ``refusals``: the attempts of this run the service refused before.
+    # ``error`` says so. ``refusals``: the attempts of this run the service refused before,
+    # and the model calls of it that the agent retried itself and told ({"type": "refused"}).
     unavailable: ServiceRefusal | None = None
     refusals: int | None = None
     # Extra, optional: the tokens of the run's simulated user (conversation_scenario), every

@@ -244,9 +244,12 @@ root_agent = LlmAgent(name="telling", model=Telling(), instruction="Say it.")
 '''
 
 
-def test_model_calls_get_adks_eval_retry_options_and_the_collector_is_set_for_serving(tmp_path):
-    """As ADK's own eval inference, the bridge adds ADK's EnsureRetryOptionsPlugin (7
-    attempts unless the agent sets its own), loaded without google.adk.evaluation."""
+def test_model_calls_are_retried_by_the_bridge_and_the_collector_is_set_for_serving(tmp_path):
+    """Where ADK's own eval inference gives a model call google-genai's retries (7 attempts
+    unless the agent sets its own), the bridge asks google-genai for one attempt and retries
+    the call itself (evalcheck_adk_bridge/retries.py: the service's delay, told to the
+    checker; tests/refusals/test_storm_adk.py); ADK's plugin, for the calls it leaves, is
+    loaded without google.adk.evaluation."""
     folder = tmp_path / "telling"
     folder.mkdir()
     (folder / "agent.py").write_text(RETRIES)
@@ -254,7 +257,7 @@ def test_model_calls_get_adks_eval_retry_options_and_the_collector_is_set_for_se
     runs, _ = run_in_sequence(runner, [RunJob("set", case("a", turns=1), 1, turn_timeout=60)])
     assert runs[0].error is None, runs[0].error
     (told,) = seen(runs[0])
-    assert (told["attempts"], told["evaluation_imported"]) == (7, False)
+    assert (told["attempts"], told["evaluation_imported"]) == (1, False)
     # The collector set for serving runs: google-adk and the agent, loaded, are never
     # scanned again; the youngest generation is collected after 100,000 allocations.
     assert told["gc_threshold"] == 100_000 and told["frozen"] > 50_000, told

@@ -1,5 +1,6 @@
 """The adaptive limit of runs in flight (checker/limiter.py): slow start while latency
-is flat and runs wait, a cut on a refusal (once a round, no growth for the asked delay) or
+is flat and runs wait (from the first finished run), a cut on a refusal (once for the calls
+in flight and their retries, no growth for the asked delay) or
 climbing latency (never under the start), the cap, a fixed limit that never moves, slots
 handed out in order, and the history the end-of-run line and the metadata show."""
 
@@ -40,15 +41,24 @@ def finish(limiter: AdaptiveLimiter, n: int, seconds: float = 1.0) -> None:
         limiter._waiters.clear()
 
 
-def test_it_grows_only_once_a_round_at_the_start_was_flat_then_doubles_a_round() -> None:
+def test_slow_start_grows_one_a_finished_run_from_the_first() -> None:
     limiter = AdaptiveLimiter(4, 64, clock=Clock())
     finish(limiter, MIN_ROUND - 1)
-    assert limiter.limit == 4  # the start's round is not judged yet: nothing to compare with
+    assert limiter.limit == 11  # the start's round, not judged yet, grows as if flat
     finish(limiter, 1)
-    assert limiter.limit == 5
+    assert limiter.limit == 12  # judged flat: on
     finish(limiter, 5)
-    assert limiter.limit == 10  # slow start: one more a finished run
-    assert limiter.history() == [4, 10]
+    assert limiter.limit == 17  # slow start: one more a finished run
+    assert limiter.history() == [4, 17]
+
+
+def test_an_agent_on_cpu_is_cut_back_after_the_start_round() -> None:
+    limiter = AdaptiveLimiter(8, 64, clock=Clock())
+    finish(limiter, MIN_ROUND, seconds=1.0)
+    assert limiter.limit == 16
+    finish(limiter, MIN_ROUND, seconds=2.0)  # twice as slow: past CLIMBED (1.6)
+    # 19 (three more runs while the median was still the start round's), then x 0.8
+    assert limiter.limit == int(19 * 0.8)
 
 
 def test_it_does_not_grow_when_no_run_waits_for_a_slot() -> None:
@@ -62,23 +72,24 @@ def test_it_does_not_grow_when_no_run_waits_for_a_slot() -> None:
 def test_a_refusal_cuts_once_a_round_and_holds_growth_for_the_asked_delay() -> None:
     clock = Clock()
     limiter = AdaptiveLimiter(16, 64, clock=clock)
-    finish(limiter, 16)  # a flat round: growing
-    grown = limiter.limit
-    assert grown > 16
+    finish(limiter, 16)  # flat: growing, one a run
+    assert limiter.limit == 32
     limiter.note_refusal(2.0)
     cut = limiter.limit
-    assert cut == int(grown * 0.75)
+    assert cut == 24  # 32 x 0.75
     limiter.note_refusal(2.0)  # the same excess: no second cut
     assert limiter.limit == cut and limiter.refusals == 2
     finish(limiter, 3)
     assert limiter.limit == cut  # the service asked for 2 s
-    clock.now += 2.5
+    clock.now += 2.3
+    limiter.note_refusal(2.0)  # a retry of the refused, back after 2 s and its jitter (2.4 s)
+    assert limiter.limit == cut
+    clock.now += 2.1  # past the 2 s that refusal asked for too
     finish(limiter, cut)
-    assert limiter.limit == cut + 1  # additive now: one a round, not one a run
+    assert limiter.limit == cut + 3  # additive now: one a round of MIN_ROUND runs (24 / 8)
     clock.now += 2.5
-    before = limiter._limit
     limiter.note_refusal(None)
-    assert limiter.limit == int(before * 0.75) < cut
+    assert limiter.limit == int(27 * 0.75) < cut
 
 
 def test_refusals_cut_down_to_one_and_growth_stops_at_the_cap() -> None:
@@ -96,11 +107,11 @@ def test_refusals_cut_down_to_one_and_growth_stops_at_the_cap() -> None:
 
 def test_climbing_latency_cuts_back_towards_the_start_never_under_it() -> None:
     limiter = AdaptiveLimiter(8, 64, clock=Clock())
-    finish(limiter, 8, seconds=1.0)  # the start's round (the best so far); its last run grows it
+    finish(limiter, 8, seconds=1.0)  # the start's round (the best so far), growing as if flat
     finish(limiter, 8, seconds=1.0)
-    assert limiter.limit == 17
+    assert limiter.limit == 24
     seen = []
-    for _ in range(40):  # a CPU-bound agent: each run takes longer with more in flight
+    for _ in range(60):  # a CPU-bound agent: each run takes longer with more in flight
         finish(limiter, 1, seconds=limiter.limit / 8)
         seen.append(limiter.limit)
     assert max(seen[-20:]) <= 8 * 1.6 and min(seen) >= 8  # near the start, where latency is flat
@@ -115,7 +126,7 @@ def test_latency_is_judged_per_turn() -> None:
         busy(limiter)
         limiter.note_latency(3.0, turns=3)  # three turns of a second: as flat as before
         limiter._waiters.clear()
-    assert limiter.limit == 17
+    assert limiter.limit == 24
 
 
 def test_a_fixed_limit_never_moves() -> None:

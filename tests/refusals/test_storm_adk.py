@@ -106,23 +106,50 @@ def test_a_service_that_keeps_refusing_through_adk_api_server_exits_2(repo: Path
     assert not any(c["change"] == "regressed" for c in pr.cases())
 
 
-def test_an_ordinary_adk_agent_with_adks_own_retries_through_a_10_second_storm(tmp_path: Path) -> None:
-    """tests/adk_agent/gemini_app sets no retry options: through the bridge, as in ADK's
-    AgentEvaluator, ADK's eval plugin retries each model call (7 attempts from 5 s) inside the
-    agent, so a 10-second storm of 429s is waited out there, and the gate passes."""
+def ordinary_agent_storm(tmp_path: Path, storm: Storm, retry_delay: float = 2.0,
+                         cases: int = 4) -> tuple[Outcome, int]:
+    """tests/adk_agent/gemini_app (it sets no retry options) through the bridge: main's
+    results, then the unchanged PR's with ``storm``: (PR, calls refused)."""
     from tests.fakes.weather_service import APP, service_config, write_eval_set
 
     (tmp_path / ".git").mkdir()
-    write_eval_set(tmp_path / "evals", 4)
+    write_eval_set(tmp_path / "evals", cases)
     how = ["--agent-command", f"{shlex.quote(str(BRIDGE))} {shlex.quote(str(APP))}"]
-    with FakeGeminiApi(service_config(latency=0.05)) as api:
+    quota = Quota(retry_delay=retry_delay)
+    with FakeGeminiApi(service_config(latency=0.05, quota=quota)) as api:
         main = run_evalcheck(tmp_path, api.url, *how, "--num-runs", "2", results="main.json")
         assert main.code == 0, main.output
-        api.configure(service_config(latency=0.05, storms=(Storm(0.0, 10.0, 429),)))
+        api.configure(service_config(latency=0.05, quota=quota, storms=(storm,)))
         api.reset()
         pr = run_evalcheck(tmp_path, api.url, *how, "--num-runs", "2", "--baseline", "main.json",
                            "--fail-on", "regression", "--retries", "0")
-        refused = api.stats().refused
+        return pr, api.stats().refused
+
+
+def test_an_ordinary_adk_agent_waits_out_a_10_second_storm_inside_the_bridge(tmp_path: Path) -> None:
+    """As in ADK's AgentEvaluator, a model call the agent gave no retry options is retried
+    inside the agent (7 attempts): the bridge's retries (evalcheck_adk_bridge/retries.py) wait
+    the RetryInfo delay (2 s here) and tell each refusal to evalcheck at once
+    ({"type": "refused"}), which counts it and cuts the runs in flight. A 10-second storm of
+    429s is waited out there, and the gate passes."""
+    pr, refused = ordinary_agent_storm(tmp_path, Storm(0.0, 10.0, 429))
     assert pr.code == 0, pr.output
     assert refused > 0 and {(c["status"], c["change"]) for c in pr.cases()} == {("passed", "unchanged")}
     assert "confirmation: no case looked worse than the baseline, no fresh run" in pr.output
+    assert pr.results is not None
+    service = pr.results["metadata"]["modelService"]
+    # Every refused call told, and counted on its run: none was the run's end.
+    assert service["retriedByAgents"] == service["refusals"] == refused, service
+    assert sum(r.get("refusals") or 0 for r in pr.runs()) == refused
+    assert service["refusedRuns"] == 0
+    assert "the agent retries it after the delay the service asks for" in pr.stderr
+
+
+def test_the_bridge_retries_at_the_pace_the_service_asks(tmp_path: Path) -> None:
+    """A 3-second storm whose 429s ask for 0.5 s: each refused call is tried again every
+    0.5-0.6 s, so the first call of each run is refused about five times (google-genai's
+    retry under ADK's options would wait 5 s: once)."""
+    pr, refused = ordinary_agent_storm(tmp_path, Storm(0.0, 3.0, 429), retry_delay=0.5)
+    assert pr.code == 0, pr.output
+    per_run = [r.get("refusals") or 0 for r in pr.runs()]
+    assert max(per_run) >= 4 and sum(per_run) == refused, per_run

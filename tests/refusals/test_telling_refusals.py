@@ -199,3 +199,68 @@ def test_a_500_of_the_agents_own_exception_and_genais_retry_lines() -> None:
     reset.feed(_record("httpx.RemoteProtocolError: Server disconnected without sending a response."))
     found = asyncio.run(reset.refusal_since(0))
     assert found is not None and found.kind == "connection"
+
+
+# ------------------------------------------------------------------ refusals an agent retries
+
+def test_a_refused_message_tells_its_refusal_and_nothing_else_does() -> None:
+    from checker.agents.protocol import start_message, told_refusal
+
+    found = told_refusal({"type": "refused", "session": "s1",
+                          "unavailable": {"code": "429 RESOURCE_EXHAUSTED", "retryAfter": 2.0}})
+    assert found is not None and (found.code, found.retry_after) == ("429 RESOURCE_EXHAUSTED", 2.0)
+    bare = told_refusal({"type": "refused"})
+    assert bare is not None and bare.code == "unavailable"
+    wrong = told_refusal({"type": "refused", "unavailable": {"retryAfter": -1}})
+    assert wrong is not None and wrong.retry_after is None  # a bad field still tells a refusal
+    assert told_refusal({"type": "response", "invocationId": "inv-1"}) is None
+    assert told_refusal("not a message") is None
+    start = start_message(eval_set_id="e", eval_id="c", run=1, app_name="a", user_id="u",
+                          state={}, tell_refusals=True)
+    assert start["tellRefusals"] is True
+    assert "tellRefusals" not in start_message(eval_set_id="e", eval_id="c", run=1, app_name="a",
+                                               user_id="u", state={})
+
+
+# A stdio agent that retries its model itself: each turn, when asked, it tells two refusals.
+RETRYING_AGENT = r'''
+import json, sys, time
+tell = False
+for line in sys.stdin:
+    message = json.loads(line)
+    if message["type"] == "start":
+        tell = message.get("tellRefusals") is True
+    elif message["type"] == "user":
+        if tell:
+            for _ in range(2):
+                print(json.dumps({"type": "refused",
+                                  "unavailable": {"code": "429 RESOURCE_EXHAUSTED", "retryAfter": 0.1}}))
+        time.sleep(0.4)  # the retries' wait: the refusals of later runs come after a cut's window
+        print(json.dumps({"type": "response", "invocationId": message["invocationId"],
+                          "finalResponse": "It is sunny in Paris."}), flush=True)
+'''
+
+
+def test_refusals_an_agent_retries_itself_are_counted_on_their_runs_and_cut_the_limit(tmp_path) -> None:
+    import shlex
+    import sys
+
+    from tests.refusals.service import run_evalcheck, write_evals
+
+    (tmp_path / ".git").mkdir()
+    write_evals(tmp_path / "evals", 2)
+    (tmp_path / "agent.py").write_text(RETRYING_AGENT)
+    # Every case asks about Paris here: the first two cities of write_evals' list are answered
+    # by this agent alike, and only the counts matter.
+    done = run_evalcheck(tmp_path, "http://127.0.0.1:9", "--agent-command",
+                         f"{shlex.quote(sys.executable)} agent.py", "--num-runs", "3")
+    assert done.results is not None, done.output
+    runs = done.runs()
+    assert [r.get("refusals") for r in runs] == [2] * 6 and not any(r.get("error") for r in runs)
+    service = done.results["metadata"]["modelService"]
+    assert (service["refusals"], service["retriedByAgents"], service["refusedRuns"]) == (12, 12, 0)
+    assert service["byCode"] == {"429 RESOURCE_EXHAUSTED": 12}
+    assert "the agent retries it after the delay the service asks for" in done.stderr
+    concurrency = done.results["metadata"]["adaptiveConcurrency"]
+    if concurrency["start"] > 1:  # one CPU: a process per run starts at 1, and stays there
+        assert concurrency["lowest"] < concurrency["start"], concurrency  # the limiter heard
