@@ -27,6 +27,10 @@ from ..errors import InputError, did_you_mean
 QUARANTINE_FILE = ".evalcheck/quarantine.yml"
 FIELDS = ("case", "reason", "owner", "expires")
 MAX_ENTRIES = 10_000
+# A quarantine file is a list of short mappings: a few kB. Past these it is not one, and
+# PyYAML's pure-Python reader would take seconds a megabyte and recurse once a level.
+MAX_BYTES = 128 * 1024
+MAX_DEPTH = 10  # nodes nested: the list (1), an entry (2), its values (3)
 EXAMPLE = '- {case: weather/rainy_day, reason: the forecast API flakes, owner: "@alice", expires: 2026-07-01}'
 
 
@@ -85,13 +89,37 @@ def _case(value: Any, display: str, path: str) -> str:
     return pattern
 
 
+class _Unbounded(Exception):
+    """The file is nested deeper than MAX_DEPTH, or uses an alias (``*name``)."""
+
+    def __init__(self, message: str, mark: Any):
+        super().__init__(message)
+        self.message, self.mark = message, mark
+
+
 def _loader() -> type:
     """YAML's safe loader with dates left as text: its own reading of ``2026-13-01`` raises
-    (not a YAML error), and ``expires`` is checked here, with a message saying the fix."""
+    (not a YAML error), and ``expires`` is checked here, with a message saying the fix.
+    Its composer stops at MAX_DEPTH (PyYAML's composer recurses once a level: 20,000 ``[``
+    were a RecursionError) and at an alias: an entry has no use for one, and aliases of
+    aliases would make a few bytes into an exponentially large document."""
     import yaml
 
     class DatesAsText(yaml.SafeLoader):
-        pass
+        depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            event = self.peek_event()
+            if isinstance(event, yaml.AliasEvent):
+                raise _Unbounded(f"an alias (*{event.anchor}): a quarantine file has no use for "
+                                 "anchors and aliases", event.start_mark)
+            self.depth += 1
+            try:
+                if self.depth > MAX_DEPTH:
+                    raise _Unbounded(f"nested more than {MAX_DEPTH} levels deep", event.start_mark)
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
 
     timestamp = "tag:yaml.org,2002:timestamp"
     DatesAsText.yaml_implicit_resolvers = {
@@ -105,10 +133,18 @@ def parse_quarantine(data: bytes, display: str) -> tuple[QuarantineEntry, ...]:
     path of the entry at fault and the fix. An empty file has none."""
     import yaml
 
+    if len(data) > MAX_BYTES:
+        raise _bad(f"{len(data):,} bytes, more than the {MAX_BYTES // 1024} KiB a quarantine file "
+                   "may have", display, "$",
+                   "quarantine eval sets with a glob (SET/*) rather than case by case (docs/limits.md)")
     try:
         document = yaml.load(data.decode("utf-8-sig"), Loader=_loader())  # noqa: S506 (a SafeLoader)
     except UnicodeDecodeError:
         raise _bad("not UTF-8 text", display, "$", "save the file as UTF-8") from None
+    except _Unbounded as exc:
+        where = f" (line {exc.mark.line + 1}, column {exc.mark.column + 1})"
+        raise _bad(exc.message + where, display, "$",
+                   f"write a plain YAML list of entries, each written out (docs/limits.md), e.g. {EXAMPLE}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""

@@ -278,3 +278,32 @@ def test_a_quarantine_file_main_reaches_through_a_link_is_refused_with_the_reaso
     assert (".evalcheck/quarantine.yml at " in out.stderr and "is reached through .evalcheck, a "
             "symbolic link, not a folder" in out.stderr), out.stderr
     assert "Traceback" not in out.output
+
+
+ENTRY = "- {case: weather/rainy, reason: the forecast tool flakes, owner: '@alice', expires: 2099-01-31}\n"
+
+
+@pytest.mark.parametrize("text, said", [
+    ("[" * 20_000, "nested more than 10 levels deep (line 1, column 11)"),
+    (ENTRY * 1400, "bytes, more than the 128 KiB a quarantine file may have"),
+    ("- &e {case: weather/rainy, reason: r, owner: '@a', expires: 2099-01-31}\n" + "- *e\n" * 100,
+     "an alias (*e): a quarantine file has no use for anchors and aliases (line 2, column 3)"),
+], ids=["nested", "large", "aliases"])
+def test_a_quarantine_file_too_deep_too_large_or_aliased_is_bad_input_naming_the_limit(tmp_path, text, said):
+    """Issue 39: 20,000 nested ``[`` (40 KB) were a RecursionError traceback; 1 MiB took 17 s."""
+    repo = build(tmp_path, quarantine=text)
+    out, results = run(repo, "--quarantine-ref", "main")
+    assert out.code == 2 and results is None, out.stderr
+    base = git(repo, "rev-parse", "main")
+    assert f"evalcheck: error: .evalcheck/quarantine.yml (at {base[:12]}, the base commit main) at $: " in out.stderr
+    assert said in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_a_quarantine_file_just_under_the_caps_is_read(tmp_path):
+    """The honest control of the caps: 1,300 entries (124 KiB), nested three deep, apply."""
+    text = ENTRY * 1300
+    assert 120 * 1024 < len(text) < 128 * 1024
+    repo = build(tmp_path, failing=("rainy",), quarantine=text)
+    out, results = run(repo, "--quarantine-ref", "main")
+    assert out.code == 0, out.stderr
+    assert cases_of(results)["rainy"]["quarantined"]["owner"] == "@alice"
