@@ -7,6 +7,12 @@ that regressed or changed, or whose behaviour changed beyond noise whatever its 
 (``shift``), carries ``behaviour``: main's most common trajectory beside this run's, the
 first divergence and the share of runs on each side taking each (compare/behaviour.py;
 shown by report/behaviour.py).
+
+The limits below are the writer's (scoring/trajectories.py) and the reader's: a results file
+read back (a shard by ``merge``, a side of ``compare``, a baseline) is held to them as it is
+validated, whatever wrote it - cut the way the writer cuts, saying so - so that no later
+stage (the behaviour diff, the word diff of answers, the report) sees more than a run of
+evalcheck would have written.
 """
 
 from __future__ import annotations
@@ -14,9 +20,45 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
+from pydantic_core import to_json
 
 from .base import OutputModel
+
+MAX_TRAJECTORIES = 5   # distinct trajectories kept a case (the most common)
+MAX_TURNS = 20         # turns kept of a trajectory
+MAX_CALLS = 20         # tool calls kept of a turn
+MAX_NAME = 128         # characters of a tool's name (Gemini allows 64)
+MAX_ARGS = 400         # characters of a call's arguments as JSON
+MAX_RESPONSE = 1000    # characters of an answer
+_CUT = "\u2026 ["
+_CUT_ROOM = 40         # characters of the cut's mark: "… [1,234,567 more characters]"
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters and a mark saying how many more there were.
+    Text this cut already (its mark just past ``limit``) is kept as it is: reading a file
+    back changes nothing the writer wrote."""
+    if len(text) <= limit or (len(text) <= limit + _CUT_ROOM and text.startswith(_CUT, limit)):
+        return text
+    return text[:limit] + f"\u2026 [{len(text) - limit:,} more characters]"
+
+
+def bounded_call(name: Any, args: Any) -> dict[str, Any]:
+    """A tool call as a trajectory keeps it: its name cut to MAX_NAME, its arguments (an
+    object; anything else is none) kept when their JSON is at most MAX_ARGS characters, else
+    that JSON cut, as one string (it still tells the calls apart)."""
+    named = clip(name, MAX_NAME) if isinstance(name, str) else ""
+    if not isinstance(args, dict):
+        return {"name": named, "args": {}}
+    cut = args.get("\u2026") if len(args) == 1 else None
+    if isinstance(cut, str) and clip(cut, MAX_ARGS) is cut:
+        return {"name": named, "args": args}
+    # Fast for the usual small call: its JSON as json.dumps writes it is under twice as long.
+    if 2 * len(to_json(args, serialize_unknown=True)) <= MAX_ARGS:
+        return {"name": named, "args": args}
+    shown = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
+    return {"name": named, "args": args if len(shown) <= MAX_ARGS else {"\u2026": clip(shown, MAX_ARGS)}}
 
 
 class BehaviourModel(OutputModel):
@@ -29,6 +71,20 @@ class TrajectoryTurn(BehaviourModel):
     calls: list[dict[str, Any]] = Field(default_factory=list)
     response: str | None = None
 
+    @field_validator("calls")
+    @classmethod
+    def _bounded_calls(cls, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [bounded_call(c.get("name"), c.get("args")) for c in calls[:MAX_CALLS]]
+
+    @field_validator("response")
+    @classmethod
+    def _bounded_response(cls, response: str | None) -> str | None:
+        return None if response is None else clip(response, MAX_RESPONSE)
+
+
+def _turns(turns: list[TrajectoryTurn]) -> list[TrajectoryTurn]:
+    return turns[:MAX_TURNS]
+
 
 class Trajectory(BehaviourModel):
     """One distinct trajectory of a case: the runs that took it (run numbers) and the turns
@@ -36,6 +92,7 @@ class Trajectory(BehaviourModel):
 
     runs: list[int] = Field(default_factory=list)
     turns: list[TrajectoryTurn] = Field(default_factory=list)
+    _bounded_turns = field_validator("turns")(_turns)
 
 
 class SideCounts(BehaviourModel):
@@ -48,6 +105,7 @@ class SideCounts(BehaviourModel):
 class ShownTrajectory(BehaviourModel):
     turns: list[TrajectoryTurn] = Field(default_factory=list)
     runs: SideCounts = Field(default_factory=SideCounts)
+    _bounded_turns = field_validator("turns")(_turns)
 
 
 class Divergence(BehaviourModel):
@@ -64,6 +122,11 @@ class CallShare(BehaviourModel):
     call: dict[str, Any] = Field(default_factory=dict)
     runs: SideCounts = Field(default_factory=SideCounts)
 
+    @field_validator("call")
+    @classmethod
+    def _bounded(cls, call: dict[str, Any]) -> dict[str, Any]:
+        return bounded_call(call.get("name"), call.get("args"))
+
 
 class BehaviourShift(BehaviourModel):
     """How the behaviour changed in distribution: main's most common trajectory is not this
@@ -71,6 +134,11 @@ class BehaviourShift(BehaviourModel):
 
     usual: bool = False
     calls: list[CallShare] = Field(default_factory=list)
+
+    @field_validator("calls")
+    @classmethod
+    def _bounded(cls, calls: list[CallShare]) -> list[CallShare]:
+        return calls[:MAX_CALLS]
 
 
 class Behaviour(BehaviourModel):

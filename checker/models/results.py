@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from .base import OutputModel
-from .behaviour import Behaviour, Trajectory
+from .behaviour import MAX_TRAJECTORIES, Behaviour, Trajectory
 from .setkey import ambiguous_ids, set_key
 from .refusal import ServiceRefusal
 from .usage import Usage
@@ -179,6 +179,12 @@ class CaseResult(ResultsModel):
     # run's (models/behaviour.py).
     trajectories: list[Trajectory] | None = optional()
     behaviour: Behaviour | None = optional()
+
+    @field_validator("trajectories", "fresh_trajectories")
+    @classmethod
+    def _most_common(cls, found: list[Trajectory] | None) -> list[Trajectory] | None:
+        """As many as the writer keeps (models/behaviour.py): the first, the most common."""
+        return None if found is None else found[:MAX_TRAJECTORIES]
 
 
 class EvalSetResult(ResultsModel):

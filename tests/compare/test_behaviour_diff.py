@@ -245,7 +245,8 @@ def test_first_divergence_and_word_diff_pinned():
 
 def test_runs_are_summarised_by_their_calls_errored_runs_left_out():
     from checker.models.records import RecordedRun
-    from checker.scoring.trajectories import MAX_ARGS, summarise
+    from checker.models.behaviour import MAX_ARGS
+    from checker.scoring.trajectories import summarise
 
     def run(n: int, tools: list[dict], answer: str = ANSWER, error: str | None = None) -> RecordedRun:
         return RecordedRun.model_validate({"evalSetId": "w", "evalId": "c", "run": n, "error": error,
