@@ -15,7 +15,9 @@ Scenarios (``--scenarios``, default all):
   (the model calls times the latency over the calls allowed in flight, or the calls over the
   allowed rate, whichever is larger), the calls refused, and what evalcheck's concurrency did.
   Ways: ``adk`` (AgentEvaluator.evaluate_eval_set, its parallelism 4, in process), ``bridge``
-  (``evalcheck run --agent-command "evalcheck-adk APP"``, the default concurrency) and ``api``
+  (``evalcheck run --agent-command "evalcheck-adk APP"``, the default concurrency),
+  ``bridge-cap`` (the same with ``--max-concurrency`` set as docs/agent-protocol.md says for
+  the quota: the calls a second times a call's seconds) and ``api``
   (``--agent-server-command "adk api_server ..."``); ``--ways`` picks.
 - ``over``: the same suite sustained over the quota (``--over-rps``, default 5 calls a
   second): the share of calls refused, whether every case completed and none errored.
@@ -25,7 +27,7 @@ Scenarios (``--scenarios``, default all):
   the confirmation runs started, the calls refused.
 
     python bench/bench_model_service.py [--scenarios quota,over,storm] [--cases 50] [--runs 3]
-        [--latency 0.5] [--rps 40] [--in-flight 32] [--over-rps 5] [--ways adk,bridge,api]
+        [--latency 0.5] [--rps 40] [--in-flight 32] [--over-rps 5] [--ways adk,bridge,bridge-cap,api]
         [--repeat 1] [--service-cpu 1]
 """
 
@@ -106,7 +108,7 @@ def run_way(way: str, setup: Setup, env: dict[str, str], runs: int,
                                    module=APP.name, runs=runs)
         argv = [PY, "-c", script]
     else:
-        if way == "bridge":
+        if way.startswith("bridge"):
             agent = ["--agent-command",
                      f"{shlex.quote(str(BIN / 'evalcheck-adk'))} {shlex.quote(str(setup.agents / APP.name))}"]
         else:
@@ -154,12 +156,16 @@ def scenario_quota(args: argparse.Namespace, tmp: Path, over: bool = False) -> N
     config = service_config(latency=args.latency,
                             quota=Quota(per_second=rps, in_flight=args.in_flight,
                                         retry_delay=RETRY_DELAY))
+    # What docs/agent-protocol.md tells a team to set for its quota: the calls a second it
+    # allows times the seconds a call takes, when under the calls in flight it allows.
+    capped = max(1, min(args.in_flight, int(rps * args.latency)))
     for way in ways:
         rows = []
+        extra = ["--max-concurrency", str(capped)] if way == "bridge-cap" else []
         for _ in range(args.repeat):
             with FakeGeminiProcess(config, cpus=args.service_cpu or None) as api:
                 env = {**os.environ, **api.env(), "PYTHONPATH": str(REPO)}
-                outcome = run_way(way, setup, env, args.runs)
+                outcome = run_way(way, setup, env, args.runs, extra)
                 stats = api.stats()
             rows.append((outcome, stats))
         rows.sort(key=lambda r: r[0]["wall"])
@@ -185,7 +191,7 @@ def scenario_storm(args: argparse.Namespace, tmp: Path) -> None:
     print(f"{'way':<7} {'storm':>5} {'exit':>4} {'wall s':>7} {'regressed':>9} {'failed':>6} "
           f"{'fresh runs':>10} {'refused':>7}  last line")
     quota = Quota(per_second=args.rps, in_flight=args.in_flight, retry_delay=RETRY_DELAY)
-    for way in [w for w in args.ways.split(",") if w != "adk"]:
+    for way in [w for w in args.ways.split(",") if w in ("bridge", "api")]:
         for status in (429, 503):
             with FakeGeminiProcess(service_config(latency=args.latency, quota=quota),
                                    cpus=args.service_cpu or None) as api:
@@ -220,7 +226,7 @@ def main() -> None:
     parser.add_argument("--over-rps", type=float, default=5.0)
     parser.add_argument("--adk-over", action="store_true", help="also ADK in the over scenario")
     parser.add_argument("--storm-cases", type=int, default=20)
-    parser.add_argument("--ways", default="adk,bridge,api")
+    parser.add_argument("--ways", default="adk,bridge,bridge-cap,api")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--service-cpu", default="1" if (os.cpu_count() or 1) > 1 else "",
                         help="taskset -c for the fake service ('' for none)")

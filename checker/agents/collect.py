@@ -66,7 +66,7 @@ def collect_runs(targets: list[EvalTarget], options: RunOptions,
         scheduled = aio.run(jobs())
         # A limit bound to that event loop must not be reused by the scoring loop.
         if adaptive is not None:
-            adaptive.context.services.pop("judge_semaphore", None)
+            adaptive.context.services.judge_semaphore = None
     except (RunInterrupted, KeyboardInterrupt) as exc:
         # Ctrl-C: the agents are already killed; keep what finished (written first, before
         # anything else can go wrong), then score and report it as interrupted.

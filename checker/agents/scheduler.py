@@ -132,7 +132,7 @@ class Scheduler:
         from ..judges.service import JudgeService
         from ..simulation.model import JudgeServiceModel
 
-        service = JudgeService(concurrency=self.options.judge_concurrency, shared={},
+        service = JudgeService(concurrency=self.options.judge_concurrency,
                                limits=JudgeLimits.from_env(os.environ))
         model = JudgeServiceModel(service, self.simulator_stats)
         self.jobs.templates = [replace(job, user_model=model) if job.case.conversation_scenario

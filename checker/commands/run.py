@@ -37,6 +37,7 @@ from ..scoring.metadata import describe_run
 from ..models.setkey import RunKey
 from ..scoring.pipeline import run_counts, score_all
 from ..scoring.services import build_context, start_metric_worker
+from ..judges.service import judge_service
 from ..agents.service_wait import ServiceWaits
 
 if TYPE_CHECKING:
@@ -364,7 +365,7 @@ def score(options: RunOptions, plan: Plan, runs: Runs, started: Started) -> Resu
     if empty_shard(plan) is not None and not plan.problems:
         results.passed = True  # not "0 of 0 failed": an empty shard is no failure (docs/sharding.md)
     describe_run(results, options, runs.by_case, started_at=started.at, started_clock=started.clock,
-                 judge=plan.context.services["judge"], simulated=plan.simulated,
+                 judge=judge_service(plan.context), simulated=plan.simulated,
                  warnings=plan.warnings, adaptive=adaptive, concurrency=runs.concurrency)
     if plan.selection is not None:
         results.metadata["changedSince"] = plan.selection.metadata()
@@ -402,7 +403,7 @@ def write(options: RunOptions, plan: Plan, redactor: Redactor, results: Results,
     terminal lines; the results as written."""
     from ..metrics.machinery.vertex import vertex_access_tokens
 
-    judge = plan.context.services["judge"]
+    judge = judge_service(plan.context)
     redactor.add(*judge.credentials, *vertex_access_tokens(plan.context.services))
     results = redactor.model(results)
     write_reports(results, options, files, runs=runs, redactor=redactor)
@@ -419,7 +420,7 @@ def plan_lines(plan: Plan) -> list[str]:
     """The terminal lines of what the plan set up: an empty shard, the judge, the simulated
     users, the extra runs."""
     empty = empty_shard(plan)
-    judge = plan.context.services["judge"]
+    judge = judge_service(plan.context)
     return [*([f"evalcheck: {empty}"] if empty is not None else []),
             *([clean(judge.line())] if judge.stats.used() else []),
             *([clean(plan.simulated.line())] if plan.simulated.used() else []),

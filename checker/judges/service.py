@@ -1,6 +1,6 @@
 """The judge service of one evalcheck run: concurrency limit, cache, counters.
 
-One ``JudgeService`` lives in ``ScoringContext.services["judge"]`` for the whole run, so the
+One ``JudgeService`` lives in ``ScoringContext.services.judge`` for the whole run, so the
 ``--judge-concurrency`` limit holds across every metric, case and run scored at once. A
 sample is answered, in order, by: the same request already asked in this run (identical
 agent outputs across runs are common), the on-disk cache, or the judge. Only answers the
@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..safety.redact import Redactor
 from .cache import JudgeCache, cache_key
@@ -91,11 +91,18 @@ class JudgeStats(CallStats):
                 f"{self.total_tokens:,} tokens")
 
 
+class SharesJudgeLimit(Protocol):
+    """What holds the run's one limit on judge calls in flight (metrics/base.py:
+    ScoringServices): a judge service takes it, or puts its own there."""
+
+    judge_semaphore: Any
+
+
 class JudgeService:
     def __init__(self, concurrency: int = 8, cache_dir: Path | None = None, *,
                  env: Mapping[str, str] | None = None, retry: RetryPolicy | None = None,
                  sleep: Callable[[float], Any] = asyncio.sleep,
-                 shared: dict[str, Any] | None = None, limits: JudgeLimits | None = None):
+                 shared: SharesJudgeLimit | None = None, limits: JudgeLimits | None = None):
         if concurrency < 1:
             raise ValueError("judge concurrency must be at least 1")
         self.concurrency = concurrency
@@ -105,7 +112,7 @@ class JudgeService:
         self.guard = JudgeGuard(limits or JudgeLimits())
         self._env = env
         self._sleep = sleep
-        # ScoringContext.services of the run: its "judge_semaphore" is the one limit on judge
+        # ScoringContext.services of the run: its judge_semaphore is the one limit on judge
         # calls in flight that every judge-backed metric (Gemini here, Vertex AI) shares.
         self._shared = shared
         # One client per (provider, base URL): Gemini's (provider None) or a ChatClient.
@@ -129,7 +136,9 @@ class JudgeService:
             self._slots = JudgeSlots(self.concurrency)
         if self._shared is None:
             return self._slots
-        return self._shared.setdefault("judge_semaphore", self._slots)
+        if self._shared.judge_semaphore is None:
+            self._shared.judge_semaphore = self._slots
+        return self._shared.judge_semaphore
 
     def _client(self, base_url: str | None, judge: JudgeModel | None = None) -> Any:
         """The client of ``judge``'s provider (Gemini's without one); JudgeConfigError when it
@@ -332,11 +341,10 @@ def header_credentials(headers: Any) -> list[str]:
 
 def judge_service(context: Any) -> JudgeService:
     """The run's judge service, created on first use from the context's judge options."""
-    services = context.services
-    service = services.get("judge")
+    services = context.services  # metrics/base.py: ScoringServices
+    service = services.judge
     if service is None:
-        service = JudgeService(concurrency=int(services.get("judge_concurrency") or 8),
-                               cache_dir=services.get("judge_cache"), shared=services,
-                               limits=services.get("judge_limits"))
-        services["judge"] = service
+        service = services.judge = JudgeService(concurrency=services.judge_concurrency or 8,
+                                                cache_dir=services.judge_cache, shared=services,
+                                                limits=services.judge_limits)
     return service

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from ..models.evalset import ConversationScenario, EvalCase, FunctionCall, Invocation, tool_calls
+
+if TYPE_CHECKING:
+    from ..judges.limits import JudgeLimits
+    from ..judges.service import JudgeService
 
 
 class Criterion(BaseModel):
@@ -87,10 +93,31 @@ class RunScore(BaseModel):
 
 
 @dataclass
+class ScoringServices:
+    """What the run's judge-backed and custom metrics share, set up once a run
+    (scoring/services.py) or on first use. Each is None until then."""
+
+    judge: JudgeService | None = None
+    # The judge service's options, for one made on first use (judges/service.py).
+    judge_concurrency: int = 8
+    judge_cache: Path | None = None
+    judge_limits: JudgeLimits | None = None
+    # The one limit on judge calls in flight of the run's event loop, which Gemini, provider
+    # and Vertex AI judges share (judges/slots.py' JudgeSlots, or a semaphore a test gives).
+    judge_semaphore: Any = None
+    # The custom metrics' worker process (scoring/custom_metric_worker.py).
+    custom_metric_worker: Any = None
+    # Vertex AI metrics: their retry policy (a test gives its own), jitter and clients.
+    vertex_retry: Any = None  # metrics/machinery/vertex.py's RetryPolicy (it imports this module)
+    vertex_rng: random.Random | None = None
+    vertex_clients: dict[Any, Any] = field(default_factory=dict)
+
+
+@dataclass
 class ScoringContext:
     """Services a metric may need (judges, caches). Deterministic metrics ignore it."""
 
-    services: dict[str, Any] = field(default_factory=dict)
+    services: ScoringServices = field(default_factory=ScoringServices)
 
     async def scoring(self, awaitable: Any) -> Any:
         """Await ``awaitable`` (scoring in this event loop), then close the services that
@@ -98,13 +125,9 @@ class ScoringContext:
         try:
             return await awaitable
         finally:
-            for name in CLOSED_AFTER_SCORING:
-                service = self.services.get(name)
+            for service in (self.services.judge, self.services.custom_metric_worker):
                 if service is not None:
                     await service.aclose()
-
-
-CLOSED_AFTER_SCORING = ("judge", "custom_metric_worker")
 
 
 class Metric:

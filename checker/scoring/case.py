@@ -52,7 +52,7 @@ async def score_run(configured: ConfiguredMetric, run: RunInput, context: Scorin
         else:
             result = configured.metric().score(configured.criterion, run, context)
         if inspect.isawaitable(result):
-            limits = context.services.get("judge_limits")
+            limits = context.services.judge_limits
             deadline = getattr(limits, "metric_deadline", None)
             window = asyncio.timeout(deadline)  # the metric's judge calls, retries included
             try:

@@ -211,12 +211,12 @@ async def score_custom(configured: Any, run: RunInput, context: ScoringContext) 
 
 def worker_for(context: ScoringContext) -> Any:
     """The context's custom metric worker, or one made here for the repository root."""
-    worker = context.services.get("custom_metric_worker")
+    worker = context.services.custom_metric_worker
     if worker is None:
         from ..inputs.discover import find_repo_root
         from .custom_metric_worker import metric_worker
 
-        worker = context.services["custom_metric_worker"] = metric_worker(find_repo_root(Path.cwd()))
+        worker = context.services.custom_metric_worker = metric_worker(find_repo_root(Path.cwd()))
     return worker
 
 

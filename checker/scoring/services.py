@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..metrics.base import ScoringContext
+from ..metrics.base import ScoringContext, ScoringServices
 
 if TYPE_CHECKING:
     from ..agents.sandbox import AgentSandbox
@@ -24,12 +24,13 @@ def build_context(options: RunOptions, judge_budget: TokenBudget | None = None) 
     from ..judges.limits import JudgeLimits
 
     limits = JudgeLimits.from_env(os.environ)  # bad values are bad input, found before any run
-    services: dict[str, Any] = {"judge_concurrency": options.judge_concurrency, "judge_cache": options.judge_cache,
-                "judge_limits": limits}
-    # One judge service per run; its limit ("judge_semaphore") is shared with Vertex AI metrics.
-    services["judge"] = JudgeService(concurrency=options.judge_concurrency,
-                                     cache_dir=options.judge_cache, shared=services, limits=limits)
-    services["judge"].budget = judge_budget
+    services = ScoringServices(judge_concurrency=options.judge_concurrency,
+                               judge_cache=options.judge_cache, judge_limits=limits)
+    # One judge service per run; its limit (judge_semaphore) is shared with Vertex AI metrics.
+    judge = services.judge = JudgeService(concurrency=options.judge_concurrency,
+                                          cache_dir=options.judge_cache, shared=services,
+                                          limits=limits)
+    judge.budget = judge_budget
     return ScoringContext(services=services)
 
 
@@ -43,5 +44,5 @@ def start_metric_worker(context: ScoringContext, targets: Iterable[EvalTarget], 
     # Custom metrics are the PR's code: never imported here, always in the worker process,
     # as the agent's user in the Action, from a copy of their sources made now.
     sources = copy_metric_sources(targets, root)
-    context.services["custom_metric_worker"] = metric_worker(root, sandbox, sources=sources)
+    context.services.custom_metric_worker = metric_worker(root, sandbox, sources=sources)
     return sources

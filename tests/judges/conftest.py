@@ -10,7 +10,7 @@ import pytest
 from checker.judges.client import RetryPolicy
 from checker.judges.service import JudgeService
 from checker.metrics import get_metric
-from checker.metrics.base import RunInput, RunScore, ScoringContext
+from checker.metrics.base import RunInput, RunScore, ScoringContext, ScoringServices
 from checker.models.evalset import EvalCase, Invocation
 
 from .fake_gemini import FakeGemini
@@ -58,7 +58,7 @@ def score(metric_name: str, criterion: dict[str, Any], run: RunInput,
 
     async def go() -> RunScore:
         try:
-            return await metric().score(parsed, run, ScoringContext(services={"judge": service}))
+            return await metric().score(parsed, run, ScoringContext(services=ScoringServices(judge=service)))
         finally:
             await service.aclose()
 

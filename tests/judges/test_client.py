@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from checker.metrics.base import ScoringServices
 from checker.judges.client import JudgeConfigError, JudgeError, RetryPolicy, backend_from_env
 from checker.judges.service import JudgeRequest, JudgeService, UnreadableReply
 
@@ -256,13 +257,13 @@ def test_importing_metrics_and_main_does_not_import_the_sdk():
 
 
 def test_the_limit_is_the_runs_shared_judge_semaphore(fake, env):
-    """Vertex AI metrics take slots from services["judge_semaphore"]; Gemini judges share it."""
+    """Vertex AI metrics take slots from services.judge_semaphore; Gemini judges share it."""
     fake.on("q", json_reply({"answer": "x"}, delay=0.05))
-    services: dict = {"judge_concurrency": 8}
+    services = ScoringServices(judge_concurrency=8)
     service = service_for(env, concurrency=8, shared=services)
 
     async def go():
-        services["judge_semaphore"] = asyncio.Semaphore(2)  # e.g. created by a Vertex metric
+        services.judge_semaphore = asyncio.Semaphore(2)  # e.g. created by a Vertex metric
         try:
             await asyncio.gather(*(service.sample(request(f"q{i}"), 0, str) for i in range(8)))
         finally:
@@ -277,10 +278,10 @@ def test_build_context_makes_one_judge_service_per_run(tmp_path):
     from checker.scoring.services import build_context
 
     context = build_context(RunOptions(judge_concurrency=3, judge_cache=tmp_path))
-    judge = context.services["judge"]
+    judge = context.services.judge
     assert isinstance(judge, JudgeService)
     assert (judge.concurrency, judge.cache.directory) == (3, tmp_path)
-    assert build_context(RunOptions()).services["judge"] is not judge
+    assert build_context(RunOptions()).services.judge is not judge
 
 
 # ---------------------------------------------------------------- documented defaults

@@ -11,7 +11,7 @@ import pytest
 from checker.inputs.criteria import build_config
 from checker.scoring.custom_metric import score_custom
 from checker.scoring.custom_metric_worker import CustomMetricWorker
-from checker.metrics.base import ScoringContext
+from checker.metrics.base import ScoringContext, ScoringServices
 
 from .conftest import invocation, run_input
 
@@ -113,7 +113,7 @@ def run_custom(function: str, mode: str = "default"):
     before = list(sys.path)
     context = ScoringContext()
     if mode == "worker":
-        context.services["custom_metric_worker"] = CustomMetricWorker(Path.cwd())
+        context.services.custom_metric_worker = CustomMetricWorker(Path.cwd())
     result = asyncio.run(context.scoring(score_custom(configured, run, context)))
     assert sys.path == before  # the repository root was removed again
     return result
@@ -173,7 +173,7 @@ def test_the_metric_runs_in_another_process_and_its_prints_do_not_break_it(repo,
 
 def test_a_worker_that_dies_or_hangs_fails_that_metric_and_the_next_gets_a_new_one(repo):
     async def scenario():
-        context = ScoringContext(services={"custom_metric_worker": CustomMetricWorker(Path.cwd())})
+        context = ScoringContext(services=ScoringServices(custom_metric_worker=CustomMetricWorker(Path.cwd())))
         exits, run = custom("my_evals_pkg.metrics.exits")
         hangs, _ = custom("my_evals_pkg.metrics.hangs")
         plain, _ = custom("my_evals_pkg.metrics.plain")
@@ -182,7 +182,7 @@ def test_a_worker_that_dies_or_hangs_fails_that_metric_and_the_next_gets_a_new_o
             async with asyncio.timeout(1.0):
                 await score_custom(hangs, run, context)
         after = await score_custom(plain, run, context)
-        await context.services["custom_metric_worker"].aclose()
+        await context.services.custom_metric_worker.aclose()
         return died, after
 
     died, after = asyncio.run(scenario())

@@ -169,13 +169,13 @@ def test_missing_credentials_make_the_metric_fail_with_the_variables_to_set(fake
     import asyncio
 
     from checker.inputs.criteria import build_config
-    from checker.metrics.base import ScoringContext
+    from checker.metrics.base import ScoringContext, ScoringServices
     from checker.scoring.case import score_run
 
     config = build_config({"criteria": {METRIC: criterion()}}, None, "test_config.json")
     service = service_for({})
     result = asyncio.run(score_run(config.metrics[0], weather_run(),
-                                   ScoringContext(services={"judge": service})))
+                                   ScoringContext(services=ScoringServices(judge=service))))
     assert result.error == ("JudgeConfigError: no judge credentials: set GOOGLE_API_KEY (or "
                             "GEMINI_API_KEY) for the Gemini API, or GOOGLE_GENAI_USE_VERTEXAI=true "
                             "with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION for Vertex AI")

@@ -70,7 +70,7 @@ def test_the_copy_holds_the_metric_package_and_what_it_imports_transitively(tmp_
 def _score(root: Path, sources: Path, function: str):
     configured, run = custom(function)
     context = ScoringContext()
-    context.services["custom_metric_worker"] = CustomMetricWorker(root, sources=sources)
+    context.services.custom_metric_worker = CustomMetricWorker(root, sources=sources)
     return asyncio.run(context.scoring(score_custom(configured, run, context)))
 
 

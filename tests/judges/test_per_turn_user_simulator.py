@@ -15,7 +15,7 @@ import pytest
 
 from checker.inputs.criteria import build_config
 from checker.judges.client import RetryPolicy
-from checker.metrics.base import RunInput
+from checker.metrics.base import RunInput, ScoringServices
 from checker.metrics.per_turn_user_simulator_quality_v1 import (DEFAULT_CRITERIA, adk_is_valid,
                                                                 parse)
 from checker.models.evalset import EvalCase, Invocation
@@ -302,7 +302,7 @@ def test_missing_credentials_error_the_metric_with_what_to_set():
 def _context(env: dict[str, str]):
     from checker.metrics.base import ScoringContext
 
-    return ScoringContext(services={"judge": service_for(env)})
+    return ScoringContext(services=ScoringServices(judge=service_for(env)))
 
 
 def test_a_case_without_a_scenario_is_not_evaluated(fake, env):

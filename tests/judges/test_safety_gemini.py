@@ -17,7 +17,7 @@ from checker.inputs.criteria import build_config
 from checker.errors import InputError
 from checker.judges.client import RetryPolicy
 from checker.metrics.machinery.safety_judge import CATEGORIES
-from checker.metrics.base import ScoringContext
+from checker.metrics.base import ScoringContext, ScoringServices
 from checker.metrics.safety_v1 import choose_backend
 from checker.scoring.case import score_run
 
@@ -140,7 +140,7 @@ def test_500_until_retries_run_out_is_an_error(fake, env):
 
 def _score_run(config: dict[str, Any], env: dict[str, str]) -> Any:
     configured = build_config({"criteria": {METRIC: config}}, None, "test_config.json").metrics[0]
-    context = ScoringContext(services={"judge": service_for(env)})
+    context = ScoringContext(services=ScoringServices(judge=service_for(env)))
     return asyncio.run(score_run(configured, run_input([invocation("Hi", "Hello")]), context))
 
 

@@ -14,7 +14,7 @@ from checker.inputs.criteria import build_config
 from checker.errors import InputError
 from checker.metrics import get_metric
 from checker.metrics.machinery.vertex import RetryPolicy, retry_after_seconds
-from checker.metrics.base import Criterion, RunInput, RunScore, ScoringContext
+from checker.metrics.base import Criterion, RunInput, RunScore, ScoringContext, ScoringServices
 from checker.models.evalset import EvalCase, Invocation
 from checker.scoring.case import score_run
 
@@ -60,7 +60,7 @@ class RecordedSleep:
 def context(attempts: int = 4, **services: Any) -> tuple[ScoringContext, RecordedSleep]:
     sleep = RecordedSleep()
     policy = RetryPolicy(attempts=attempts, initial_delay=0.5, max_delay=4.0, sleep=sleep)
-    return ScoringContext(services={"vertex_retry": policy, **services}), sleep
+    return ScoringContext(services=ScoringServices(vertex_retry=policy, **services)), sleep
 
 
 def score(name: str, run: RunInput, ctx: ScoringContext, threshold: float = 0.5) -> RunScore:
@@ -255,7 +255,7 @@ def test_408_and_5xx_are_retried_with_the_default_backoff(express: FakeVertex) -
     express.fail(408, times=3)
     express.fail(503, times=2)
     sleep = RecordedSleep()
-    ctx = ScoringContext(services={"vertex_retry": RetryPolicy(sleep=sleep)})
+    ctx = ScoringContext(services=ScoringServices(vertex_retry=RetryPolicy(sleep=sleep)))
     result = score("safety_v1", run_of(turn("hi", "Hello!")), ctx)
     assert result.error is None and result.score == 1.0
     assert len(express.requests) == 6  # the sixth and last attempt succeeds
@@ -268,7 +268,7 @@ def test_408_and_5xx_are_retried_with_the_default_backoff(express: FakeVertex) -
 def test_the_default_gives_up_after_6_attempts(express: FakeVertex) -> None:
     express.fail(500, times=7)
     sleep = RecordedSleep()
-    ctx = ScoringContext(services={"vertex_retry": RetryPolicy(sleep=sleep)})
+    ctx = ScoringContext(services=ScoringServices(vertex_retry=RetryPolicy(sleep=sleep)))
     result = score("safety_v1", run_of(turn("hi", "Hello!")), ctx)
     assert "did not answer after 6 attempts" in result.error
     assert len(express.requests) == 6 and len(sleep.delays) == 5
@@ -277,7 +277,7 @@ def test_the_default_gives_up_after_6_attempts(express: FakeVertex) -> None:
 def test_a_long_retry_after_is_cut_to_120_s(express: FakeVertex) -> None:
     express.fail(429, headers={"Retry-After": "3600"})
     sleep = RecordedSleep()
-    ctx = ScoringContext(services={"vertex_retry": RetryPolicy(sleep=sleep)})
+    ctx = ScoringContext(services=ScoringServices(vertex_retry=RetryPolicy(sleep=sleep)))
     result = score("safety_v1", run_of(turn("hi", "Hello!")), ctx)
     assert result.error is None and sleep.delays == [120.0]
 
@@ -328,12 +328,12 @@ def test_requests_share_the_judge_semaphore(express: FakeVertex) -> None:
     assert express.max_in_flight <= 2
     from checker.judges.slots import JudgeSlots
 
-    assert isinstance(ctx.services["judge_semaphore"], JudgeSlots)  # the judges' adaptive limit
+    assert isinstance(ctx.services.judge_semaphore, JudgeSlots)  # the judges' adaptive limit
 
 
 def test_a_semaphore_set_by_another_judge_is_used(express: FakeVertex) -> None:
     ctx, _ = context()
-    ctx.services["judge_semaphore"] = asyncio.Semaphore(1)
+    ctx.services.judge_semaphore = asyncio.Semaphore(1)
     express.delay = 0.02
     result = score("safety_v1", run_of(*(turn(f"q{n}", f"a{n}", n) for n in range(1, 5))), ctx)
     assert result.score == 1.0 and express.max_in_flight == 1

@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..base import ScoringContext
+from ..base import ScoringContext, ScoringServices
 
 BACKEND_PROJECT = "vertex-ai"
 BACKEND_EXPRESS = "vertex-ai-express-mode"
@@ -103,7 +103,7 @@ async def _sleep(seconds: float) -> None:
 class RetryPolicy:
     """Exponential backoff with jitter on 408/429/5xx and transport errors.
 
-    Put one in ``context.services["vertex_retry"]`` to change it (tests pass a recording
+    Put one in ``context.services.vertex_retry`` to change it (tests pass a recording
     ``sleep`` so that no test waits).
     """
 
@@ -182,7 +182,7 @@ def _credentials(settings: Settings) -> Any:
 async def _client(context: ScoringContext, settings: Settings) -> Any:
     # One client per scoring job and settings; created once even when many metrics ask
     # at the same moment (no await between the lookup and the store).
-    clients = context.services.setdefault("vertex_clients", {})
+    clients = context.services.vertex_clients
     task = clients.get(settings)
     if task is None:
         task = clients[settings] = asyncio.ensure_future(asyncio.to_thread(_make_client, settings))
@@ -190,11 +190,11 @@ async def _client(context: ScoringContext, settings: Settings) -> Any:
     return client
 
 
-def vertex_access_tokens(services: dict[str, Any]) -> list[str]:
+def vertex_access_tokens(services: ScoringServices) -> list[str]:
     """The access tokens of the scoring job's Vertex AI clients (for the caller to redact)."""
     from ...judges.adc import access_tokens
 
-    made = [t.result() for t in services.get("vertex_clients", {}).values()
+    made = [t.result() for t in services.vertex_clients.values()
             if t.done() and not t.cancelled() and t.exception() is None]
     return access_tokens(credentials for _, credentials in made)
 
@@ -290,17 +290,21 @@ async def evaluate(context: ScoringContext, spec: MetricSpec,
                    instance: dict[str, Any]) -> tuple[Verdict, Settings]:
     """One evaluateInstances request, retried; raises VertexError when it cannot score."""
     settings = settings_from_env()
-    policy: RetryPolicy = context.services.get("vertex_retry") or RetryPolicy()
-    rng: random.Random = context.services.setdefault("vertex_rng", random.Random())
+    services = context.services
+    policy: RetryPolicy = services.vertex_retry or RetryPolicy()
+    if services.vertex_rng is None:
+        services.vertex_rng = random.Random()
+    rng = services.vertex_rng
     from ...judges.slots import JudgeSlots
 
-    semaphore = context.services.setdefault(  # the judges' adaptive limit, shared
-        "judge_semaphore", JudgeSlots(context.services.get("judge_concurrency", 8)))
+    if services.judge_semaphore is None:  # the judges' adaptive limit, shared
+        services.judge_semaphore = JudgeSlots(services.judge_concurrency)
+    semaphore = services.judge_semaphore
     client = await _client(context, settings)
     from google.auth import exceptions as auth_errors
     from ...judges.meter import admit, count_vertex_instances
 
-    judge = context.services.get("judge")
+    judge = services.judge
     budget = getattr(judge, "budget", None)  # --max-judge-tokens: a spent budget starts none
     from google.genai import errors as genai_errors
 
