@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..models.behaviour import Behaviour, TrajectoryTurn
 from ..models.results import CaseResult, Results
 from .text import fmt_call
 
 CONTEXT = 6  # unchanged words kept on each side of a change in a word diff
+# Words of each answer diffed: difflib's time grows with the product of the two lengths, and
+# an answer read back is at most 1,000 characters (models/behaviour.py) - 500 words.
+MAX_DIFF_WORDS = 500
 
 
 @dataclass
@@ -83,9 +87,34 @@ def call_rows(behaviour: Behaviour) -> list[CallRow]:
 
 
 def word_diff(before: str, after: str, context: int = CONTEXT, limit: int | None = None) -> WordDiff:
-    """``before`` -> ``after`` by words; unchanged stretches longer than twice ``context``
-    are cut to their ends; at most ``limit`` words shown (None: all)."""
+    """``before`` -> ``after`` by words (the first MAX_DIFF_WORDS of each; the rest counted
+    hidden); unchanged stretches longer than twice ``context`` are cut to their ends; at
+    most ``limit`` words shown (None: all). The diff itself is made once for two answers:
+    fitting a comment renders the report again and again (report/markdown.py)."""
+    parts, hidden = _diffed(before, after, context)
+    if limit is not None:
+        shown, kept = 0, list[tuple[str, str]]()
+        for kind, text in parts:
+            words = len(text.split())
+            if shown + words > limit:
+                room = max(0, limit - shown)
+                if room:
+                    kept.append((kind, " ".join(text.split()[:room])))
+                hidden += words - room
+                shown = limit
+                continue
+            kept.append((kind, text))
+            shown += words
+        return WordDiff(turn=0, parts=kept, words_hidden=hidden)
+    return WordDiff(turn=0, parts=list(parts), words_hidden=hidden)
+
+
+@lru_cache(maxsize=1024)
+def _diffed(before: str, after: str, context: int) -> tuple[tuple[tuple[str, str], ...], int]:
+    """The word diff's parts, and the words past MAX_DIFF_WORDS left out of it."""
     a, b = before.split(), after.split()
+    hidden = max(0, len(a) - MAX_DIFF_WORDS) + max(0, len(b) - MAX_DIFF_WORDS)
+    a, b = a[:MAX_DIFF_WORDS], b[:MAX_DIFF_WORDS]
     parts: list[tuple[str, str]] = []
     matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
     opcodes = matcher.get_opcodes()
@@ -107,22 +136,7 @@ def word_diff(before: str, after: str, context: int = CONTEXT, limit: int | None
             parts.append(("-", " ".join(a[i1:i2])))
         if j2 > j1:
             parts.append(("+", " ".join(b[j1:j2])))
-    hidden = 0
-    if limit is not None:
-        shown, kept = 0, list[tuple[str, str]]()
-        for kind, text in parts:
-            words = len(text.split())
-            if shown + words > limit:
-                room = max(0, limit - shown)
-                if room:
-                    kept.append((kind, " ".join(text.split()[:room])))
-                hidden += words - room
-                shown = limit
-                continue
-            kept.append((kind, text))
-            shown += words
-        parts = kept
-    return WordDiff(turn=0, parts=parts, words_hidden=hidden)
+    return tuple(parts), hidden
 
 
 def _answers(main: list[TrajectoryTurn], here: list[TrajectoryTurn], limit: int | None) -> list[WordDiff]:

@@ -169,6 +169,8 @@ def words_html(diff: Any) -> str:
     for kind, text in diff.parts:
         out.append(tag("del", esc(text)) if kind == "-" else tag("ins", esc(text)) if kind == "+"
                    else "\u2026" if kind == "\u2026" else esc(text))
+    if diff.words_hidden:  # past the words diffed (report/behaviour.py: MAX_DIFF_WORDS)
+        out.append(tag("em", f"({diff.words_hidden} more word{'' if diff.words_hidden == 1 else 's'})"))
     return " ".join(out)
 
 

@@ -123,3 +123,51 @@ def test_a_hostile_side_of_compare_is_cut_to_the_writers_limits_as_it_is_read(tm
             assert len(shown["turns"]) <= MAX_TURNS
             assert all(len(t["calls"]) <= MAX_CALLS for t in shown["turns"])
     assert (repo / "out.md").stat().st_size < 65_536
+
+
+def test_the_word_diff_is_made_once_per_case_however_often_the_comment_is_fitted(tmp_path, monkeypatch):
+    """Fitting the comment renders the report again and again; each case's answers are
+    diffed once (they were diffed again at each attempt)."""
+    import difflib
+
+    from checker.models.results import Results
+    from checker.report import behaviour
+    from checker.report.markdown import render_within
+
+    repo = tmp_path
+    _shards(repo)
+    assert run_cli(["merge", "s1.json", "s2.json", "--results", "base.json"], repo).code == 0
+    head = json.loads((repo / "base.json").read_text())
+    for n, c in enumerate(head["evalSets"][0]["cases"]):
+        c["trajectories"] = [{"runs": [1, 2], "turns": [{"calls": [{"name": "search", "args": {}}],
+                                                         "response": f"case {n}: " + "other words " * 300}]}]
+    write_json(repo / "head.json", head, indent=None)
+    assert run_cli(["compare", "base.json", "head.json", "--results", "out.json"], repo).code == 0
+    results = Results.model_validate_json((repo / "out.json").read_bytes())
+    diffs = []
+
+    class Counted(difflib.SequenceMatcher):
+        def __init__(self, *args, **kwargs):
+            diffs.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(behaviour.difflib, "SequenceMatcher", Counted)
+    getattr(behaviour._diffed, "cache_clear", lambda: None)()  # diffs made by earlier tests
+    renders = []
+    real = render_within.__globals__["render_markdown"]
+    monkeypatch.setitem(render_within.__globals__, "render_markdown",
+                        lambda *a, **k: renders.append(1) or real(*a, **k))
+    text, omitted = render_within(results, 1500, len)
+    assert len(renders) > 3 and omitted  # fitted: several attempts, something left out
+    assert len(diffs) == len(results.eval_sets[0].cases) == 4
+
+
+def test_the_word_diff_is_bounded_in_words():
+    from checker.report.behaviour import MAX_DIFF_WORDS, word_diff
+
+    before = " ".join(f"a{i}" for i in range(20_000))
+    after = " ".join(f"b{i}" for i in range(20_000))
+    diff = word_diff(before, after)
+    assert sum(len(text.split()) for _, text in diff.parts) == 2 * MAX_DIFF_WORDS
+    assert diff.words_hidden == 40_000 - 2 * MAX_DIFF_WORDS
+    assert word_diff("one two", "one three").parts == [("=", "one"), ("-", "two"), ("+", "three")]
