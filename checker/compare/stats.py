@@ -90,8 +90,9 @@ def _count_at_most(ordered: list[float], level: float) -> int:
     return low
 
 
-def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of the pass rate k/n; (0, 1) when there are no runs."""
+def wilson(k: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of the pass rate k/n; (0, 1) when there are no runs. ``k`` may
+    be a sum of per-case estimates (compare/reliability.py: a suite's pass^k)."""
     if n <= 0:
         return (0.0, 1.0)
     p = k / n

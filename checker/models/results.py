@@ -137,6 +137,38 @@ class QuarantineNote(ResultsModel):
     expires: str  # YYYY-MM-DD
 
 
+class PassRate(ResultsModel):
+    """A pass rate with its Wilson 95% interval (compare/reliability.py)."""
+
+    rate: float
+    low: float
+    high: float
+
+
+class CaseReliability(ResultsModel):
+    """A case's runs (passed, failed or errored; not the unevaluated) and those that passed,
+    with the Wilson 95% interval of that rate; pass^k and pass@k at the suite's k, estimated
+    from the runs (absent when the case has fewer than k)."""
+
+    runs: int
+    passed: int
+    pass_rate: PassRate
+    k: int
+    pass_hat_k: float | None = optional()
+    pass_at_k: float | None = optional()
+
+
+class SuiteReliability(ResultsModel):
+    """pass^k and pass@k over the cases with at least k runs (the mean of their estimates),
+    each with its Wilson 95% interval over those cases; ``fewerRuns``: cases left out."""
+
+    k: int
+    cases: int
+    pass_hat_k: PassRate
+    pass_at_k: PassRate
+    fewer_runs: int | None = optional()
+
+
 class CaseResult(ResultsModel):
     eval_id: str
     status: CaseStatus
@@ -179,6 +211,8 @@ class CaseResult(ResultsModel):
     # run's (models/behaviour.py).
     trajectories: list[Trajectory] | None = optional()
     behaviour: Behaviour | None = optional()
+    # Written with the results file (report/results_json.py): its runs' pass rate, pass^k, pass@k.
+    reliability: CaseReliability | None = optional()
 
     @field_validator("trajectories", "fresh_trajectories")
     @classmethod
@@ -209,6 +243,8 @@ class Summary(ResultsModel):
     usage: Usage | None = optional()
     # Cases carried from main, not re-run (--changed-since); counted above with main's status.
     carried: int | None = optional()
+    # Written with the results file (report/results_json.py): the suite's pass^k and pass@k.
+    reliability: SuiteReliability | None = optional()
 
 
 class ConfirmationFamily(ResultsModel):

@@ -28,6 +28,7 @@ from .changes import MAX_REMOVED
 from .cost import case_tokens, usage_line
 from .explain import explain, fmt_score
 from .behaviour import behaviour_view
+from .reliability import case_line, suite_k_of, suite_line
 from .html_parts import behaviour_html, esc, explanation, pre, run_turns, table, tag
 from .scores import fmt_p
 from .text import fmt_duration
@@ -158,7 +159,8 @@ def _runs(case: CaseResult, recorded: list[RecordedRun]) -> str:
     return out
 
 
-def _case(eval_set: EvalSetResult, case: CaseResult, recorded: list[RecordedRun], rule: str) -> str:
+def _case(eval_set: EvalSetResult, case: CaseResult, recorded: list[RecordedRun], rule: str,
+          k: int | None = None) -> str:
     failing = case.status != "passed"
     flags = {"failing": failing, "regressed": case.change == "regressed", "flaky": case.flaky}
     summary = tag("code", esc(case.eval_id)) + _badge(case.status, f"status-{case.status}")
@@ -174,6 +176,9 @@ def _case(eval_set: EvalSetResult, case: CaseResult, recorded: list[RecordedRun]
     if tokens:
         summary += tag("span", " " + esc(tokens), "note")
     body = [tag("p", f"{esc(eval_set.path)}:{case.line}", "note"), _metrics(case)]
+    runs = case_line(case, k)
+    if runs:
+        body.insert(1, tag("p", "Runs: " + esc(runs), "reliability"))
     shown = behaviour_view(eval_set.eval_set_id, case)  # everything: a page has no size budget
     if shown is not None:
         body.append(tag("h4", f"Behaviour against main: {esc(shown.headline)}") + behaviour_html(shown))
@@ -217,6 +222,8 @@ def _summary(results: Results, fail_on: str) -> str:
                           f"errored \u00b7 {s.not_evaluated} not evaluated"
                           + (f" \u00b7 {s.carried} carried from main (not re-run)" if s.carried else ""),
                      "summary"))
+    if suite_line(results):
+        parts.append(tag("p", esc(suite_line(results)), "reliability"))
     if results.comparison is not None:
         c = results.comparison.summary
         parts.append(tag("p", f"Against the baseline: {c.regressed} regressed, {c.improved} improved, "
@@ -288,6 +295,7 @@ def render_html(results: Results, runs: RunsByCase | None = None, *, fail_on: st
     runs = runs or {}
     counts = {"all": 0, "failing": 0, "regressed": 0, "flaky": 0}
     sections = []
+    k = suite_k_of(results)
     for key, eval_set in zip(results.set_keys(), results.eval_sets, strict=False):
         cases = []
         for case in eval_set.cases:
@@ -295,7 +303,7 @@ def render_html(results: Results, runs: RunsByCase | None = None, *, fail_on: st
             counts["failing"] += case.status != "passed"
             counts["regressed"] += case.change == "regressed"
             counts["flaky"] += bool(case.flaky)
-            cases.append(_case(eval_set, case, runs.get((key, case.eval_id), []), results.verdict_rule))
+            cases.append(_case(eval_set, case, runs.get((key, case.eval_id), []), results.verdict_rule, k))
         criteria = esc(eval_set.config_path or "ADK's default criteria")
         sections.append(tag("section", tag("h2", esc(eval_set.eval_set_id)) + tag(
             "p", f"{esc(eval_set.path)} \u00b7 criteria: {criteria}", "note") + "".join(cases)))

@@ -70,13 +70,15 @@ def environment(template_dir: Path | None = None) -> jinja2.Environment:
                        fence=md_fence, call=fmt_call, h=html_text)
     from ..compare.tokens import token_gate_message
     from .cost import budget_line
+    from .reliability import markdown_name, suite_line
     from .trend import trend_markdown
 
     from ..scoring.refusals import refused, service_note
 
     env.globals.update(icon=STATUS_ICON, columns_for=columns_for, budget_line=budget_line,
                        token_gate_message=token_gate_message, trend_markdown=trend_markdown,
-                       refused_runs=refused, service_note=service_note)
+                       refused_runs=refused, service_note=service_note,
+                       reliability_line=lambda results: suite_line(results, markdown_name))
     return env
 
 

@@ -13,22 +13,29 @@ from collections.abc import Iterable, Iterator
 
 from pydantic import BaseModel
 
+from ..compare.reliability import case_reliability, suite_k, suite_reliability
 from ..models.results import EvalSetResult, Results
 
 STEP = 2  # spaces per level, as written (indent=2)
 
 
 def results_json(results: Results) -> Iterator[bytes]:
-    """``results.model_dump_json(indent=2)`` and a newline, as UTF-8 pieces."""
-    top = _dump(results.model_copy(update={"eval_sets": []}))
-    yield from _spliced(top, "evalSets", (_eval_set(s) for s in results.eval_sets), 1,
+    """``results.model_dump_json(indent=2)`` and a newline, as UTF-8 pieces; each case's
+    ``reliability`` and the summary's computed from the runs as they are now (a merge or a
+    compare writes its own, never a shard's or a baseline's)."""
+    cases = [c for s in results.eval_sets for c in s.cases]
+    k = suite_k(cases)
+    summary = results.summary.model_copy(update={"reliability": suite_reliability(cases, k)})
+    top = _dump(results.model_copy(update={"eval_sets": [], "summary": summary}))
+    yield from _spliced(top, "evalSets", (_eval_set(s, k) for s in results.eval_sets), 1,
                         bool(results.eval_sets))
     yield b"\n"
 
 
-def _eval_set(eval_set: EvalSetResult) -> Iterator[bytes]:
+def _eval_set(eval_set: EvalSetResult, k: int | None) -> Iterator[bytes]:
     outline = _dump(eval_set.model_copy(update={"cases": []}))
-    yield from _spliced(outline, "cases", ([_dump(c)] for c in eval_set.cases), 1, bool(eval_set.cases))
+    yield from _spliced(outline, "cases", ([_dump(c.model_copy(update={"reliability": case_reliability(c, k)}))]
+                                           for c in eval_set.cases), 1, bool(eval_set.cases))
 
 
 def _dump(model: BaseModel) -> bytes:

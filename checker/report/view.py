@@ -21,6 +21,7 @@ from .cost import usage_line
 from .efficiency import token_line
 from ..models.verdict_rule import rule_of
 from .explain import Explanation, case_headline, explain, fmt_score
+from .reliability import row_note, suite_k_of
 from .scores import fmt_p
 from .text import fmt_duration
 
@@ -272,11 +273,12 @@ def _cell(case: CaseResult, metric: MetricResult) -> Cell:
     return cell
 
 
-def _row(case: CaseResult, eval_set: EvalSetResult, links: Links) -> CaseRow:
+def _row(case: CaseResult, eval_set: EvalSetResult, links: Links, k: int | None = None) -> CaseRow:
     errored = sum(1 for r in case.runs if r.status == "error")
     metric_errors = any(m.status == "error" for m in case.metrics)
     note = (f"{errored} of {len(case.runs)} runs errored" if errored
             else "metric error" if metric_errors else "")
+    note = "; ".join(filter(None, [note, row_note(case, k)]))  # a flaky case's badge says its runs
     if case.screening_disagrees:
         note = "; ".join(filter(None, [note, "screening and confirmation disagree"]))
     if behaviour_changed(case) and case.change != "regressed":  # e.g. a drop within noise
@@ -287,7 +289,7 @@ def _row(case: CaseResult, eval_set: EvalSetResult, links: Links) -> CaseRow:
                    attention=needs_attention(case), quarantined=case.quarantined is not None)
 
 
-def _set_view(eval_set: EvalSetResult, links: Links, budget: Budget) -> SetView:
+def _set_view(eval_set: EvalSetResult, links: Links, budget: Budget, k: int | None) -> SetView:
     names: list[str] = []
     thresholds: dict[str, set[str]] = {}
     for case in eval_set.cases:
@@ -302,7 +304,7 @@ def _set_view(eval_set: EvalSetResult, links: Links, budget: Budget) -> SetView:
                    criteria=eval_set.config_path or "ADK's default criteria")
     labels: dict[str, int] = {}
     for position, case in enumerate(eval_set.cases):
-        row = _row(case, eval_set, links)
+        row = _row(case, eval_set, links, k)
         row.position = position
         if row.attention:
             view.attention.append(row)
@@ -322,7 +324,8 @@ def _set_view(eval_set: EvalSetResult, links: Links, budget: Budget) -> SetView:
 def build_view(results: Results, links: Links | None = None, budget: Budget | None = None) -> ReportView:
     links = links or Links()
     budget = budget or Budget()
-    sets = [_set_view(s, links, budget) for s in results.eval_sets]
+    k = suite_k_of(results)
+    sets = [_set_view(s, links, budget, k) for s in results.eval_sets]
     accepted = accepted_keys(results)  # regressions the accept label accepted
     for s in sets:
         for row in s.attention + s.quiet:

@@ -482,8 +482,12 @@ def test_results_junit_and_markdown(repo):
     assert "e/w.evalset.json" in out.stdout and "bad" in out.stdout
     res = json.loads((repo / "out/r.json").read_text())
     assert res["version"] == 1 and res["passed"] is False
+    reliability = res["summary"].pop("reliability")  # good 2/2 runs, bad 1/2: pass^2 1/2, pass@2 2/2
     assert res["summary"] == {"evalSets": 1, "cases": 2, "passed": 1, "failed": 1, "errored": 0,
                               "notEvaluated": 0}
+    assert (reliability["k"], reliability["cases"], reliability["passHatK"]["rate"],
+            reliability["passAtK"]["rate"]) == (2, 2, 0.5, 1.0)
+    assert (round(reliability["passHatK"]["low"], 4), round(reliability["passAtK"]["low"], 4)) == (0.0945, 0.3424)
     (eval_set,) = res["evalSets"]
     assert (eval_set["evalSetId"], eval_set["path"], eval_set["configPath"]) == ("w", "e/w.evalset.json", None)
     good_case, bad_case = eval_set["cases"]

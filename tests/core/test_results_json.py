@@ -1,5 +1,6 @@
 """The results file is written a case at a time (checker/report/results_json.py): the same
-bytes as dumping the whole document at once, whatever the results hold."""
+bytes as dumping the whole document at once (with its reliability figures, computed as it is
+written), whatever the results hold."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 
 import pytest
 
+from checker.compare.reliability import case_reliability, suite_k, suite_reliability
 from checker.models.results import Results
 from checker.report.results_json import results_json
 from corehelpers import call, case, evalset, invocation, replay, run_cli, write_json
@@ -34,10 +36,23 @@ RESULTS = [
 ]
 
 
+def _with_reliability(results: Results) -> Results:
+    cases = [c for s in results.eval_sets for c in s.cases]
+    k = suite_k(cases)
+    results.summary.reliability = suite_reliability(cases, k)
+    for c in cases:
+        c.reliability = case_reliability(c, k)
+    return results
+
+
 @pytest.mark.parametrize("data", RESULTS)
 def test_pieces_are_the_whole_dump(data):
     results = Results.model_validate(data)
-    assert b"".join(results_json(results)) == (results.model_dump_json(indent=2) + "\n").encode()
+    written = b"".join(results_json(results))
+    assert results.summary.reliability is None  # the writer's copies carry it, not the caller's
+    assert written == (_with_reliability(results).model_dump_json(indent=2) + "\n").encode()
+    if results.eval_sets:  # one failed run a case: pass^1 0 of 3 cases
+        assert json.loads(written)["summary"]["reliability"]["passHatK"]["rate"] == 0.0
 
 
 def test_a_run_writes_the_whole_dump(repo):
