@@ -71,10 +71,12 @@ class TrajectoryTurn(BehaviourModel):
     calls: list[dict[str, Any]] = Field(default_factory=list)
     response: str | None = None
 
+    _first_calls = field_validator("calls", mode="before")(lambda calls: _first(calls, MAX_CALLS))
+
     @field_validator("calls")
     @classmethod
     def _bounded_calls(cls, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [bounded_call(c.get("name"), c.get("args")) for c in calls[:MAX_CALLS]]
+        return [bounded_call(c.get("name"), c.get("args")) for c in calls]
 
     @field_validator("response")
     @classmethod
@@ -82,8 +84,14 @@ class TrajectoryTurn(BehaviourModel):
         return None if response is None else clip(response, MAX_RESPONSE)
 
 
-def _turns(turns: list[TrajectoryTurn]) -> list[TrajectoryTurn]:
-    return turns[:MAX_TURNS]
+def _first(items: Any, limit: int) -> Any:
+    """The first ``limit`` items of a list, cut before they are validated: a crafted file's
+    thousands more are never made into models."""
+    return items[:limit] if isinstance(items, list) else items
+
+
+def _turns(turns: Any) -> Any:
+    return _first(turns, MAX_TURNS)
 
 
 class Trajectory(BehaviourModel):
@@ -92,7 +100,7 @@ class Trajectory(BehaviourModel):
 
     runs: list[int] = Field(default_factory=list)
     turns: list[TrajectoryTurn] = Field(default_factory=list)
-    _bounded_turns = field_validator("turns")(_turns)
+    _bounded_turns = field_validator("turns", mode="before")(_turns)
 
 
 class SideCounts(BehaviourModel):
@@ -105,7 +113,7 @@ class SideCounts(BehaviourModel):
 class ShownTrajectory(BehaviourModel):
     turns: list[TrajectoryTurn] = Field(default_factory=list)
     runs: SideCounts = Field(default_factory=SideCounts)
-    _bounded_turns = field_validator("turns")(_turns)
+    _bounded_turns = field_validator("turns", mode="before")(_turns)
 
 
 class Divergence(BehaviourModel):
@@ -135,10 +143,7 @@ class BehaviourShift(BehaviourModel):
     usual: bool = False
     calls: list[CallShare] = Field(default_factory=list)
 
-    @field_validator("calls")
-    @classmethod
-    def _bounded(cls, calls: list[CallShare]) -> list[CallShare]:
-        return calls[:MAX_CALLS]
+    _bounded = field_validator("calls", mode="before")(lambda calls: _first(calls, MAX_CALLS))
 
 
 class Behaviour(BehaviourModel):

@@ -214,11 +214,12 @@ class CaseResult(ResultsModel):
     # Written with the results file (report/results_json.py): its runs' pass rate, pass^k, pass@k.
     reliability: CaseReliability | None = optional()
 
-    @field_validator("trajectories", "fresh_trajectories")
+    @field_validator("trajectories", "fresh_trajectories", mode="before")
     @classmethod
-    def _most_common(cls, found: list[Trajectory] | None) -> list[Trajectory] | None:
-        """As many as the writer keeps (models/behaviour.py): the first, the most common."""
-        return None if found is None else found[:MAX_TRAJECTORIES]
+    def _most_common(cls, found: Any) -> Any:
+        """As many as the writer keeps (models/behaviour.py): the first, the most common;
+        cut before the rest are validated."""
+        return found[:MAX_TRAJECTORIES] if isinstance(found, list) else found
 
 
 class EvalSetResult(ResultsModel):

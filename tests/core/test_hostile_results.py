@@ -68,8 +68,8 @@ def test_a_tools_name_is_cut_as_its_arguments_are(tmp_path):
 
 def _shards(repo: Path) -> list[str]:
     ids = _suite(repo)
-    write_json(repo / "runs.json", replay(*[("w", i, r, [invocation("weather?", ANSWER, [call("weather", city="Paris")])])
-                                            for i in ids for r in (1, 2)]))
+    answered = [invocation("weather?", ANSWER, [call("weather", city="Paris")])]
+    write_json(repo / "runs.json", replay(*[("w", i, r, answered) for i in ids for r in (1, 2)]))
     for n in (1, 2):
         out = run_cli(["run", "evals", "--replay", "runs.json", "--shard", f"{n}/2", "--results", f"s{n}.json"], repo)
         assert out.code == 0, out.output
