@@ -2,7 +2,8 @@
 
 No network: the style and the one small script are inline, and the page's
 Content-Security-Policy allows nothing else (``default-src 'none'``; the script by its
-hash). It shows the gate, the summary, tokens and cost, the trend of main, and every case:
+hash). It shows the gate, the summary, tokens and cost, the trend of main, and every case (in the
+comment's order: what needs attention first, report/view.py: attention_first):
 status, change against the baseline, scores beside the baseline's, each run (status,
 duration, tokens, error), the turns of each run recorded (when the run's recorded runs are
 given: ``evalcheck run``), the evidence of each failing metric (tool calls with the first
@@ -29,6 +30,7 @@ from .cost import case_tokens, usage_line
 from .explain import explain, fmt_score
 from .behaviour import behaviour_view
 from .reliability import case_line, suite_k_of, suite_line
+from .view import attention_first
 from .html_parts import behaviour_html, esc, explanation, pre, run_turns, table, tag
 from .scores import fmt_p
 from .text import fmt_duration
@@ -296,9 +298,11 @@ def render_html(results: Results, runs: RunsByCase | None = None, *, fail_on: st
     counts = {"all": 0, "failing": 0, "regressed": 0, "flaky": 0}
     sections = []
     k = suite_k_of(results)
-    for key, eval_set in zip(results.set_keys(), results.eval_sets, strict=False):
+    keys = results.set_keys()
+    for index, order in attention_first(results):  # what needs a look first, as the markdown
+        key, eval_set = keys[index], results.eval_sets[index]
         cases = []
-        for case in eval_set.cases:
+        for case in (eval_set.cases[j] for j in order):
             counts["all"] += 1
             counts["failing"] += case.status != "passed"
             counts["regressed"] += case.change == "regressed"

@@ -289,6 +289,21 @@ def _row(case: CaseResult, eval_set: EvalSetResult, links: Links, k: int | None 
                    attention=needs_attention(case), quarantined=case.quarantined is not None)
 
 
+def attention_first(results: Results) -> list[tuple[int, list[int]]]:
+    """(eval set index, its case indices) in the markdown's order, for the HTML report: the
+    eval sets with cases that need attention first, each set's such cases worst first
+    (regressed, failing, new, flaky), then the rest; file order within each kind."""
+    k = suite_k_of(results)
+    urgent: list[tuple[int, list[int]]] = []
+    calm: list[tuple[int, list[int]]] = []
+    for i, eval_set in enumerate(results.eval_sets):
+        rows = [(_row(case, eval_set, Links(), k), j) for j, case in enumerate(eval_set.cases)]
+        first = sorted(((r, j) for r, j in rows if r.attention), key=lambda pair: _urgency(pair[0]))
+        order = [j for _, j in first] + [j for r, j in rows if not r.attention]
+        (urgent if first else calm).append((i, order))
+    return urgent + calm
+
+
 def _set_view(eval_set: EvalSetResult, links: Links, budget: Budget, k: int | None) -> SetView:
     names: list[str] = []
     thresholds: dict[str, set[str]] = {}
