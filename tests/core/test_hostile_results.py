@@ -171,3 +171,18 @@ def test_the_word_diff_is_bounded_in_words():
     assert sum(len(text.split()) for _, text in diff.parts) == 2 * MAX_DIFF_WORDS
     assert diff.words_hidden == 40_000 - 2 * MAX_DIFF_WORDS
     assert word_diff("one two", "one three").parts == [("=", "one"), ("-", "two"), ("+", "three")]
+
+
+def test_a_shard_nested_too_deep_is_bad_input_naming_the_file(tmp_path):
+    """Arguments nested 150 levels are cut as any long arguments; past the 200 levels any
+    JSON evalcheck reads may nest, the shard is refused, never a RecursionError."""
+    repo = tmp_path
+    files = _shards(repo)
+    text = (repo / "s1.json").read_text()
+    results = json.loads(text)
+    results["evalSets"][0]["cases"][0]["trajectories"][0]["turns"][0]["calls"][0]["args"] = {"deep": "@DEEP@"}
+    (repo / "s1.json").write_text(json.dumps(results).replace('"@DEEP@"', "[" * 5000 + "1" + "]" * 5000))
+    out = run_cli(["merge", *files, "--results", "merged.json"], repo)
+    assert out.code == 2 and not (repo / "merged.json").exists(), out.output
+    assert "evalcheck: error: s1.json: " in out.stderr and "nested more than 200 levels deep" in out.stderr
+    assert "Traceback" not in out.stderr
