@@ -2,10 +2,12 @@
 main pooled as the baseline, with this pull request as the last point.
 
 ``record_trend`` keeps the points of main in ``comparison.trend`` (oldest first: ``[{commit,
-passRate, metrics: {name: mean}}]``), so that every rendering - the comment, the job summary,
-the HTML report, a results file published later - can draw it. ``mermaid_charts`` draws one
+date, passRate, metrics: {name: mean}}]``, ``date`` the result's ``metadata.startedAt``), so
+that every rendering - the comment, the job summary, the HTML report, a results file
+published later - can draw it. ``mermaid_charts`` draws one
 Mermaid ``xychart-beta`` per series (xychart has no legend: one line a chart), rendered by
-GitHub itself, main's results named by short commit, oldest first (checked with the real
+GitHub itself, main's results named by short commit, else by date (never by file name: a
+baseline's name says nothing of when), oldest first (checked with the real
 mermaid package in both of GitHub's themes: tests/core/test_trend_render.py);
 ``trend_lines`` says the same in text for the terminal. Only with at least ``MIN_POINTS``
 results of main.
@@ -14,7 +16,7 @@ results of main.
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from datetime import UTC, datetime
 from typing import Any
 
 from ..models.results import Results
@@ -24,7 +26,9 @@ MIN_POINTS = 2   # results of main needed for a trend
 MAX_METRICS = 4  # gating metrics charted (the first ones of the suite)
 MAX_NAME = 48    # characters of a metric's name in a title (the rest of the title is ours)
 MAX_TITLE = 120  # characters of a chart's title
-MAX_LABEL = 16   # characters of an x label (a file name, when main's commit is unknown)
+# Dates as x labels, the coarsest that tells every result apart: the day, else the minute,
+# else the second (results of one minute); a label still shared is numbered.
+DATE_FORMATS = ("%Y-%m-%d", "%m-%d %H:%M", "%m-%d %H:%M:%S")
 # The line's colour: contrast of at least 3:1 (WCAG, graphics) on the chart's background in
 # GitHub's light theme (white) and dark theme (mermaid's #333, on GitHub's #0d1117): 3.75,
 # 3.37 and 5.05. Only the colour is set: the theme stays GitHub's.
@@ -66,7 +70,9 @@ def record_trend(results: Results, baselines: list[Results]) -> None:
         commit = history[index].commit if index < len(history) else None
         if commit is None and index == 0:
             commit = results.comparison.baseline.commit
-        points.append({"commit": commit, **point(baseline, names)})
+        started = baseline.metadata.get("startedAt") if isinstance(baseline.metadata, dict) else None
+        points.append({"commit": commit, "date": started if isinstance(started, str) else None,
+                       **point(baseline, names)})
     results.comparison.trend = list(reversed(points))
 
 
@@ -90,21 +96,44 @@ def _series(results: Results) -> list[tuple[str, list[str], list[float | None]]]
 def _labels(results: Results, trend: list[dict[str, Any]]) -> list[str]:
     """Each result of main by its short commit, oldest first. The commits may be known only
     after the trend was recorded (the Action's automatic baseline names them afterwards, in
-    ``comparison.baseline.history``, newest first); without one, the file's name, else its
-    place counted from the oldest."""
+    ``comparison.baseline.history``, newest first); without one, by the result's date (a
+    trend recorded before dates were: its place counted from the oldest)."""
     history = (results.comparison.baseline.history if results.comparison is not None else None) or []
     known = list(reversed(history)) if len(history) == len(trend) else []
-    labels = []
-    for index, found in enumerate(trend):
-        commit = found.get("commit") or (known[index].commit if known else None)
-        path = known[index].path if known else None
-        if isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{7,64}", commit):
-            labels.append(commit[:7])
-        elif isinstance(path, str) and path:
-            labels.append(Path(path).name[:MAX_LABEL])
-        else:
-            labels.append(f"#{index + 1}")
-    return labels
+    commits = [found.get("commit") or (known[index].commit if known else None)
+               for index, found in enumerate(trend)]
+    shas = [c[:7] if isinstance(c, str) and re.fullmatch(r"[0-9a-f]{7,64}", c) else None for c in commits]
+    dates = _dates([None if sha else found.get("date") for sha, found in zip(shas, trend, strict=True)])
+    labels = [sha or date or f"#{index + 1}" for index, (sha, date) in enumerate(zip(shas, dates, strict=True))]
+    return _numbered(labels)
+
+
+def _dates(values: list[Any]) -> list[str | None]:
+    """ISO times as the coarsest of DATE_FORMATS that tells them apart (None: no date)."""
+    parsed: list[datetime | None] = []
+    for value in values:
+        try:
+            parsed.append(datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else None)
+        except ValueError:
+            parsed.append(None)
+    shown: list[str | None] = []
+    for fmt in DATE_FORMATS:
+        shown = [p.astimezone(UTC).strftime(fmt) if p is not None and p.tzinfo else
+                 p.strftime(fmt) if p is not None else None for p in parsed]
+        given = [x for x in shown if x is not None]
+        if len(set(given)) == len(given):
+            break
+    return shown
+
+
+def _numbered(labels: list[str]) -> list[str]:
+    """Each label once: a chart's x axis merges points that share one."""
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
+    return out
 
 
 def _quoted(text: str) -> str:

@@ -5,13 +5,15 @@ and a parser of xychart-beta's grammar accepts it; the terminal says the same in
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
 
 import pytest
 
-from checker.report.trend import INIT
+from checker.models.results import BaselineFile, BaselineInfo, Comparison, Results, Summary
+from checker.report.trend import INIT, _labels
 from corehelpers import case, evalset, invocation, replay, run_cli, write_json
 
 CASES = ("c1", "c2", "c3", "c4")
@@ -55,10 +57,18 @@ def charts(markdown: str) -> list[str]:
     return re.findall(r"```mermaid\n(.*?)```", markdown, re.S)
 
 
+def started(repo, name: str, when: str) -> None:
+    """The result's date, as a run on that day would have written it."""
+    data = json.loads((repo / f"{name}.json").read_text())
+    data["metadata"]["startedAt"] = when
+    write_json(repo / f"{name}.json", data)
+
+
 @pytest.fixture
 def history(repo):
     for k, failing in enumerate((0, 1, 0, 2, 1)):  # main-5 (oldest) .. main-1 (newest)
         assert results_of(repo, f"main{5 - k}", failing).code in (0, 1)
+        started(repo, f"main{5 - k}", f"2026-11-0{k + 1}T09:30:00Z")
     return [f"main{i}.json" for i in range(1, 6)]  # newest first
 
 
@@ -68,8 +78,9 @@ def test_five_results_of_main_make_a_chart_this_pr_last(repo, history):
     assert len(found) == 2  # the pass rate and response_match_score's mean
     rate, metric = (parse_xychart(c) for c in found)
     assert rate["line"] == [1.0, 0.75, 1.0, 0.5, 0.75, 0.25]  # oldest first, this PR last
-    # Main's results named by their files here (no commit known), oldest first, said once.
-    assert rate["x"] == ["main5.json", "main4.json", "main3.json", "main2.json", "main1.json", "this PR"]
+    # Main's results named by their dates here (no commit known; never by the file's name),
+    # oldest first, said once.
+    assert rate["x"] == ["2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04", "2026-11-05", "this PR"]
     assert rate["x title"] == "results of main, oldest to newest, then this PR" and rate["y"] == (0.0, 1.0)
     assert rate["title"] == "Suite pass rate: last 5 results of main, then this PR"  # punctuation kept
     assert metric["title"] == "response_match_score (mean): last 5 results of main, then this PR"
@@ -92,3 +103,23 @@ def test_cmark_gfm_passes_the_chart_through_as_a_mermaid_block(repo, history):
     assert len(blocks) == 2
     for block in blocks:
         parse_xychart(block.replace("&quot;", '"').replace("&gt;", ">"))
+
+
+def _trend(*points: dict) -> list[dict]:
+    return [{"passRate": 1.0, "metrics": {}, **p} for p in points]
+
+
+def test_labels_by_commit_else_the_coarsest_date_that_tells_them_apart():
+    here = Results(passed=True, summary=Summary())
+    here.comparison = Comparison(baseline=BaselineInfo(history=[BaselineFile(path=f"h{i}.json") for i in (1, 2, 3)]))
+    # Three results of one day: the minute tells them apart; a commit wins over a date.
+    day = _trend({"date": "2026-11-03T09:30:05Z"}, {"date": "2026-11-03T11:02:00Z", "commit": "a" * 40},
+                 {"date": "2026-11-03T14:45:59Z"})
+    assert _labels(here, day) == ["11-03 09:30", "aaaaaaa", "11-03 14:45"]
+    # One minute: the second; one second: numbered; no date (an older trend): the place, never "h1.json".
+    assert _labels(here, _trend({"date": "2026-11-03T09:30:05Z"}, {"date": "2026-11-03T09:30:07Z"}, {})) == \
+        ["11-03 09:30:05", "11-03 09:30:07", "#3"]
+    assert _labels(here, _trend(*[{"date": "2026-11-03T09:30:05Z"}] * 3)) == \
+        ["11-03 09:30:05", "11-03 09:30:05 (2)", "11-03 09:30:05 (3)"]
+    assert _labels(here, _trend({"date": "2026-11-01T23:59:59+02:00"}, {"date": "not a date"}, {"date": 7})) == \
+        ["2026-11-01", "#2", "#3"]

@@ -1,6 +1,6 @@
 """Every chart the report can make, rendered by the real mermaid package (tools/mermaid) in
 headless chromium, in GitHub's light and dark themes: no chart fails to render, titles keep
-their punctuation, x labels name main's results (by short commit when known) oldest first and
+their punctuation, x labels name main's results (by short commit when known, else by date) oldest first and
 say so once, and the line shows on either background (contrast at least 3:1, WCAG's figure
 for graphics). The charts are taken from the markdown report as GitHub takes them (cmark-gfm).
 
@@ -29,6 +29,8 @@ if not available():
 
 CASES = ("c1", "c2", "c3", "c4")
 GITHUB_PAGES = ("#ffffff", "#0d1117")  # GitHub's light and dark page backgrounds
+# Main's results by date when no commit is known (never by the file's name), oldest first.
+DATES = ["2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04", "2026-11-05", "this PR"]
 COMMITS = [f"{n:x}" * 40 for n in range(10, 15)]  # newest first, as the Action records them
 
 
@@ -53,6 +55,9 @@ def compared(repo) -> Results:
     criteria = {"response_match_score": 0.9, "tool_trajectory_avg_score": 1.0}
     for k, failing in enumerate((0, 1, 0, 2, 1)):  # main5 (oldest) .. main1 (newest)
         results_of(repo, f"main{5 - k}", failing, criteria)
+        data = json.loads((repo / f"main{5 - k}.json").read_text())
+        data["metadata"]["startedAt"] = f"2026-11-0{k + 1}T09:30:00Z"  # run on five days
+        write_json(repo / f"main{5 - k}.json", data)
     for older in ("main5.json", "main4.json"):  # as an evalcheck that did not score it wrote them
         data = json.loads((repo / older).read_text())
         for found in data["evalSets"][0]["cases"]:
@@ -106,7 +111,7 @@ def test_every_chart_of_the_report_renders_readably_in_both_themes(repo, compare
     titles = ["Suite pass rate: last 5 results of main, then this PR",
               "response_match_score (mean): last 5 results of main, then this PR",
               "tool_trajectory_avg_score (mean): last 5 results of main, then this PR (0 = not measured)"]
-    labels = ["main5.json", "main4.json", "main3.json", "main2.json", "main1.json", "this PR"]
+    labels = DATES
     check_rendered(charts, titles, labels)
 
 
@@ -125,5 +130,20 @@ def test_a_hostile_metric_name_stays_one_title(repo, compared):
     title = "ev'il % %{init: {}}% % # quot; '' \u2039b\u203ab\u2039/b\u203a ['x'] a\u2026 (mean): last 5 results of main, then this PR"
     titles = ["Suite pass rate: last 5 results of main, then this PR", title,
               "tool_trajectory_avg_score (mean): last 5 results of main, then this PR (0 = not measured)"]
-    labels = ["main5.json", "main4.json", "main3.json", "main2.json", "main1.json", "this PR"]
+    labels = DATES
     check_rendered(charts, titles, labels)
+
+
+def test_the_html_reports_trend_table_names_main_by_date(repo, compared, tmp_path):
+    from checker.report.html import render_html
+    from checker.report.trend import trend_html
+    from test_html_report import chromium, console_errors
+
+    page = tmp_path / "report.html"
+    page.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "",
+                           render_html(compared, trend=trend_html(compared))), encoding="utf-8")
+    dom = chromium(page, "--dump-dom")
+    assert console_errors(dom.stderr) == []
+    head = re.search(r'<table class="trend"><thead><tr>(.*?)</tr>', dom.stdout).group(1)
+    assert re.findall(r"<th>(.*?)</th>", head) == ["series", *DATES]
+    assert ".json" not in head
