@@ -86,6 +86,15 @@ def _assert_merge_equals_unsharded(repo: Path, mode: list[str]) -> None:
     want = json.loads((repo / "whole.json").read_text())
     assert "shard" not in got and got["metadata"]["shards"] == 3
     assert _without_timing(got) == _without_timing(want)
+    # The suite's reliability is the merged suite's, not a shard's (each shard wrote its own):
+    # pass^2 the share of the 33 cases whose 2 runs both passed (26 replayed: every fifth case
+    # fails its second run), pass@2 those with one.
+    reliability = got["summary"]["reliability"]
+    passes = [[r["status"] == "passed" for r in c["runs"]] for s in got["evalSets"] for c in s["cases"]]
+    assert (reliability["k"], reliability["cases"], reliability["passHatK"]["rate"],
+            reliability["passAtK"]["rate"]) == (2, 33, sum(map(all, passes)) / 33, sum(map(any, passes)) / 33)
+    assert "--replay" not in mode or sum(map(all, passes)) == 26
+    assert [r["summary"]["reliability"]["cases"] for r in shards] == sizes
     if "--replay" in mode:  # agents' durations show in a live run's report
         md_got, md_want = ((repo / f).read_text().splitlines() for f in ("merged.md", "whole.md"))
         assert md_got[:-1] == md_want[:-1]  # the footer holds the duration
