@@ -180,7 +180,7 @@ def _case(eval_set: EvalSetResult, case: CaseResult, recorded: list[RecordedRun]
     body = [tag("p", f"{esc(eval_set.path)}:{case.line}", "note"), _metrics(case)]
     runs = case_line(case, k)
     if runs:
-        body.insert(1, tag("p", "Runs: " + esc(runs), "reliability"))
+        body.insert(1, tag("p", "Reliability: " + esc(runs), "reliability"))
     shown = behaviour_view(eval_set.eval_set_id, case)  # everything: a page has no size budget
     if shown is not None:
         body.append(tag("h4", f"Behaviour against main: {esc(shown.headline)}") + behaviour_html(shown))

@@ -52,7 +52,7 @@ def test_the_html_report_says_it_for_the_suite_and_each_case(tmp_path):
     dom = chromium(page, "--dump-dom")
     assert console_errors(dom.stderr) == []
     assert f'<p class="reliability">{LINE}</p>' in dom.stdout
-    runs = re.findall(r'<p class="reliability">Runs: (.*?)</p>', dom.stdout)
+    runs = re.findall(r'<p class="reliability">Reliability: (.*?)</p>', dom.stdout)
     assert len(runs) == 20
     assert "1 of 3 runs passed (95% 0.06\u20130.79); pass^3 0.00, pass@3 1.00" in runs
     assert "0 of 3 runs passed (95% 0.00\u20130.56); pass^3 0.00, pass@3 0.00" in runs
