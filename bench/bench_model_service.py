@@ -137,7 +137,10 @@ def service_line(results: dict[str, Any] | None) -> str:
     turns = [conc.get("start")] + [limit for _, limit in conc.get("overTime", [])]
     peaks = [turns[0]] + [b for a, b, c in zip(turns, turns[1:], turns[2:], strict=False)
                           if (b - a) * (c - b) < 0] + turns[-1:]
-    return (f"concurrency {' -> '.join(str(n) for n in peaks if n is not None)}"
+    peaks = [n for n in peaks if n is not None]
+    if len(peaks) > 8:  # the first and the last few turns, as the end-of-run line says them
+        peaks = [*peaks[:3], "...", *peaks[-4:]]
+    return (f"concurrency {' -> '.join(str(n) for n in peaks)}"
             + (f"; {told} refused calls retried in the agent" if told else ""))
 
 
