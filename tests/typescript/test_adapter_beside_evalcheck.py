@@ -76,5 +76,5 @@ def test_the_adapter_needs_no_python_adk(tmp_path):
 
 def test_the_typescript_docs_say_the_plain_install_is_enough():
     docs = (REPO / "docs" / "adk-typescript.md").read_text()
-    assert "a plain `pip install` of evalcheck is all a TypeScript agent needs, no extra" in docs
+    assert "the package alone (`evalcheck-adk`, no extra) is all a TypeScript agent needs" in docs
     assert "pip install ./evalcheck " in docs and "[adk]` extra adds Python's google-adk" in docs
