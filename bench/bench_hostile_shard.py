@@ -21,6 +21,7 @@ and more against 3-8 s).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -56,12 +57,8 @@ def run_shards(root: Path, shards: int) -> list[Path]:
     for index in range(1, shards + 1):
         options = RunOptions(paths=["evals"], replay=root / "recorded.json", shard=f"{index}/{shards}",
                              results=root / f"shard{index}.json")
-        sys.stdout, saved = open(os.devnull, "w"), sys.stdout
-        try:
+        with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
             execute(options)
-        finally:
-            sys.stdout.close()
-            sys.stdout = saved
         files.append(root / f"shard{index}.json")
     return files
 

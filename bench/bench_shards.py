@@ -14,10 +14,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -92,12 +92,8 @@ def main() -> None:
             options = RunOptions(paths=["evals"], replay=root / "recorded.json",
                                  shard=f"{index}/{args.shards}", results=root / f"shard{index}.json",
                                  inference_out=root / f"runs{index}.json")
-            sys.stdout, saved = open(os.devnull, "w"), sys.stdout
-            try:
+            with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
                 execute(options)
-            finally:
-                sys.stdout.close()
-                sys.stdout = saved
             files += [root / f"shard{index}.json", root / f"runs{index}.json"]
         print(f"2. merge: {args.shards} shards run in replay mode in {time.perf_counter() - started:.1f} s")
         sizes = [sum(len(s["cases"]) for s in json.loads((root / f"shard{i}.json").read_text())["evalSets"])
