@@ -67,7 +67,7 @@ def refusal_retries(rng: random.Random | None = None,
             self.ours = types.HttpRetryOptions(attempts=1)
 
         async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
-            if _streaming(callback_context):
+            if _streaming(callback_context) or _model(callback_context) is None:
                 return None  # ADK's own plugin, after this one, gives it ADK's options
             config = llm_request.config = llm_request.config or types.GenerateContentConfig()
             http = config.http_options = config.http_options or types.HttpOptions()

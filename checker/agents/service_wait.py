@@ -78,15 +78,19 @@ class ServiceWaits:
         cap = min(MAX_DELAY, BASE_DELAY * 2.0 ** (attempt - 1))
         return self._rng.uniform(cap / 2.0, cap)
 
-    def refused(self, refusal: ServiceRefusal, attempt: int) -> None:
-        """A run came back refused (its ``attempt``-th refusal)."""
+    def _count(self, refusal: ServiceRefusal) -> None:
+        """A refusal: counted by code, and told to the limiter, which cuts the runs in flight."""
         self.codes[refusal.code] += 1
         self.last = refusal
-        if attempt == 1:
-            self.refused_runs += 1
         note = getattr(self.limiter, "note_refusal", None)
         if note is not None:
             note(refusal.retry_after)
+
+    def refused(self, refusal: ServiceRefusal, attempt: int) -> None:
+        """A run came back refused (its ``attempt``-th refusal)."""
+        self._count(refusal)
+        if attempt == 1:
+            self.refused_runs += 1
         if self._outage_since is None:
             self._outage_since = self._clock()
             self._tell(f"evalcheck: the model service refused a run ({refusal.code}): refused runs "
@@ -97,12 +101,8 @@ class ServiceWaits:
         """An agent tells of a model call refused that it retries itself (the run goes on):
         counted, and told to the limiter at once, which cuts the runs in flight. It starts
         no outage: the run has not ended."""
-        self.codes[refusal.code] += 1
+        self._count(refusal)
         self.retried_by_agents += 1
-        self.last = refusal
-        note = getattr(self.limiter, "note_refusal", None)
-        if note is not None:
-            note(refusal.retry_after)
         if self.retried_by_agents == 1 and self._outage_since is None and not self.refused_runs:
             self._tell(f"evalcheck: the model service refused a call ({refusal.code}); the agent "
                        "retries it after the delay the service asks for, and fewer runs go at once")
