@@ -31,6 +31,7 @@ FLAT = 1.25           # a round's median latency within this of the best round's
 CLIMBED = 1.6         # beyond this: climbing (between the two: hold)
 MIN_ROUND = 8         # finished runs judged together
 ASKED_JITTER = 0.2    # the most a wait the service asked for is lengthened (agents/service_wait.py)
+PLATEAU = 4.0         # growth this many times slower on the way back to a limit once refused
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ class AdaptiveLimiter:
         self._changes: list[tuple[float, int]] = []
         self._lowest = self._highest = self.start
         self.refusals = 0
+        self._refused_at: float | None = None  # the limit of the latest cut for a refusal
 
     @property
     def limit(self) -> int:
@@ -197,8 +199,15 @@ class AdaptiveLimiter:
         if ratio > FLAT or not wanted or self._clock() < self._grow_after:
             return
         # Congestion avoidance: one more a round of MIN_ROUND runs, not of limit runs (TCP's
-        # one a window): a suite lasts tens of rounds, not thousands.
-        self._set(self._limit + (1.0 if self._slow_start else 1.0 / min(self._limit, MIN_ROUND)))
+        # one a window): a suite lasts tens of rounds, not thousands. The last step back to
+        # a limit the service refused goes PLATEAU times slower (as TCP's CUBIC lingers near
+        # its last loss): every probe of it costs refusals, and under a quota it is refused
+        # again; past it without a refusal, growth is as before.
+        step = 1.0 if self._slow_start else 1.0 / min(self._limit, MIN_ROUND)
+        if not self._slow_start and self._refused_at is not None \
+                and self._limit + 1.0 > self._refused_at and self._limit < self._refused_at:
+            step /= PLATEAU
+        self._set(self._limit + step)
 
     def note_refusal(self, retry_after: float | None = None) -> None:
         """The service refused a run (429, 503, ...): fewer at once, and no growth for the
@@ -217,6 +226,7 @@ class AdaptiveLimiter:
         # The calls in flight at the cut are of the same excess, and so are their retries,
         # which come back after the delay the service asked (and its jitter): one cut for them.
         self._cut_until = now + max(self._seconds, asked * (1.0 + ASKED_JITTER), 0.5)
+        self._refused_at = self._limit
         self._set(self._limit * REFUSAL_CUT)
 
     def history(self) -> list[int]:

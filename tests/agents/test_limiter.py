@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 
-from checker.limiter import MIN_ROUND, AdaptiveLimiter, ConcurrencyHistory
+from checker.limiter import MIN_ROUND, PLATEAU, AdaptiveLimiter, ConcurrencyHistory
 
 
 class Clock:
@@ -90,6 +90,30 @@ def test_a_refusal_cuts_once_a_round_and_holds_growth_for_the_asked_delay() -> N
     clock.now += 2.5
     limiter.note_refusal(None)
     assert limiter.limit == int(27 * 0.75) < cut
+
+
+def test_the_last_step_back_to_a_refused_limit_is_taken_slowly() -> None:
+    """Refused at 8, cut to 6: back to 7 at about one a round of runs, from 7 to 8 (the
+    limit refused) PLATEAU times slower, past 8 as fast as before."""
+    clock = Clock()
+    limiter = AdaptiveLimiter(8, 64, clock=clock)
+    finish(limiter, MIN_ROUND)  # a round at the start: the latency to compare with
+    limiter.begin_at(8)
+    limiter.note_refusal(None)
+    assert limiter.limit == 6
+    clock.now += 10  # past the cut's window
+
+    def runs_to_reach(limit: int) -> int:
+        n = 0
+        while limiter.limit < limit:
+            finish(limiter, 1)
+            n += 1
+        return n
+
+    to_7, to_8, to_9 = runs_to_reach(7), runs_to_reach(8), runs_to_reach(9)
+    assert to_7 == 7 and to_9 == 8, (to_7, to_8, to_9)  # 1/6, 1/6.17, ... then 1/8 a run
+    assert to_8 == 28, (to_7, to_8, to_9)  # 1/(4 L) a run: 2 (8^2 - 7.0x^2) runs, 4 times as many
+    assert to_8 >= PLATEAU * to_7 * 0.9
 
 
 def test_refusals_cut_down_to_one_and_growth_stops_at_the_cap() -> None:
