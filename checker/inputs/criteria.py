@@ -170,7 +170,8 @@ def build_config(raw: Any, path: Path | None, display: str | None) -> EvalConfig
                          if k not in ("criteria", "customMetrics", "custom_metrics")
                          for hint in [did_you_mean(k, ["criteria"])] if hint), None)
         raise InputError("no criteria configured", file=shown, path="$.criteria",
-                         fix=misspelt or 'add e.g. {"tool_trajectory_avg_score": 1.0}')
+                         fix=misspelt or _not_a_criteria_file(raw)
+                         or 'add e.g. {"tool_trajectory_avg_score": 1.0}')
     known = registry()
     custom = parsed.custom_metrics or {}
     metrics: list[ConfiguredMetric] = []
@@ -199,6 +200,16 @@ def build_config(raw: Any, path: Path | None, display: str | None) -> EvalConfig
             metrics.append(ConfiguredMetric(name, known[name], None, None, True))
     simulator = _share_stop_signal(metrics, parsed.user_simulator_config, shown)
     return EvalConfig(path, display, tuple(metrics), simulator, (*notes, *_unsupported(parsed, shown)))
+
+
+def _not_a_criteria_file(raw: dict[str, Any]) -> str | None:
+    """For a file with keys but no 'criteria' (a team's own manifest of per-flow criteria files,
+    named eval_config.json beside the eval sets): that it is not one, rather than "add criteria"."""
+    if not raw or "criteria" in raw:
+        return None
+    keys = ", ".join(sorted(raw)[:4]) + (", ..." if len(raw) > 4 else "")
+    return (f"it has no 'criteria' key (its keys: {keys}); if it is not a criteria file, "
+            "name the criteria file to apply with --config")
 
 
 def _unsupported(parsed: EvalConfigFile, shown: str) -> tuple[str, ...]:

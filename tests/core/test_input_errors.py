@@ -457,6 +457,22 @@ def test_misspelt_config_key(repo):
                        "'criterias' is not a key of a criteria file: did you mean 'criteria'?")
 
 
+def test_a_manifest_named_eval_config_json_is_said_not_to_be_a_criteria_file(repo):
+    """A shape of a public repository (an eval_config.json beside the eval sets that lists
+    per-flow criteria files, each passed to `adk eval --config_file_path`): not read as
+    criteria it lacks, and --config naming the flow's file runs."""
+    setup(repo)
+    write_json(repo / "evals/eval_config.json", {
+        "description": "criteria of each flow", "shared_response_criterion": {"response_match_score": 0.5},
+        "skill_configs": {"s": {"criteria": {"response_match_score": 0.5}}}})
+    assert_input_error(run(repo), "evals/eval_config.json at $.criteria:", "no criteria configured",
+                       "it has no 'criteria' key (its keys: description, shared_response_criterion, "
+                       "skill_configs); if it is not a criteria file, name the criteria file to apply "
+                       "with --config")
+    write_json(repo / "evals/configs/s.json", {"criteria": {"response_match_score": 0.5}})
+    assert run(repo, "evals", "--config", "evals/configs/s.json").code == 0
+
+
 def test_config_bad_json(repo):
     setup(repo)
     (repo / CONFIG).write_text('{"criteria": {\n"response_match_score": 0.5,\n}}', encoding="utf-8")
