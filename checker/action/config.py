@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..compare.gate import FAIL_ON
 from ..errors import InputError
+from .github.job import publish_budget
 from .github.labels import LabelPolicy, check_bots, check_permission
 from .github.publish import PublishOptions, check_comment_key
 from .github.workflow import Inputs
@@ -17,7 +18,6 @@ from ..options import RunOptions
 COMMENT_MODES = ("update", "new", "off")
 DEFAULT_RESULTS = "evalcheck-report/results.json"
 DEFAULT_MARKDOWN = "evalcheck-report/report.md"
-BUDGET_VARIABLE = "EVALCHECK_PUBLISH_BUDGET"
 
 # Every input action.yml declares; tests check this list against action.yml and README.
 INPUTS = (
@@ -213,22 +213,6 @@ def _percent(raw: str) -> float | None:
     if not 0 <= value < float("inf"):
         raise InputError(f"input 'max-token-increase' must be a percentage of 0 or more, got {raw!r}",
                          fix="e.g. 50: fail when a case's agent tokens per run grew by more than 50%")
-    return value
-
-
-def publish_budget(env: Mapping[str, str]) -> float:
-    """Seconds all GitHub calls of a job may take together (EVALCHECK_PUBLISH_BUDGET)."""
-    from .github.client import DEFAULT_BUDGET
-
-    raw = (env.get(BUDGET_VARIABLE) or "").strip()
-    if not raw:
-        return DEFAULT_BUDGET
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < float("inf"):
-        raise InputError(f"{BUDGET_VARIABLE} must be a number of seconds above 0, got {raw!r}")
     return value
 
 

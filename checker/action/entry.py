@@ -2,7 +2,7 @@
 
 Run by the ``entrypoint`` script inside the container the runner starts (action.yml).
 Exit status: 0 the gate passed (per ``fail-on``), 1 it failed, 2 bad input or setup.
-Its inputs: action_config.py; ``evalcheck publish`` (the fork-safe pair): publish_command.py.
+Its inputs: config.py; the steps it shares with ``evalcheck publish`` (the fork-safe pair): github/job.py.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from ..compare.headline import gate_message
 from ..safety.confine import unbend_output
 from ..errors import InputError
 from ..option_checks import check_judge_cache_outside
-from .github.publish import PublishOptions, PublishOutcome
-from .github.workflow import Commands, Inputs, RunContext, summary_room, write_outputs, write_summary
+from .github.job import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_PASSED, bad_input, publish_results, write_step_summary
+from .github.publish import PublishOutcome
+from .github.workflow import Commands, Inputs, RunContext, write_outputs
 from .config import ActionConfig, changed_since, pull_request_base, quarantine_ref, read_config
 from ..models.results import Results
 from ..safety.interrupt import EXIT_SIGINT
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from ..compare.overrides import AcceptLabel
     from .github.baseline import BaselineSearch
 
-EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 CACHE_FIX = ("keep it under the runner's home, e.g. judge-cache: /github/home/judge-cache, "
              "restored and saved by actions/cache with path: ${{ runner.temp }}/_github_home/judge-cache "
              "(docs/github-action.md#the-judge-cache)")
@@ -180,49 +180,6 @@ def give_cache_back(cache: Path | None) -> None:
 
     if cache.is_dir():
         walk_tree(str(cache), give)
-
-
-def write_step_summary(results: Results, ctx: RunContext, template: Path | None,
-                       fail_on: str = "failure") -> None:
-    """The full report in the job summary (1 MiB cap: it degrades like the comment)."""
-    if ctx.summary_path is None:
-        return
-    from ..report.markdown import Links, render_within
-
-    room = summary_room(ctx.summary_path)
-    links = Links(run_url=ctx.run_url, blob_base=ctx.blob_base())
-    text, _ = render_within(results, room, lambda s: len(s.encode("utf-8")), template=template,
-                            extra={"links": links, "fail_on": fail_on}, reserve=64)
-    write_summary(ctx.summary_path, text)
-
-
-def publish_results(results: Results, ctx: RunContext, publish_options: PublishOptions, token: str,
-                    commands: Commands, *, sha: str | None = None,
-                    pr_number: int | None = None) -> PublishOutcome:
-    """Comment, check run and status; refusals become warnings. Returns the outcome."""
-    from .github.client import GitHubClient
-    from .github.publish import Target, publish
-
-    owner, repo = ctx.owner_repo
-    if not token or not owner:
-        what = "github-token" if not token else "GITHUB_REPOSITORY"
-        commands.warning(f"evalcheck: no {what}, so nothing was posted to GitHub")
-        return PublishOutcome()
-    target = Target(owner=owner, repo=repo, sha=sha or ctx.head_sha,
-                    pr_number=pr_number if pr_number is not None else ctx.pr_number,
-                    run_url=ctx.run_url, blob_base=ctx.blob_base(sha))
-    from ..version import evalcheck_version
-
-    agent = f"evalcheck/{evalcheck_version() or 'dev'}"
-    with GitHubClient(token, ctx.api_url, user_agent=agent, budget=publish_options.budget) as client:
-        return publish(client, results, target, publish_options, commands)
-
-
-def bad_input(commands: Commands, exc: Exception) -> int:
-    """The one report of bad input: an error annotation and a log line, text cleaned."""
-    commands.error(f"evalcheck: {clean(exc)}")
-    say(f"evalcheck: error: {clean(exc)}", err=True)
-    return EXIT_BAD_INPUT
 
 
 def main(env: Mapping[str, str] | None = None) -> int:
@@ -382,10 +339,6 @@ def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSand
         commands.error(f"evalcheck: {clean(gap.sentence())}")
         return EXIT_BAD_INPUT
     return EXIT_FAILED if failed else EXIT_PASSED
-
-
-def one_line_error(exc: Exception) -> str:
-    return " ".join(str(exc).split())[:300]
 
 
 def entrypoint() -> None:

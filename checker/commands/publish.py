@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..action.entry import EXIT_BAD_INPUT, EXIT_PASSED, bad_input, one_line_error, publish_results, write_step_summary
-from ..action.config import publish_budget
 from ..compare.gate import gate_failed
 from ..errors import InputError
+from ..action.github.job import (EXIT_BAD_INPUT, EXIT_PASSED, bad_input, one_line_error, publish_budget,
+                                 publish_results, write_step_summary)
 from ..action.github.publish import PublishOptions, check_comment_key
 from ..action.github.workflow import Commands, RunContext, write_outputs
 from ..safety.output import clean, guarded, say

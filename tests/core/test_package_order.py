@@ -48,9 +48,6 @@ KNOWN = {
     ("checker.agents.setup_command", "checker.action.github.workflow"),
     # The simulated user's settings are read with the criteria (UserSimulatorConfig).
     ("checker.simulation.simulator", "checker.inputs.criteria"),
-    # `evalcheck publish` shares the Action's publishing steps and inputs.
-    ("checker.commands.publish", "checker.action.entry"),
-    ("checker.commands.publish", "checker.action.config"),
 }
 
 LEVEL = {part: level for level, parts in enumerate(ORDER) for part in parts}
