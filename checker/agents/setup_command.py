@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from ..errors import InputError
-from ..safety.output import GuardedStream
+from ..safety.output import Commands, GuardedStream
 from ..safety.redact import Redactor
 
 if TYPE_CHECKING:
-    from ..action.github.workflow import Commands
     from .sandbox import AgentSandbox
 
 LATE_PREFIX = "setup-command: "  # a line printed after the command itself has exited

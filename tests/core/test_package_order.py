@@ -44,8 +44,6 @@ KNOWN = {
     ("checker.agents.collect", "checker.report.records"),
     ("checker.agents.collect", "checker.report.writes"),
     ("checker.scoring.metadata", "checker.compare.adaptive"),
-    # setup-command's output through the workflow-command writer.
-    ("checker.agents.setup_command", "checker.action.github.workflow"),
     # The simulated user's settings are read with the criteria (UserSimulatorConfig).
     ("checker.simulation.simulator", "checker.inputs.criteria"),
 }
