@@ -11,7 +11,7 @@ from ..models.refusal import ServiceRefusal
 from ..models.setkey import set_key
 
 if TYPE_CHECKING:
-    from ..inputs.criteria import UserSimulatorConfig
+    from ..simulation.config import UserSimulatorConfig
     from ..simulation.simulator import UserModel
 
 

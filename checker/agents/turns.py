@@ -67,7 +67,7 @@ def user_turns(job: RunJob) -> UserTurns:
         return StaticTurns(job.case.conversation)
     scenario = job.case.conversation_scenario
     assert scenario is not None  # EvalCase has exactly one of the two
-    from ..inputs.criteria import UserSimulatorConfig
+    from ..simulation.config import UserSimulatorConfig
     from ..simulation.simulator import LlmUserSimulator, SimulatorError
 
     if job.user_model is None:

@@ -5,24 +5,20 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
 
 from ..errors import InputError, did_you_mean
 from ..metrics import EFFICIENCY_METRICS, registry
 from ..metrics.base import Criterion, Metric
+from ..models.base import AdkConfigModel
+from ..simulation.config import UserSimulatorConfig
 from .ignored import drop_ignored
 from .validation import describe_validation_error, read_json, validate
 
 DEFAULT_CRITERIA: dict[str, Any] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
-
-
-class _CamelModel(BaseModel):
-    # ADK's EvalConfig, CustomMetricConfig and user simulator configs ignore unknown keys:
-    # they are warnings (checker/inputs/ignored.py), not errors.
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
 
 
 class CodeConfig(BaseModel):
@@ -30,55 +26,13 @@ class CodeConfig(BaseModel):
     name: str
 
 
-class CustomMetricConfig(_CamelModel):
+class CustomMetricConfig(AdkConfigModel):
     code_config: CodeConfig
     metric_info: dict[str, Any] | None = None
     description: str | None = None
 
 
-class UserSimulatorConfig(_CamelModel):
-    type: Literal["llm_backed", "llm_audio"] = "llm_backed"
-    model: str = "gemini-2.5-flash"
-    model_configuration: dict[str, Any] | None = None
-    max_allowed_invocations: int = 20
-    custom_instructions: str | None = None
-    include_function_calls: bool = False
-    stop_signal: str = "</finished>"
-
-    @field_validator("type", mode="before")
-    @classmethod
-    def _legacy_type(cls, value: Any) -> Any:
-        return "llm_backed" if value is None else value
-
-    @field_validator("max_allowed_invocations")
-    @classmethod
-    def _turn_limit(cls, value: int) -> int:
-        if value == 0 or value < -1:
-            raise ValueError("max_allowed_invocations must be at least 1 (the starting prompt "
-                             "counts) or -1 for no limit")
-        return value
-
-    @field_validator("stop_signal")
-    @classmethod
-    def _stop_signal(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("stop_signal must not be empty")
-        return value
-
-    @field_validator("custom_instructions")
-    @classmethod
-    def _template(cls, value: str | None) -> str | None:
-        if value is not None:
-            from ..simulation.prompts import TEMPLATE_FIX, check_template
-
-            try:  # as ADK; {{ persona }} is checked where a case has a persona
-                check_template(value, with_persona=False)
-            except ValueError as exc:
-                raise ValueError(f"{exc} ({TEMPLATE_FIX})") from None
-        return value
-
-
-class EvalConfigFile(_CamelModel):
+class EvalConfigFile(AdkConfigModel):
     criteria: dict[str, Any] = Field(default_factory=dict)
     custom_metrics: dict[str, CustomMetricConfig] | None = None
     user_simulator_config: UserSimulatorConfig | None = None

@@ -27,6 +27,13 @@ class LenientModel(StrictModel):
     model_config = ConfigDict(extra="allow")
 
 
+class AdkConfigModel(BaseModel):
+    """ADK's config models (EvalConfig, CustomMetricConfig, the user simulator's): either key
+    style; unknown keys ADK ignores are warnings (checker/inputs/ignored.py), not errors."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+
 class OutputModel(BaseModel):
     """Models we write (results, recorded runs): camelCase on output, either on input."""
 

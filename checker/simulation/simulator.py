@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..inputs.criteria import UserSimulatorConfig
+from .config import UserSimulatorConfig
 from ..models.evalset import Content, ConversationScenario, Invocation, text_content
 from .history import conversation_history
 from .personas import resolve_persona

@@ -44,8 +44,6 @@ KNOWN = {
     ("checker.agents.collect", "checker.report.records"),
     ("checker.agents.collect", "checker.report.writes"),
     ("checker.scoring.metadata", "checker.compare.adaptive"),
-    # The simulated user's settings are read with the criteria (UserSimulatorConfig).
-    ("checker.simulation.simulator", "checker.inputs.criteria"),
 }
 
 LEVEL = {part: level for level, parts in enumerate(ORDER) for part in parts}
