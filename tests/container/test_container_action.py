@@ -193,6 +193,45 @@ def test_container_scores_gemini_judge_and_vertex_metrics(image, tmp_path):
             vertex.stop()
 
 
+def test_container_passes_a_groq_judges_variables_through(image, tmp_path):
+    """A judge named by LiteLLM's provider names (groq/...) is scored in the container with
+    the step's GROQ_API_KEY and GROQ_API_BASE (the fake OpenAI-compatible server on the host
+    network standing in for Groq), as the Gemini judge's variables are; the key never shows."""
+    from tests.judges.fake_openai import FakeOpenAI, json_answer
+
+    key = "gsk-fake-container-0123456789"
+    answer = {"role": "model", "parts": [{"text": "Sunny, 21 C."}]}
+    turn = {"invocation_id": "inv-1", "user_content": {"role": "user", "parts": [{"text": "Paris?"}]},
+            "final_response": answer}
+    with FakeGitHub() as github, FakeOpenAI(key) as groq:
+        groq.on("You grade answers given by an AI agent",
+                *[json_answer({"reasoning": "same forecast", "verdict": "valid"})] * 3)
+        runner = Runner.create(tmp_path, event())
+        evals = runner.workspace / "judged"
+        evals.mkdir()
+        (evals / "j.evalset.json").write_text(json.dumps(
+            {"eval_set_id": "j", "eval_cases": [{"eval_id": "paris", "conversation": [turn]}]}))
+        (evals / "test_config.json").write_text(json.dumps({"criteria": {"final_response_match_v2": {
+            "threshold": 1.0, "judge_model_options": {"judge_model": "groq/llama-3.3-70b-versatile",
+                                                      "num_samples": 3}}}}))
+        (runner.workspace / "judged_runs.json").write_text(json.dumps({"version": 1, "runs": [
+            {"evalSetId": "j", "evalId": "paris", "run": 1, "invocations": [turn]}]}))
+        env = {**runner.github_env(github.base_url, in_container=True, head_sha=HEAD),
+               **input_env(github.token, replay="judged_runs.json", paths="judged"),
+               "GROQ_API_KEY": key, "GROQ_API_BASE": groq.url + "/openai/v1"}
+        done = docker_run(image, runner, env)
+        log = done.stdout + done.stderr
+        assert done.returncode == 0, log
+        results = json.loads((runner.workspace / runner.outputs()["results-path"]).read_text())
+        metrics = {m["name"]: m for m in results["evalSets"][0]["cases"][0]["metrics"]}
+        metric = metrics["final_response_match_v2"]
+        assert (metric["status"], metric["score"]) == ("passed", 1.0), metrics
+        assert len(groq.requests) == 3  # one call a sample, as ADK makes them
+        assert {r.model for r in groq.requests} == {"llama-3.3-70b-versatile"}
+        assert {r.headers.get("Authorization") for r in groq.requests} == {f"Bearer {key}"}
+        assert key not in log + json.dumps(results) + json.dumps(github.comments)
+
+
 def test_container_runs_a_live_agent(image, tmp_path):
     """The main use: the agent runs inside the container (stdio protocol, its own process
     group per run), every case twice, and the comment reports the live runs."""
