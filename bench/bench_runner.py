@@ -78,7 +78,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         path = write_eval_set(Path(tmp), args.cases)
-        targets = discover([str(path)], root=Path(tmp))
+        targets = discover([str(path)], root=Path(tmp)).targets
         spawn_s = asyncio.run(spawn_cost())
         total_runs = args.cases * args.runs
         print(f"{args.cases} cases x {args.runs} runs = {total_runs} runs of 1 turn; agent sleeps "

@@ -76,7 +76,7 @@ def main() -> None:
         (root / ".git").mkdir()
         turns_of = write_suite(root, args.cases, args.runs, rnd)
         os.chdir(root)
-        targets = discover(["evals"], root=root)
+        targets = discover(["evals"], root=root).targets
 
         print(f"1. balance: {args.cases} cases (1-8 turns), {args.runs} runs, {args.shards} shards")
         by_turns = shard_loads(expected_costs(targets, args.runs), args.shards)

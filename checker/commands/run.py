@@ -214,11 +214,12 @@ def read_inputs(options: RunOptions) -> Inputs:
         from ..report.markdown import template_for_run
 
         options.template = template_for_run(options.template, private=options.sandbox is not None)
-    problems: list[InputError] = []  # eval files that cannot be read: the others still run
-    targets = discover(options.paths, root=root, config_file=options.config_file,
-                       initial_session=options.initial_session, notes=notes,
-                       confine=options.confine, outline_only=options.shard is not None,
-                       problems=problems, thresholds=options.thresholds)
+    found = discover(options.paths, root=root, config_file=options.config_file,
+                     initial_session=options.initial_session, confine=options.confine,
+                     outline_only=options.shard is not None, thresholds=options.thresholds,
+                     keep_going=True)  # eval files that cannot be read are problems: the others still run
+    targets, problems = found.targets, found.problems
+    notes += found.notes
     if options.agent_command:  # evalcheck-adk over a folder of agents: each eval set's agent
         from ..agents.adk_command import check_bridge_agents
 

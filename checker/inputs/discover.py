@@ -193,56 +193,90 @@ def default_criteria_note(eval_displays: list[str], lookalikes: list[tuple[str, 
     return note
 
 
-def _target(path: Path, ids: list[str] | None, root: Path, shared_config: EvalConfig | None,
-            configs: dict[Path, EvalConfig], initial_session: Path | None, confine: Path | None,
-            outline_only: bool, notes: list[str],
-            defaulted: dict[tuple[tuple[str, str], ...], list[str]], empty: list[str],
-            thresholds: dict[str, float] | None = None) -> EvalTarget | None:
-    """One eval file with its cases and criteria; None for an empty eval set (noted)."""
+@dataclass(frozen=True)
+class _Reading:
+    """What every eval file of one ``discover`` is read with."""
+
+    root: Path
+    shared_config: EvalConfig | None  # --config: the criteria of every eval file
+    initial_session: Path | None
+    confine: Path | None
+    outline_only: bool
+    thresholds: dict[str, float]
+    # The criteria files read so far, by path (Path() for the defaults): each is read once.
+    configs: dict[Path, EvalConfig] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _FileRead:
+    """One eval file read: its target, or None (an empty eval set, or ``problem``), and what
+    the user should know of it (said even when a later step found a problem)."""
+
+    target: EvalTarget | None
+    notes: list[str] = field(default_factory=list)
+    empty: str | None = None  # the file shown, when its eval set has no cases
+    # The misnamed criteria files beside it, when no criteria file applies (ADK's defaults).
+    defaulted: tuple[tuple[str, str], ...] | None = None
+    problem: InputError | None = None
+
+
+def _target(path: Path, ids: list[str] | None, reading: _Reading) -> _FileRead:
+    """One eval file with its cases and criteria."""
     agents_cli = dataset_config(path)
     if agents_cli is not None:  # its eval_config.yaml is its criteria, whatever --config says
-        return _agents_cli_target(path, agents_cli, ids, root, configs, confine, thresholds or {})
-    loaded = load_eval_file(path, display_path(path, root), initial_session, confine=confine,
-                            outline_only=outline_only)
-    notes.extend(n for n in loaded.notes if n not in notes)
-    if initial_session is not None and not loaded.legacy:
+        return _FileRead(_agents_cli_target(path, agents_cli, ids, reading))
+    loaded = load_eval_file(path, display_path(path, reading.root), reading.initial_session,
+                            confine=reading.confine, outline_only=reading.outline_only)
+    notes = list(loaded.notes)
+    if reading.initial_session is not None and not loaded.legacy:
         notes.append(f"{loaded.display_path}: --initial-session not used: an EvalSet file "
                      "gives each case its initial session in session_input")
     if not loaded.case_ids and ids is None:
-        empty.append(loaded.display_path)
-        return None  # an empty eval set: noted, nothing to run
+        return _FileRead(None, notes, empty=loaded.display_path)  # an empty eval set: noted, nothing to run
+    try:
+        chosen = _chosen_cases(loaded, ids)
+        config, defaulted = _criteria_of(path, reading)
+    except InputError as exc:
+        return _FileRead(None, notes, problem=exc)
+    target = EvalTarget(loaded, bind_origins(config, _folders_up(path, reading.root), reading.root), chosen,
+                        unselected=[i for i in loaded.case_ids if i not in set(chosen)])
+    return _FileRead(target, notes, defaulted=defaulted)
+
+
+def _chosen_cases(loaded: LoadedEvalSet, ids: list[str] | None) -> list[str]:
+    """The cases of a case filter (``file:a,b``) in file order, all without one; a case the
+    file lacks is bad input."""
     all_ids = loaded.case_ids
-    if ids is not None:
-        unknown = [i for i in ids if i not in all_ids]
-        if unknown:
-            raise InputError(f"no eval case '{unknown[0]}' in this file", file=loaded.display_path,
-                             path="$.eval_cases", fix=("known cases: " + ", ".join(all_ids)) if all_ids
-                             else "the eval set has no eval cases")
-        chosen = [i for i in all_ids if i in ids]
-    else:
-        chosen = all_ids
-    if shared_config is not None:
-        config = shared_config
-    else:
-        config_path = find_config(path, root)
-        if config_path is None:
-            config = configs.setdefault(Path(), default_config())
-            alike = tuple((display_path(p, root), meant) for p, meant in config_lookalikes(path, root))
-            defaulted.setdefault(alike, []).append(loaded.display_path)
-        else:
-            if config_path not in configs:
-                confined(config_path, confine, f"this {config_path.name}")
-                configs[config_path] = load_config(config_path, display_path(config_path, root))
-            config = configs[config_path]
-    return EvalTarget(loaded, bind_origins(config, _folders_up(path, root), root), chosen,
-                      unselected=[i for i in all_ids if i not in set(chosen)])
+    if ids is None:
+        return all_ids
+    unknown = [i for i in ids if i not in all_ids]
+    if unknown:
+        raise InputError(f"no eval case '{unknown[0]}' in this file", file=loaded.display_path,
+                         path="$.eval_cases", fix=("known cases: " + ", ".join(all_ids)) if all_ids
+                         else "the eval set has no eval cases")
+    return [i for i in all_ids if i in ids]
 
 
-def _agents_cli_target(path: Path, config_path: Path, ids: list[str] | None, root: Path,
-                       configs: dict[Path, EvalConfig], confine: Path | None,
-                       thresholds: dict[str, float]) -> EvalTarget:
+def _criteria_of(path: Path, reading: _Reading) -> tuple[EvalConfig, tuple[tuple[str, str], ...] | None]:
+    """An eval file's criteria: --config's, its criteria file's, or ADK's defaults - then with
+    the misnamed criteria files beside it (shown, meant)."""
+    root, configs = reading.root, reading.configs
+    if reading.shared_config is not None:
+        return reading.shared_config, None
+    config_path = find_config(path, root)
+    if config_path is None:
+        alike = tuple((display_path(p, root), meant) for p, meant in config_lookalikes(path, root))
+        return configs.setdefault(Path(), default_config()), alike
+    if config_path not in configs:
+        confined(config_path, reading.confine, f"this {config_path.name}")
+        configs[config_path] = load_config(config_path, display_path(config_path, root))
+    return configs[config_path], None
+
+
+def _agents_cli_target(path: Path, config_path: Path, ids: list[str] | None, reading: _Reading) -> EvalTarget:
     from .agents_cli import check_references, load_agents_cli_config, load_dataset
 
+    root, configs, confine = reading.root, reading.configs, reading.confine
     display = display_path(path, root)
     eval_set, lines = load_dataset(path, display)
     loaded = LoadedEvalSet(eval_set, path, display, lines)
@@ -253,7 +287,7 @@ def _agents_cli_target(path: Path, config_path: Path, ids: list[str] | None, roo
     if config_path not in configs:
         confined(config_path, confine, f"this {config_path.name}")
         configs[config_path] = load_agents_cli_config(config_path, display_path(config_path, root),
-                                                      thresholds, confine)
+                                                      reading.thresholds, confine)
     check_references(eval_set, configs[config_path], display, lines)
     chosen = [i for i in loaded.case_ids if ids is None or i in ids]
     return EvalTarget(loaded, configs[config_path], chosen,
@@ -272,22 +306,65 @@ def unused_thresholds(thresholds: dict[str, float], targets: list[EvalTarget]) -
                                  "ADK's test_config.json has its own thresholds")
 
 
-def discover(args: list[str], *, root: Path, config_file: Path | None = None,  # noqa: C901 -- issue 42 splits it
-             initial_session: Path | None = None,
-             notes: list[str] | None = None, confine: Path | None = None,
-             outline_only: bool = False, problems: list[InputError] | None = None,
-             thresholds: dict[str, float] | None = None) -> list[EvalTarget]:
-    """The eval files under ``args`` with their cases and criteria. ``initial_session`` is
-    the initial session of every legacy file; what the user should know but is no error (an
-    empty eval set skipped, a session dump's ignored keys) is appended to ``notes``. With
-    ``confine`` (the Action's workspace), a file under it that is a symlink leading out of
-    it is bad input, not followed. ``outline_only``: see load_eval_file (a shard loads its
-    own cases once it knows them).
+@dataclass(frozen=True)
+class Discovery:
+    """What ``discover`` found: the eval files to run, what the user should know but is no
+    error (an empty eval set skipped, a session dump's ignored keys), and the eval files that
+    could not be read (with ``keep_going``: the others still run)."""
 
-    With ``problems``, an eval file that cannot be read (or whose criteria file cannot) is
-    appended there and the others are still returned: one bad file does not hide the rest
-    (the run reports it and exits 2 at the end). Without it, the first problem is raised."""
-    notes = notes if notes is not None else []
+    targets: list[EvalTarget]
+    notes: list[str] = field(default_factory=list)
+    problems: list[InputError] = field(default_factory=list)
+
+
+def discover(args: list[str], *, root: Path, config_file: Path | None = None,
+             initial_session: Path | None = None, confine: Path | None = None,
+             outline_only: bool = False, keep_going: bool = False,
+             thresholds: dict[str, float] | None = None) -> Discovery:
+    """The eval files under ``args`` with their cases and criteria. ``initial_session`` is
+    the initial session of every legacy file. With ``confine`` (the Action's workspace), a
+    file under it that is a symlink leading out of it is bad input, not followed.
+    ``outline_only``: see load_eval_file (a shard loads its own cases once it knows them).
+
+    With ``keep_going``, an eval file that cannot be read (or whose criteria file cannot) is
+    one of the ``problems`` and the others are still returned: one bad file does not hide the
+    rest (the run reports it and exits 2 at the end). Without it, the first problem is raised."""
+    selected = select_eval_files(args, confine)
+    shared_config = load_config(confined(config_file, confine, "the config file")) if config_file else None
+    reading = _Reading(root, shared_config, initial_session, confine, outline_only, thresholds or {})
+    found = Discovery([])
+    legacy_files = 0
+    empty: list[str] = []
+    defaulted: dict[tuple[tuple[str, str], ...], list[str]] = {}  # lookalikes -> eval files
+    for path, ids in selected.items():
+        try:
+            read = _target(path, ids, reading)
+        except InputError as exc:
+            read = _FileRead(None, problem=exc)
+        found.notes.extend(n for n in read.notes if n not in found.notes)
+        if read.problem is not None:
+            if not keep_going:
+                raise read.problem
+            found.problems.append(read.problem)
+            continue
+        if read.empty is not None:
+            empty.append(read.empty)
+        if read.target is None:
+            continue
+        if read.defaulted is not None:
+            defaulted.setdefault(read.defaulted, []).append(read.target.loaded.display_path)
+        legacy_files += read.target.loaded.legacy
+        found.targets.append(read.target)
+    _key_targets(found)
+    for alike, displayed in defaulted.items():
+        found.notes.append(default_criteria_note(displayed, list(alike)))
+    _check_something_runs(found.targets, args, initial_session, legacy_files, empty, thresholds)
+    return found
+
+
+def select_eval_files(args: list[str], confine: Path | None) -> dict[Path, list[str] | None]:
+    """The eval files ``args`` name (files, folders, ``file:case,case`` filters), each once by
+    its resolved path, with the cases chosen (None: all of them)."""
     selected: dict[Path, list[str] | None] = {}
     for arg in args or ["."]:
         raw, ids = split_selector(arg)
@@ -317,37 +394,27 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None,  #
         shown = ", ".join(args or ["."])
         raise InputError("no eval files found", file=shown,
                          fix="eval files end in .evalset.json, _evalset.json or .test.json")
+    return selected
 
-    shared_config = load_config(confined(config_file, confine, "the config file")) if config_file else None
-    configs: dict[Path, EvalConfig] = {}
-    targets: list[EvalTarget] = []
-    legacy_files = 0
-    empty: list[str] = []
-    defaulted: dict[tuple[tuple[str, str], ...], list[str]] = {}  # lookalikes -> eval files
-    for path, ids in selected.items():
-        try:
-            target = _target(path, ids, root, shared_config, configs, initial_session, confine,
-                             outline_only, notes, defaulted, empty, thresholds)
-        except InputError as exc:
-            if problems is None:
-                raise
-            problems.append(exc)
-            continue
-        if target is None:
-            continue
-        legacy_files += target.loaded.legacy
-        targets.append(target)
+
+def _key_targets(found: Discovery) -> None:
+    """Key the targets (a monorepo: two agents' eval sets may share an id); no eval file
+    read at all is bad input."""
+    targets, problems = found.targets, found.problems
     ambiguous = ambiguous_ids((t.eval_set_id, t.loaded.display_path) for t in targets)
-    for target in targets:  # a monorepo: two agents' eval sets may share an id
+    for target in targets:
         target.key = set_key(target.eval_set_id, target.loaded.display_path, ambiguous)
-    notes.extend(_migrated_twice(targets, ambiguous))
+    found.notes.extend(_migrated_twice(targets, ambiguous))
     if problems and not targets:
         if len(problems) == 1:
             raise problems[0]
         raise InputError(f"none of the {len(problems)} eval files could be read: "
                          + "; ".join(str(p) for p in problems[:10]))
-    for alike, displayed in defaulted.items():
-        notes.append(default_criteria_note(displayed, list(alike)))
+
+
+def _check_something_runs(targets: list[EvalTarget], args: list[str], initial_session: Path | None,
+                          legacy_files: int, empty: list[str], thresholds: dict[str, float] | None) -> None:
+    """Options that apply to none of the files found, and nothing to run, are bad input."""
     if initial_session is not None and not legacy_files:
         raise InputError("--initial-session is for legacy eval files (.test.json query lists), "
                          "and none was selected", file=str(initial_session),
@@ -361,4 +428,3 @@ def discover(args: list[str], *, root: Path, config_file: Path | None = None,  #
     if not targets:
         raise InputError(f"no eval cases to run: all {len(empty)} eval sets found are empty",
                          file=", ".join(args or ["."]), fix="add eval cases to the eval sets")
-    return targets

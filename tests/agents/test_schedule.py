@@ -35,7 +35,7 @@ ECHO = f"{shlex.quote(PY)} {shlex.quote(str(AGENTS / 'echo_agent.py'))}"
 
 def run_jobs(tmp_path: Path, cases: list[EvalCase], **options) -> tuple[list, str]:
     path = write_eval_set(tmp_path / "evals", "set", cases)
-    targets = discover([str(path)], root=tmp_path)
+    targets = discover([str(path)], root=tmp_path).targets
     stream = io.StringIO()
     opts = RunOptions(paths=[str(path)], **({"agent_command": ECHO} | options))
     jobs = asyncio.run(run_agent_jobs(targets, opts, progress=_progress(targets, opts, stream)))
@@ -212,7 +212,7 @@ def test_the_plan_keeps_one_job_per_case_and_makes_each_run_when_taken(tmp_path)
     from checker.agents.schedule import plan_jobs
 
     path = write_eval_set(tmp_path / "evals", "set", [case(f"c{i}", turns=1) for i in range(3)])
-    targets = discover([str(path)], root=tmp_path)
+    targets = discover([str(path)], root=tmp_path).targets
     plan = plan_jobs(targets, RunOptions(paths=[str(path)], agent_command=ECHO, num_runs=100))
     assert len(plan) == 300 and len(plan.templates) == 3
     jobs = iter(plan)

@@ -24,7 +24,7 @@ WARM = f"{shlex.quote(PY)} {shlex.quote(str(AGENTS / 'warm_agent.py'))}"
 
 def run_jobs(tmp_path: Path, cases: list[EvalCase], command: str, **options) -> list:
     path = write_eval_set(tmp_path / "evals", "set", cases)
-    targets = discover([str(path)], root=tmp_path)
+    targets = discover([str(path)], root=tmp_path).targets
     opts = RunOptions(paths=[str(path)], agent_command=command, **options)
     runner = StdioRunner(command, cwd=tmp_path, kill_grace=0.5)
     progress = Progress(plan_jobs(targets, opts), stream=io.StringIO(), interactive=False)

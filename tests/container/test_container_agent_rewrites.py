@@ -176,7 +176,7 @@ def _baseline_with_the_metric(ws) -> None:
     from checker.inputs.fingerprint import case_fingerprint
     from checker.inputs.discover import discover
 
-    (target,) = discover([str(ws / "agent_evals")], root=ws, config_file=ws / "criteria" / "test_config.json")
+    (target,) = discover([str(ws / "agent_evals")], root=ws, config_file=ws / "criteria" / "test_config.json").targets
     fingerprints = {c.eval_id: case_fingerprint(c, target.config) for c in target.loaded.eval_set.eval_cases}
     path = ws / "baseline" / "results.json"
     data = json.loads(path.read_text())

@@ -48,8 +48,8 @@ def trip_planner(repo, session_name="initial.session.json", session=SESSION_DUMP
 
 def test_a_session_dump_beside_a_legacy_file_is_read_like_adk(repo):
     trip_planner(repo)
-    notes: list[str] = []
-    (target,) = discover([str(repo / "trip_planner_agent")], root=repo, notes=notes)
+    discovery = discover([str(repo / "trip_planner_agent")], root=repo)
+    (target,), notes = discovery.targets, discovery.notes
     session = target.loaded.eval_set.eval_cases[0].session_input
     assert (session.app_name, session.user_id) == ("trip_planner_agent", "test_user")
     assert session.state == {"origin": "San Francisco", "budget": "4000"}
@@ -64,7 +64,7 @@ def test_a_session_dump_beside_a_legacy_file_is_read_like_adk(repo):
 def test_the_hyphenated_name_still_works_and_two_files_are_a_mistake(repo):
     folder = trip_planner(repo, session_name="initial-session.json",
                           session={"state": {"k": 1}, "app_name": "a", "user_id": "u"})
-    (target,) = discover([str(repo / "trip_planner_agent")], root=repo)
+    (target,) = discover([str(repo / "trip_planner_agent")], root=repo).targets
     assert target.loaded.eval_set.eval_cases[0].session_input.state == {"k": 1}
     write_json(folder / "initial.session.json", SESSION_DUMP)
     out = run_cli(["run", "trip_planner_agent", "--replay", "runs.json"], repo)
@@ -80,7 +80,7 @@ def test_run_takes_an_initial_session_file(repo):
     assert out.code == 0, out.output
     assert "sessions/start.json: a session dump" in out.stderr
     (target,) = discover([str(repo / "trip_planner_agent")], root=repo,
-                         initial_session=repo / "sessions/start.json")
+                         initial_session=repo / "sessions/start.json").targets
     assert target.loaded.eval_set.eval_cases[0].session_input.user_id == "test_user"
 
 
@@ -216,9 +216,8 @@ def test_a_case_filter_on_an_empty_eval_set_says_it_is_empty(repo):
 def test_initial_session_with_mixed_files_says_which_it_does_not_apply_to(repo):
     trip_planner(repo, session=None)
     write_json(repo / "trip_planner_agent/other.evalset.json", evalset("other", case("c1")))
-    notes: list[str] = []
-    discover([str(repo / "trip_planner_agent")], root=repo, notes=notes,
-             initial_session=write_json(repo / "s.json", {"state": {}, "app_name": "a", "user_id": "u"}))
+    notes = discover([str(repo / "trip_planner_agent")], root=repo,
+                     initial_session=write_json(repo / "s.json", {"state": {}, "app_name": "a", "user_id": "u"})).notes
     assert notes[:1] == ["trip_planner_agent/other.evalset.json: --initial-session not used: an EvalSet "
                      "file gives each case its initial session in session_input"]
 

@@ -105,8 +105,8 @@ def test_legacy_initial_state_becomes_the_initial_session_state(repo):
              "data": [{"query": "hello", "reference": "Hi! Which brand?"}]}]
     write_json(repo / "evals/eval_data1.evalset.json", data)
     assert adk_loads(repo / "evals/eval_data1.evalset.json").eval_cases[0].session_input is None
-    notes: list[str] = []
-    (target,) = discover([str(repo / "evals")], root=repo, notes=notes)
+    discovery = discover([str(repo / "evals")], root=repo)
+    (target,), notes = discovery.targets, discovery.notes
     assert target.loaded.eval_set.eval_cases[0].session_input.state == {"brand": "BSOAgentTestBrand"}
     assert ("evals/eval_data1.evalset.json: $[0].initial_state: read as the case's initial session state "
             "(adk eval drops this key and starts with an empty state)") in notes
@@ -116,8 +116,8 @@ def test_legacy_initial_state_becomes_the_initial_session_state(repo):
 
 
 def _targets(repo, *paths):
-    notes: list[str] = []
-    targets = discover([str(repo / p) for p in paths] or [str(repo)], root=repo, notes=notes)
+    discovery = discover([str(repo / p) for p in paths] or [str(repo)], root=repo)
+    targets, notes = discovery.targets, discovery.notes
     return {t.loaded.display_path: t.config.display_path for t in targets}, notes
 
 

@@ -353,7 +353,7 @@ def found(targets) -> list[tuple[str, str | None, list[str]]]:
 def test_discovery_recursion_skips_and_nearest_config(repo, monkeypatch):
     make_tree(repo)
     monkeypatch.chdir(repo)
-    targets = discover(["."], root=repo)
+    targets = discover(["."], root=repo).targets
     # Walk order: a folder's files (sorted), then its subfolders (sorted).
     assert found(targets) == [
         ("top.evalset.json", "test_config.json", ["c1"]),
@@ -382,7 +382,7 @@ def test_config_outside_the_repository_is_not_used(tmp_path, monkeypatch):
     (repo / ".git").mkdir(parents=True)
     write_json(repo / "agents/a.evalset.json", evalset("a", case("c1")))
     monkeypatch.chdir(repo)
-    (target,) = discover(["agents"], root=repo)
+    (target,) = discover(["agents"], root=repo).targets
     assert target.config.path is None and target.config.display_path is None
     assert [(m.name, m.threshold) for m in target.config.metrics] == [
         ("tool_trajectory_avg_score", 1.0), ("response_match_score", 0.8),
@@ -393,7 +393,7 @@ def test_config_option_overrides_discovered_configs(repo, monkeypatch):
     make_tree(repo)
     monkeypatch.chdir(repo)
     ci = write_json(repo / "ci/criteria.json", {"criteria": {"response_match_score": 0.9}})
-    targets = discover(["."], root=repo, config_file=ci)
+    targets = discover(["."], root=repo, config_file=ci).targets
     assert {t.config.display_path for t in targets} == {str(ci)}
     assert all([m.name for m in t.config.metrics] == ["response_match_score", *EFFICIENCY] for t in targets)
 
@@ -401,9 +401,9 @@ def test_config_option_overrides_discovered_configs(repo, monkeypatch):
 def test_case_filter(repo, monkeypatch):
     monkeypatch.chdir(repo)
     write_json(repo / "e/s.evalset.json", evalset("s", case("a"), case("b"), case("c")))
-    assert found(discover(["e/s.evalset.json:c,a"], root=repo))[0][2] == ["a", "c"]  # file order
-    assert found(discover(["e/s.evalset.json:b", "e/s.evalset.json:a"], root=repo))[0][2] == ["a", "b"]
-    assert found(discover(["e/s.evalset.json:b", "e"], root=repo))[0][2] == ["a", "b", "c"]
+    assert found(discover(["e/s.evalset.json:c,a"], root=repo).targets)[0][2] == ["a", "c"]  # file order
+    assert found(discover(["e/s.evalset.json:b", "e/s.evalset.json:a"], root=repo).targets)[0][2] == ["a", "b"]
+    assert found(discover(["e/s.evalset.json:b", "e"], root=repo).targets)[0][2] == ["a", "b", "c"]
     write_json(repo / "runs.json", replay(("s", "b", 1, [invocation()])))
     code, res = results_of(repo, "e/s.evalset.json:b")
     assert code == 0 and [c["evalId"] for c in res["evalSets"][0]["cases"]] == ["b"]

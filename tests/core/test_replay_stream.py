@@ -22,7 +22,7 @@ def test_runs_are_decoded_case_by_case(repo, monkeypatch):
     _suite(repo, replay(("s", "b", 2, [invocation("q", "no")]), ("s", "a", 1, [invocation()]),
                         ("s", "b", 1, [invocation("q", "yes")])))
     monkeypatch.chdir(repo)
-    runs = index_replay(repo / "runs.json", discover(["e"], root=repo))
+    runs = index_replay(repo / "runs.json", discover(["e"], root=repo).targets)
     assert isinstance(runs, ReplayRuns)
     assert sorted(runs) == [("s", "a"), ("s", "b")] and sorted(runs.run_counts()) == [1, 2]
     assert [r.run for r in runs[("s", "b")]] == [2, 1]  # file order; scoring sorts by run

@@ -199,7 +199,7 @@ def test_baseline_durations_balance_the_shards(repo, monkeypatch):
     from checker.scale.shards import shard_targets
 
     monkeypatch.chdir(repo)
-    targets = discover(["evals"], root=repo)
+    targets = discover(["evals"], root=repo).targets
     from checker.compare.results_file import load_results_file
 
     baseline = load_results_file(repo / "base.json")
@@ -479,9 +479,9 @@ def test_a_shard_holds_only_its_own_cases(repo, monkeypatch):
     from checker.scale.shards import shard_targets
 
     monkeypatch.chdir(repo)
-    whole = {(t.eval_set_id, c.eval_id): c for t in discover(["evals"], root=repo)
+    whole = {(t.eval_set_id, c.eval_id): c for t in discover(["evals"], root=repo).targets
              for c in t.loaded.eval_set.eval_cases}
-    targets = discover(["evals"], root=repo, outline_only=True)
+    targets = discover(["evals"], root=repo, outline_only=True).targets
     assert all(not t.loaded.eval_set.eval_cases and len(t.loaded.outlines or []) == 11 for t in targets)
     assert [o.turns for o in targets[1].loaded.case_outlines()[:4]] == [2, 3, 4, 1]
     chosen, _ = shard_targets(targets, RunOptions(paths=["evals"], replay=Path("r.json"), shard="2/3"))
@@ -499,7 +499,7 @@ def test_an_eval_file_that_changes_under_a_shard_is_bad_input(repo, monkeypatch)
     from checker.inputs.discover import discover
 
     monkeypatch.chdir(repo)
-    target = discover(["evals/alpha"], root=repo, outline_only=True)[0]
+    target = discover(["evals/alpha"], root=repo, outline_only=True).targets[0]
     path = repo / "evals/alpha/alpha.evalset.json"
     path.write_text(path.read_text().replace("alpha_03", "alpha_003"))
     with pytest.raises(InputError, match="changed while evalcheck was reading it"):
@@ -517,7 +517,7 @@ def test_a_simulated_case_is_priced_by_its_simulator_limit(repo, monkeypatch):
     from checker.scale.shards import expected_costs
 
     monkeypatch.chdir(repo)
-    targets = discover(["evals"], root=repo, outline_only=True)
+    targets = discover(["evals"], root=repo, outline_only=True).targets
     assert [o.turns for o in targets[0].loaded.case_outlines()] == [2, None]
     assert expected_costs(targets, 2) == [(("s", "two"), 4.0), (("s", "sim"), 6.0)]
 

@@ -58,7 +58,7 @@ def test_the_nearest_folder_holding_the_package_is_the_origin(tmp_path):
     (root / "agents" / "gamma" / "eval").mkdir(parents=True)  # eval/ of its own, no metric module
     (root / "agents" / "gamma" / "g.evalset.json").write_text(json.dumps(_eval_set("gamma")))
     (root / "agents" / "gamma" / "test_config.json").write_text(json.dumps(CONFIG))
-    targets = discover([str(root)], root=root)
+    targets = discover([str(root)], root=root).targets
     origins = {t.eval_set_id: t.config.metrics[0].custom_function_origin for t in targets}
     assert origins == {"alpha": root / "agents" / "alpha", "beta": root / "agents" / "beta",
                        "gamma": root / "agents" / "gamma", "root": None}

@@ -108,13 +108,13 @@ def test_files_rows(tmp_path):
     (tmp_path / "a" / "y.evalset.json").write_text(json.dumps({**DOCS_EXAMPLE, "evalSetId": "y"}))
     (tmp_path / "node_modules" / "pkg").mkdir(parents=True)
     (tmp_path / "node_modules" / "pkg" / "z.test.json").write_text(json.dumps({**DOCS_EXAMPLE, "evalSetId": "z"}))
-    notes: list[str] = []
-    targets = discover([str(tmp_path)], root=tmp_path, notes=notes)
+    discovery = discover([str(tmp_path)], root=tmp_path)
+    targets, notes = discovery.targets, discovery.notes
     assert sorted(t.eval_set_id for t in targets) == ["search-agent-v1", "y"]
     assert any(n.startswith("no test_config.json beside ") for n in notes)
     assert "| `test_config.json` missing | ADK's defaults, silently | ADK's defaults, with a note" in DOCS
     (tmp_path / "test_config.json").write_text(json.dumps({"criteria": {"response_match_score": 0.5}}))
-    targets = discover([str(tmp_path / "a")], root=tmp_path)
+    targets = discover([str(tmp_path / "a")], root=tmp_path).targets
     assert {m.name for t in targets for m in t.config.metrics if not m.informational} == {"response_match_score"}
     (tmp_path / "a" / "test_config.json").write_text('{"criteria": {"response_match_score": 0.8,}}')
     done = evalcheck("run", str(tmp_path / "a"), "--replay", str(tmp_path / "none.json"), cwd=tmp_path)

@@ -138,8 +138,8 @@ def test_the_documented_eval_set_reads_as_adk_ts_reads_it(files, adk_ts):
 
 
 def test_a_query_list_is_one_case_of_many_turns_as_in_google_adk(files, adk_ts):
-    notes: list[str] = []
-    (target,) = discover([str(files["queries"])], root=files["queries"].parent, notes=notes)
+    discovery = discover([str(files["queries"])], root=files["queries"].parent)
+    (target,), notes = discovery.targets, discovery.notes
     ours = target.loaded.eval_set
     expected = [[("What is the weather in Paris?", QUERIES[0]["reference"], [("get_weather", {"city": "Paris"})]),
                  ("What about Oslo?", QUERIES[1]["reference"], [("get_weather", {"city": "Oslo"})])]]
@@ -177,7 +177,7 @@ def test_criteria_spelled_as_adk_ts_docs_spell_them(tmp_path):
                 "response_evaluation_score": 3.5, "safety_v1": 1.0, "final_response_match_v2": 0.8}
     write(tmp_path / "test_config.json", {"criteria": criteria})
     eval_file = write(tmp_path / "search.test.json", DOCS_EXAMPLE)
-    (target,) = discover([str(tmp_path)], root=tmp_path)
+    (target,) = discover([str(tmp_path)], root=tmp_path).targets
     assert {m.name: m.threshold for m in target.config.metrics if not m.informational} == criteria
     assert adk_ts_reads(eval_file)[str(eval_file)]["criteria"] == criteria
 
