@@ -212,7 +212,8 @@ class AgentProcess:
 
     # ------------------------------------------------------------ the conversation
 
-    async def _send(self, message: dict, deadline: float, what: str) -> None:
+    async def send(self, message: dict, deadline: float, what: str) -> None:
+        """One message to the agent on its stdin, by ``deadline``; a closed pipe is the agent's failure."""
         assert self.proc.stdin is not None
         loop = asyncio.get_running_loop()
         data = dumps(message)
@@ -310,7 +311,7 @@ class AgentProcess:
         loop = asyncio.get_running_loop()
         spec = session_spec(job)
         timeout = job.turn_timeout
-        await self._send(start_message(eval_set_id=job.eval_set_id, eval_id=job.eval_id,
+        await self.send(start_message(eval_set_id=job.eval_set_id, eval_id=job.eval_id,
                                        run=job.run, app_name=spec.app_name, user_id=spec.user_id,
                                        state=spec.state, session_id=session_id,
                                        eval_set_path=job.eval_file, concurrent=self.offered,
@@ -334,7 +335,7 @@ class AgentProcess:
             created = time.time()
             began = time.perf_counter()
             deadline = loop.time() + timeout
-            await self._send(user_message(invocation_id, user_content), deadline,
+            await self.send(user_message(invocation_id, user_content), deadline,
                              f"turn {turn}")
             item = await self._receive(deadline, f"turn {turn}", timeout)
             if self.on_first is not None:
@@ -384,7 +385,7 @@ class AgentProcess:
         """A warm worker's run is over: tell it, and keep the process for the next run."""
         loop = asyncio.get_running_loop()
         self.drop_probe()
-        await self._send(end_message(), loop.time() + timeout, "the end message")
+        await self.send(end_message(), loop.time() + timeout, "the end message")
 
     async def finish(self, grace: float) -> None:
         """A one-run process: close stdin (the agent should exit), then check how it ended."""

@@ -152,7 +152,7 @@ class SharedWorker:
 
     async def _send(self, message: dict, deadline: float, what: str) -> None:
         try:
-            await self.agent._send(message, deadline, what)
+            await self.agent.send(message, deadline, what)
         except AgentFailure as exc:
             self.give_up(str(exc))
             raise AgentFailure(self.failure()) from None
