@@ -75,12 +75,6 @@ class OutputTail:
         return out or None
 
 
-async def drain_into_tail(stream: asyncio.StreamReader, tail: OutputTail) -> None:
-    """Read a stream to its end, keeping only its tail (an agent may write megabytes)."""
-    while chunk := await stream.read(READ_CHUNK):
-        tail.feed(chunk)
-
-
 async def read_lines(stream: asyncio.StreamReader, max_line: int,
                      on_line: Callable[[bytes], Awaitable[None]],
                      on_overlong: Callable[[bytes], Awaitable[None]]) -> None:
