@@ -22,7 +22,7 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 MAX_ANSWER_BYTES = 64 << 20  # one answer (a turn's events may be large, not unbounded)
@@ -180,22 +180,23 @@ class LoopbackClient:
                 if isinstance(exc, asyncio.IncompleteReadError) and exc.partial:
                     raise TransportError("the server closed the connection mid-answer") from None
                 raise TransportError("the server closed the connection without answering") from None
-            status, keep, body_length, chunked, headers = await _read_head(reader, status_line)
+            head = await _read_head(reader, status_line)
+            status = head.status
             # uvicorn closes the connection after the 500 of an exception (adk api_server's
             # answer to a model that raised), without saying so: never reused.
-            keep = keep and status < 500
+            keep = head.keep_alive and status < 500
             if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
                 content = b""
-            elif chunked:
+            elif head.chunked:
                 content = await _read_chunked(reader)
-            elif body_length is not None:
-                if body_length > MAX_ANSWER_BYTES:
+            elif head.body_length is not None:
+                if head.body_length > MAX_ANSWER_BYTES:
                     raise TransportError(f"an answer longer than {MAX_ANSWER_BYTES >> 20} MiB")
-                content = await reader.readexactly(body_length)
+                content = await reader.readexactly(head.body_length)
             else:  # delimited by the end of the connection
                 keep = False
                 content = await _read_to_end(reader)
-            return Response(status, content, headers)
+            return Response(status, content, head.headers)
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
             keep = False
             raise TransportError(f"{type(exc).__name__} in the answer") from None
@@ -227,10 +228,18 @@ def _unread(reader: asyncio.StreamReader) -> bool:
     return bool(getattr(reader, "_buffer", b""))
 
 
-async def _read_head(reader: asyncio.StreamReader,
-                     line: bytes) -> tuple[int, bool, int | None, bool, dict[str, str]]:
-    """(status, keep-alive, Content-Length, chunked, headers) of an answer whose status line
-    is ``line``."""
+class AnswerHead(NamedTuple):
+    """An answer's status line and headers, as read."""
+
+    status: int
+    keep_alive: bool  # HTTP/1.1 without "Connection: close"
+    body_length: int | None  # Content-Length
+    chunked: bool
+    headers: dict[str, str]  # names lower-cased
+
+
+async def _read_head(reader: asyncio.StreamReader, line: bytes) -> AnswerHead:
+    """The head of an answer whose status line is ``line``."""
     version, _, rest = line.decode("latin-1").strip().partition(" ")
     code = rest[:3]
     if not version.startswith("HTTP/1.") or not code.isdigit():
@@ -249,7 +258,7 @@ async def _read_head(reader: asyncio.StreamReader,
     if length is not None and not DECIMAL.fullmatch(length):  # '²'.isdigit(), int(' 5'), int('+5')
         raise TransportError(f"the agent server sent a bad Content-Length: {length[:30]!r} (not "
                              "a decimal number of bytes)")
-    return int(code), keep, None if length is None else int(length), chunked, headers
+    return AnswerHead(int(code), keep, None if length is None else int(length), chunked, headers)
 
 
 async def _read_to_end(reader: asyncio.StreamReader) -> bytes:
