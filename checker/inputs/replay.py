@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .discover import EvalTarget
 from ..errors import InputError
@@ -37,12 +37,20 @@ def load_replay(path: Path) -> RecordedRuns:
     return validate(RecordedRuns, data, display)
 
 
-def match_recorded(targets: list[EvalTarget], runs: Iterable[tuple[str, str | None, str, int]],
+class RecordedKey(NamedTuple):
+    """Which run a recorded run is, as the file says."""
+
+    eval_set_id: str
+    eval_set_path: str | None  # evalSetPath, written when another eval file has the same id
+    eval_id: str
+    run: int  # its number, from 1
+
+
+def match_recorded(targets: list[EvalTarget], runs: Iterable[RecordedKey],
                    display: str) -> dict[RunKey, list[int]]:
-    """Recorded runs, as (eval set id, its evalSetPath or None, eval id, run number) in file
-    order, matched to the
-    cases: where in ``$.runs`` each case's runs are. A run of an unknown case, a run
-    recorded twice, or a selected case without a run is an InputError."""
+    """Recorded runs, in file order, matched to the cases: where in ``$.runs`` each case's
+    runs are. A run of an unknown case, a run recorded twice, or a selected case without a
+    run is an InputError."""
     existing = {(t.key, c) for t in targets for c in t.loaded.case_ids}
     ambiguous: dict[str, list[str]] = {t.eval_set_id: [] for t in targets if t.key != t.eval_set_id}
     for t in targets:
@@ -50,7 +58,8 @@ def match_recorded(targets: list[EvalTarget], runs: Iterable[tuple[str, str | No
             ambiguous[t.eval_set_id].append(t.loaded.display_path)
     found: dict[RunKey, list[int]] = {}
     numbers: dict[RunKey, set[int]] = {}
-    for i, (set_id, where, eval_id, number) in enumerate(runs):
+    for i, recorded in enumerate(runs):
+        set_id, where, eval_id, number = recorded.eval_set_id, recorded.eval_set_path, recorded.eval_id, recorded.run
         key = (set_key(set_id, where, set(ambiguous)), eval_id)
         if key not in existing and set_id in ambiguous and where is None:
             raise InputError(f"run for eval case '{eval_id}' of eval set '{set_id}', an id used by "
@@ -79,7 +88,7 @@ def match_recorded(targets: list[EvalTarget], runs: Iterable[tuple[str, str | No
 
 def group_replay(targets: list[EvalTarget], records: RecordedRuns, display: str) -> dict[RunKey, list[RecordedRun]]:
     """Match recorded runs to the selected cases; a missing or unknown case is an InputError."""
-    found = match_recorded(targets, ((r.eval_set_id, r.eval_set_path, r.eval_id, r.run)
+    found = match_recorded(targets, (RecordedKey(r.eval_set_id, r.eval_set_path, r.eval_id, r.run)
                                      for r in records.runs), display)
     return {key: [records.runs[i] for i in indexes] for key, indexes in found.items()}
 
@@ -119,7 +128,7 @@ def checked_usage(run: RecordedRun) -> RecordedRun:
     return run
 
 
-def _key_of(data: Any) -> tuple[str, str | None, str, int] | None:
+def _key_of(data: Any) -> RecordedKey | None:
     if not isinstance(data, dict):
         return None
     set_id = data.get("evalSetId", data.get("eval_set_id"))
@@ -128,12 +137,11 @@ def _key_of(data: Any) -> tuple[str, str | None, str, int] | None:
     run = data.get("run")
     if isinstance(set_id, str) and isinstance(eval_id, str) and isinstance(run, int) \
             and not isinstance(run, bool) and run >= 1 and (where is None or isinstance(where, str)):
-        return set_id, where, eval_id, run
+        return RecordedKey(set_id, where, eval_id, run)
     return None
 
 
-# a run's (eval set id, its path or None, eval id, run), and its text if selected
-Scanned = tuple[tuple[str, str | None, str, int], str | None]
+Scanned = tuple[RecordedKey, str | None]  # a run's key, and its JSON text if its case is selected
 
 
 def _scan(path: Path, display: str, selected: set[RunKey],
@@ -146,7 +154,7 @@ def _scan(path: Path, display: str, selected: set[RunKey],
         if found is None:  # the model says what is wrong with this run
             validate(RecordedRun, element.value, display, ("runs", element.index))
             raise Irregular
-        key = (set_key(found[0], found[1], ambiguous), found[2])
+        key = (set_key(found.eval_set_id, found.eval_set_path, ambiguous), found.eval_id)
         return found, element.text() if key in selected else None
 
     others, _, runs = scan_array_member(path, ("runs",), visit)
