@@ -52,11 +52,7 @@ def _change(pool: BaselinePool, key: tuple[str, str], case: CaseResult) -> dict[
     pooled = pool.pooled(key, case)
     if pooled is None:
         return None
-    runs = []
-    for index in pooled.sources:
-        found = pool._index[index].get(key)  # noqa: SLF001 - the pool's own index
-        if found is not None:
-            runs += agent_per_run(found.runs)
+    runs = [tokens for found in pool.compared_cases(key, pooled) for tokens in agent_per_run(found.runs)]
     base = _mean(runs)
     if base is None:
         return None
