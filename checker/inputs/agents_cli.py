@@ -62,7 +62,7 @@ def load_dataset(path: Path, display: str) -> tuple[EvalSet, dict[str, int]]:
                                    if reference and n == len(turns) - 1 else None)
                         for n, turn in enumerate(turns)]
         case = EvalCase(eval_id=case_id, conversation=conversation)
-        case._agents_cli_case = raw
+        case.keep_agents_cli_case(raw)
         cases.append(case)
     text = path.read_text(encoding="utf-8-sig")
     from .evalfile import _find_lines

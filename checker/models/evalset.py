@@ -250,6 +250,10 @@ class EvalCase(LenientModel):
     def agents_cli_case(self) -> dict[str, Any] | None:
         return self._agents_cli_case
 
+    def keep_agents_cli_case(self, raw: dict[str, Any]) -> None:
+        """Keep the agents-cli case this one was read from (inputs/agents_cli.py)."""
+        self._agents_cli_case = raw
+
     @model_validator(mode="after")
     def _one_of_conversation_or_scenario(self) -> EvalCase:
         if (self.conversation is None) == (self.conversation_scenario is None):

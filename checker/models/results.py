@@ -221,6 +221,14 @@ class CaseResult(ResultsModel):
         cut before the rest are validated."""
         return found[:MAX_TRAJECTORIES] if isinstance(found, list) else found
 
+    @property
+    def run_verdicts(self) -> list[RunVerdicts] | None:
+        return self._run_verdicts
+
+    def keep_run_verdicts(self, verdicts: list[RunVerdicts]) -> None:
+        """Keep each run's verdicts as scored (scoring/case.py), for --adk-eval-history."""
+        self._run_verdicts = verdicts
+
 
 class EvalSetResult(ResultsModel):
     eval_set_id: str

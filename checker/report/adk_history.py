@@ -102,8 +102,8 @@ def keep_verdicts(plan: HistoryPlan, results: Results) -> None:
     for eval_set in results.eval_sets:
         key = by_path.get((eval_set.eval_set_id, eval_set.path))
         for case in eval_set.cases:
-            if key is not None and case._run_verdicts is not None:
-                plan.verdicts[(key, case.eval_id)] = case._run_verdicts
+            if key is not None and case.run_verdicts is not None:
+                plan.verdicts[(key, case.eval_id)] = case.run_verdicts
 
 
 def write_eval_history(plan: HistoryPlan, results: Results,

@@ -304,8 +304,8 @@ async def score_case(case: EvalCase, config: EvalConfig, runs: list[RecordedRun]
                         runs=run_results, metrics=metrics, usage=sum_usage(r.usage for r in run_results),
                         fingerprint=case_fingerprint(case, config), flaky=case_flaky(metrics),
                         trajectories=summarise(runs))
-    result._run_verdicts = [RunVerdicts(run=r.run, metrics=[_verdict(c, s) for c, s in per_run[r.run]])
-                            for r in runs if r.error is None]
+    result.keep_run_verdicts([RunVerdicts(run=r.run, metrics=[_verdict(c, s) for c, s in per_run[r.run]])
+                              for r in runs if r.error is None])
     return result
 
 
