@@ -65,10 +65,10 @@ def load_dataset(path: Path, display: str) -> tuple[EvalSet, dict[str, int]]:
         case.keep_agents_cli_case(raw)
         cases.append(case)
     text = path.read_text(encoding="utf-8-sig")
-    from .evalfile import _find_lines
+    from .evalfile import find_case_lines
 
     return (EvalSet(eval_set_id=path.stem, eval_cases=cases),
-            _find_lines(text, ("eval_case_id",), [c.eval_id for c in cases]))
+            find_case_lines(text, ("eval_case_id",), [c.eval_id for c in cases]))
 
 
 def _user_turns(raw: dict[str, Any], display: str, where: str) -> list[Content]:

@@ -98,7 +98,7 @@ class LoadedEvalSet:
 _JSON_STRING = r'"(?:[^"\\\n]|\\.)*"'
 
 
-def _find_lines(text: str, keys: tuple[str, ...], ids: list[str]) -> dict[str, int]:
+def find_case_lines(text: str, keys: tuple[str, ...], ids: list[str]) -> dict[str, int]:
     """Line (1-based) of each id's occurrence as the value of one of ``keys``, in file order.
 
     One pass over the text, whatever the number of cases (a search per id from the start
@@ -229,7 +229,7 @@ def _outline(path: Path, display: str) -> LoadedEvalSet:
         _check_rubric_ids(case, element.index, display)
         if case.final_session_state:
             final_states.append(element.index)
-        line = element.line + _find_lines(text, ("eval_id", "evalId"), [case.eval_id])[case.eval_id] - 1
+        line = element.line + find_case_lines(text, ("eval_id", "evalId"), [case.eval_id])[case.eval_id] - 1
         return CaseOutline.of(case), line, (element.byte_start, element.byte_end, element.index)
 
     others, key, items = scan_array_member(path, ("eval_cases", "evalCases"), visit)
@@ -274,7 +274,7 @@ def load_eval_file(path: Path, display: str | None = None,
         eval_set = convert_legacy(data, path, display, session.session if session else None, notes)
         _check_ids(eval_set, display, legacy=True)
         if isinstance(data, list) and all(isinstance(item, dict) and "data" in item for item in data):
-            lines = _find_lines(text, ("name",), [c.eval_id for c in eval_set.eval_cases])
+            lines = find_case_lines(text, ("name",), [c.eval_id for c in eval_set.eval_cases])
         else:
             lines = {eval_set.eval_cases[0].eval_id: 1}
         return LoadedEvalSet(eval_set, path, display, lines, legacy=True, notes=notes)
@@ -294,7 +294,7 @@ def load_eval_file(path: Path, display: str | None = None,
         seen[case.eval_id] = i
         _check_rubric_ids(case, i, display)
     notes += final_state_note(display, [i for i, c in enumerate(eval_set.eval_cases) if c.final_session_state])
-    lines = _find_lines(text, ("eval_id", "evalId"), [c.eval_id for c in eval_set.eval_cases])
+    lines = find_case_lines(text, ("eval_id", "evalId"), [c.eval_id for c in eval_set.eval_cases])
     return LoadedEvalSet(eval_set, path, display, lines, notes=notes)
 
 
