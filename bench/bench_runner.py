@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from checker.inputs.discover import discover
+from checker.commands.stage_options import agent_options
 from checker.options import RunOptions
 from checker.agents.process import kill_group, reap, spawn
 from checker.agents.schedule import Progress, plan_jobs, run_agent_jobs
@@ -93,8 +94,8 @@ def main() -> None:
                                  num_runs=args.runs, concurrency=k)
             cpu0 = _cpu()
             began = time.perf_counter()
-            runs = asyncio.run(run_agent_jobs(targets, options,
-                                              progress=Quiet(plan_jobs(targets, options))))
+            runs = asyncio.run(run_agent_jobs(targets, agent_options(options),
+                                              progress=Quiet(plan_jobs(targets, agent_options(options)))))
             wall = time.perf_counter() - began
             assert len(runs) == total_runs and not any(r.error for r in runs)
             ideal = total_runs * args.sleep / k

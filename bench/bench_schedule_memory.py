@@ -25,6 +25,7 @@ from checker.inputs.discover import EvalTarget
 from checker.inputs.evalfile import LoadedEvalSet
 from checker.models.evalset import EvalSet
 from checker.models.records import RecordedRun
+from checker.commands.stage_options import agent_options
 from checker.options import RunOptions
 from checker.agents.schedule import Progress, plan_jobs, run_agent_jobs
 
@@ -51,7 +52,7 @@ async def previous_way(targets, options):
     """One task per run and every run's job, all created up front (the scheduling before
     issue 11)."""
     runner, limit = Instant(), asyncio.Semaphore(options.concurrency)
-    jobs = list(plan_jobs(targets, options))
+    jobs = list(plan_jobs(targets, agent_options(options)))
     results = [None] * len(jobs)
 
     async def one(i, job):
@@ -84,8 +85,8 @@ def main() -> None:
         targets = [target(cases)]
         options = RunOptions(num_runs=args.runs, concurrency=4)
         old_mb, old_s, n = measure(lambda: previous_way(targets, options))
-        new_mb, new_s, m = measure(lambda: run_agent_jobs(targets, options, runner=Instant(),
-                                                          progress=Progress(plan_jobs(targets, options))))
+        new_mb, new_s, m = measure(lambda: run_agent_jobs(targets, agent_options(options), runner=Instant(),
+                                                          progress=Progress(plan_jobs(targets, agent_options(options)))))
         assert n == m == cases * args.runs
         print(f"{n:>8} {old_mb:12.1f} {new_mb:11.1f} {old_s:11.1f} {new_s:10.1f}")
 

@@ -12,7 +12,7 @@ from .models.verdict_rule import VerdictRule, parse_verdict_rule, runs_needed
 from .errors import InputError
 from .options import RunOptions
 from .report.writes import Named, check_outputs
-from .safety.confine import confined, lies_inside
+from .safety.confine import check_judge_cache_outside, confined, lies_inside
 from .safety.limits import check_runs, check_turn_timeout
 
 if TYPE_CHECKING:
@@ -70,18 +70,6 @@ def check_input_files(options: RunOptions) -> None:
                        ("the prices file", options.prices)):
         if path is not None:
             confined(path, options.confine, what)
-
-
-CACHE_IN_CHECKOUT = ("is inside the workspace, where the change under test can commit cache "
-                     "entries: their answers would be taken as the judge's verdicts")
-
-
-def check_judge_cache_outside(cache: Path | None, workspace: Path | None, name: str, fix: str) -> None:
-    """A judge cache inside the checkout of an untrusted change (the Action's workspace,
-    --confine's folder) is bad input: an entry it committed, keyed as the checker computes
-    keys, would be a "cache hit" for its own answers (checker/judges/cache.py)."""
-    if cache is not None and workspace is not None and lies_inside(cache, workspace):
-        raise InputError(f"{name}: {cache} {CACHE_IN_CHECKOUT}", fix=fix)
 
 
 def tracked_cache_note(cache: Path | None, root: Path) -> str | None:

@@ -9,7 +9,7 @@ eval set, case, run - whatever order they finish in. Ctrl-C cancels the runs in 
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -25,11 +25,27 @@ from .service_wait import ServiceWaits
 if TYPE_CHECKING:
     from ..inputs.discover import EvalTarget
     from ..models.usage import TokenBudget
-    from ..options import RunOptions
     from ..simulation.model import SimulatorStats
+    from .sandbox import AgentSandbox
 
-__all__ = ["MoreRuns", "Progress", "RunInterrupted", "RunPlan", "ScheduledRuns", "make_runner",
-           "plan_jobs", "run_agent_jobs", "schedule_runs"]
+__all__ = ["AgentOptions", "MoreRuns", "Progress", "RunInterrupted", "RunPlan", "ScheduledRuns",
+           "make_runner", "plan_jobs", "run_agent_jobs", "schedule_runs"]
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    """What the run stage takes of a run's options: the agent, its runs, how they are scheduled
+    (built by checker/commands/stage_options.py)."""
+
+    agent_command: str | None = None
+    agent_url: str | None = None
+    agent_server_command: str | None = None
+    app_name: str | None = None
+    num_runs: int = 2
+    turn_timeout: float = 300.0
+    max_service_wait: float = 600.0  # seconds of a model-service outage before giving up runs
+    sandbox: AgentSandbox | None = None  # who agents run as (None: the caller)
+    schedule: ScheduleOptions = field(default_factory=ScheduleOptions)
 
 
 def _check_persona_template(target: EvalTarget, case: EvalCase) -> None:
@@ -72,7 +88,7 @@ class RunPlan:
         return {(t.key, t.eval_id): self.num_runs for t in self.templates}
 
 
-def plan_jobs(targets: list[EvalTarget], options: RunOptions) -> RunPlan:
+def plan_jobs(targets: list[EvalTarget], options: AgentOptions) -> RunPlan:
     """Every (case, run) to run. Raises InputError for a scenario the simulator cannot play."""
     templates = []
     here = os.getcwd()  # the agent's working directory
@@ -91,10 +107,10 @@ def plan_jobs(targets: list[EvalTarget], options: RunOptions) -> RunPlan:
     return RunPlan(templates, options.num_runs)
 
 
-def make_runner(options: RunOptions, schedule: ScheduleOptions | None = None) -> AgentRunner:
+def make_runner(options: AgentOptions) -> AgentRunner:
     """The runner of ``options``' agent; an agent serving concurrent sessions is told it may
-    get up to ``schedule.sessions()`` runs at once (an API server: connections for them)."""
-    sessions = (schedule or ScheduleOptions(concurrency=options.concurrency)).sessions()
+    get up to ``options.schedule.sessions()`` runs at once (an API server: connections for them)."""
+    sessions = options.schedule.sessions()
     if options.agent_command:
         from .stdio import StdioRunner
 
@@ -108,7 +124,7 @@ def make_runner(options: RunOptions, schedule: ScheduleOptions | None = None) ->
     raise ValueError("no agent to run: give --agent-command or --agent-url")
 
 
-async def run_agent_jobs(targets: list[EvalTarget], options: RunOptions, *,
+async def run_agent_jobs(targets: list[EvalTarget], options: AgentOptions, *,
                          runner: AgentRunner | None = None,
                          progress: Progress | None = None,
                          simulator_stats: SimulatorStats | None = None,
@@ -122,7 +138,7 @@ async def run_agent_jobs(targets: list[EvalTarget], options: RunOptions, *,
     return scheduled.runs
 
 
-async def schedule_runs(targets: list[EvalTarget], options: RunOptions, *,
+async def schedule_runs(targets: list[EvalTarget], options: AgentOptions, *,
                         runner: AgentRunner | None = None,
                         progress: Progress | None = None,
                         simulator_stats: SimulatorStats | None = None,
@@ -130,7 +146,7 @@ async def schedule_runs(targets: list[EvalTarget], options: RunOptions, *,
                         budget: TokenBudget | None = None,
                         service: ServiceWaits | None = None) -> ScheduledRuns:
     """Every run of every selected case, as many at once as the concurrency allows (fixed by
-    ``options.concurrency``, else adapting up to ``options.max_concurrency``), in the input's
+    ``options.schedule.concurrency``, else adapting up to its ``max_concurrency``), in the input's
     order whatever order they finish in, and what the concurrency did. A run the model
     service refused waits on ``service`` and is run again (agents/retrying.py). With
     ``more``, rounds of extra runs follow (one run per case a round) on the same runner
@@ -138,18 +154,11 @@ async def schedule_runs(targets: list[EvalTarget], options: RunOptions, *,
     from .process import pidfd_child_watcher
 
     jobs = plan_jobs(targets, options)
-    schedule = schedule_options(options)
-    scheduler = Scheduler(jobs, runner if runner is not None else make_runner(options, schedule),
-                          schedule, service if service is not None
+    scheduler = Scheduler(jobs, runner if runner is not None else make_runner(options),
+                          options.schedule, service if service is not None
                           else ServiceWaits(options.max_service_wait),
                           progress=progress, simulator_stats=simulator_stats, more=more,
                           budget=budget, targets=targets)
     with pidfd_child_watcher():
         return await scheduler.run()
 
-
-def schedule_options(options: RunOptions) -> ScheduleOptions:
-    return ScheduleOptions(concurrency=options.concurrency,
-                           max_concurrency=options.max_concurrency,
-                           retries=options.retries, judge_concurrency=options.judge_concurrency,
-                           agent_url=bool(options.agent_url))

@@ -83,8 +83,7 @@ def compare_files(request: CompareRequest) -> bool:
     """Compare, write the reports asked for, print the summary; returns whether the gates
     (--fail-on, --max-token-increase) passed. Raises InputError for a file that is not a
     results file."""
-    from ..report.finish import report_gate, say_run_lines, write_reports
-    from ..options import RunOptions
+    from ..report.finish import ReportOptions, report_gate, say_run_lines, write_reports
     from ..report.writes import check_outputs
     from ..compare.results_file import load_suite_results
 
@@ -134,9 +133,9 @@ def compare_files(request: CompareRequest) -> bool:
 
         results = record_claims(results, claims)
     say_overrides(apply_overrides(results, overrides))
-    write_reports(results, RunOptions(results=request.results, markdown=request.markdown,
-                                      junit=request.junit, template=request.template,
-                                      html=request.html, fail_on=request.fail_on))
+    write_reports(results, ReportOptions(results=request.results, markdown=request.markdown,
+                                         junit=request.junit, template=request.template,
+                                         html=request.html, fail_on=request.fail_on))
     from ..compare.confirm import confirmation_line
 
     # The run's fresh runs, when they decided again.

@@ -69,9 +69,8 @@ def merge_files(request: MergeRequest) -> Results:
     the pooled runs of all shards; the token gate and the trend of main as ``run``); write
     the merged files. Raises InputError."""
     from .compare import command_overrides, compare_run
-    from ..options import RunOptions
     from ..report.cost import apply_prices, default_table, read_prices
-    from ..report.finish import write_reports
+    from ..report.finish import ReportOptions, write_reports
     from ..report.writes import OutputFiles, check_outputs
 
     check_outputs([("--results", request.results), ("--markdown", request.markdown),
@@ -134,9 +133,9 @@ def merge_files(request: MergeRequest) -> Results:
 
         merged = record_claims(merged, claims)
     say_overrides(apply_overrides(merged, overrides))
-    write_reports(merged, RunOptions(results=request.results, markdown=request.markdown,
-                                     junit=request.junit, template=request.template,
-                                     html=request.html, fail_on=request.fail_on), files,
+    write_reports(merged, ReportOptions(results=request.results, markdown=request.markdown,
+                                        junit=request.junit, template=request.template,
+                                        html=request.html, fail_on=request.fail_on), files,
                   runs=_recorded(recorded) if recorded is not None and request.html else None)
     files.check()
     return merged

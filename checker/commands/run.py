@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, UTC
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +37,7 @@ from ..scoring.metadata import describe_run
 from ..models.setkey import RunKey
 from ..scoring.pipeline import run_counts, score_all
 from ..scoring.services import build_context, start_metric_worker
+from .stage_options import StageOptions, report_options
 from ..judges.service import judge_service
 from ..agents.service_wait import ServiceWaits
 
@@ -68,6 +69,8 @@ class Inputs:
     overrides: Overrides | None = None  # quarantine (base branch) and accept label
     # Files the gate reads that the change under test added or changed (inputs/pr_files.py)
     claims: list[PullRequestFile] = field(default_factory=list)
+    # The markdown's template as read: in the sandbox, a copy the agent's user cannot write
+    template: Path | None = None
 
 
 @dataclass
@@ -80,6 +83,7 @@ class Plan:
     context: ScoringContext
     simulated: SimulatorStats  # conversation_scenario cases' simulated users
     adaptive: AdaptiveRuns | None
+    stages: StageOptions  # what each stage takes of the run's options
     replayed: Mapping[RunKey, list[RecordedRun]] | None = None  # the replay's selected runs, read
     metric_sources: Path | None = None  # the private copy of the custom metrics' packages
     problems: list[InputError] = field(default_factory=list)  # eval files that could not be read
@@ -89,6 +93,7 @@ class Plan:
     selection: Selection | None = None  # --changed-since: what runs, what is carried
     # The waits on a model service that refuses, and what it refused (agents/service_wait.py)
     service: ServiceWaits | None = None
+    template: Path | None = None  # the markdown's template as read (Inputs.template)
 
 
 @dataclass
@@ -164,8 +169,9 @@ def prepare(options: RunOptions) -> Prepared:
     """The reading stages: ``read_inputs`` and ``plan_runs``. The Action calls it before
     setup-command; ``evaluate`` when not given it."""
     started = Started.now()
-    inputs = read_inputs(options)
-    return Prepared(started, inputs, plan_runs(options, inputs))
+    stages = StageOptions.of(options)
+    inputs = read_inputs(options, stages)
+    return Prepared(started, inputs, plan_runs(options, inputs, stages))
 
 
 @fewer_collections()  # bulk data: runs, results (inputs/bulk.py)
@@ -196,7 +202,7 @@ def evaluate(options: RunOptions, secrets: Iterable[str], files: OutputFiles,
     return write(options, plan, runs.redactor, results, files, runs.by_case)
 
 
-def read_inputs(options: RunOptions) -> Inputs:
+def read_inputs(options: RunOptions, stages: StageOptions) -> Inputs:
     """Check the options, read the baseline, find the eval files: all bad input, found before
     any agent runs."""
     rule = check_run_options(options)
@@ -210,10 +216,11 @@ def read_inputs(options: RunOptions) -> Inputs:
     notes: list[str] = []
     if options.confine is None:  # (under --confine a judge cache in the checkout is refused)
         notes += filter(None, [tracked_cache_note(options.judge_cache, root)])
+    template = None
     if options.template is not None:  # in the sandbox, a copy the agent's user cannot write
         from ..report.markdown import template_for_run
 
-        options.template = template_for_run(options.template, private=options.sandbox is not None)
+        template = template_for_run(options.template, private=options.sandbox is not None)
     found = discover(options.paths, root=root, config_file=options.config_file,
                      initial_session=options.initial_session, confine=options.confine,
                      outline_only=options.shard is not None, thresholds=options.thresholds,
@@ -228,14 +235,14 @@ def read_inputs(options: RunOptions) -> Inputs:
 
     prices = read_prices(options.prices) if options.prices is not None else default_table()
     inputs = Inputs(root=root, rule=rule, baselines=baselines, baseline_paths=read.paths, targets=targets, notes=notes,
-                    problems=problems, prices=prices, claims=claims)
+                    problems=problems, prices=prices, claims=claims, template=template)
     if options.changed_since is not None or options.agent_paths:  # git read before PR code runs
         from ..scale.changed import read_changed
         from ..scale.depends import parse_agent_paths
 
         inputs.agent_paths = parse_agent_paths(options.agent_paths, root,
                                                "input 'agent-paths'" if options.changed_since_auto else "--agent-paths")
-        inputs.changed, said = read_changed(options, root, bool(baselines))
+        inputs.changed, said = read_changed(stages.changed, root, bool(baselines))
         notes.extend(said)
     # git, before PR code; --base names the base branch whose quarantine applies, too (a base
     # commit the checkout lacks then applies none, said, as for the Action)
@@ -244,23 +251,24 @@ def read_inputs(options: RunOptions) -> Inputs:
     return inputs
 
 
-def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
+def plan_runs(options: RunOptions, inputs: Inputs, stages: StageOptions) -> Plan:
     """This shard's cases, the outputs checked against the inputs, the warnings said, the
     scoring services and adaptive runs set up."""
     targets, shard, selection = inputs.targets, None, None
-    check_run_files(options, targets)  # before anything is written
+    # Before anything is written; the template as read (the Action's private copy), as ever.
+    check_run_files(replace(options, template=inputs.template), targets)
     if inputs.changed is not None:  # --changed-since: the eval sets nothing changed are carried
         from ..scale.changed import select
 
         selection = select(targets, inputs.changed, options.changed_since or "", inputs.root,
-                           inputs.baselines[0], str(inputs.rule), options, inputs.agent_paths)
+                           inputs.baselines[0], str(inputs.rule), stages.changed, inputs.agent_paths)
         for line in selection.lines():
             say(clean(line), err=True)
         targets = selection.runs(targets)
     if options.shard is not None:  # outlined so far: load this shard's cases, only them
         from ..scale.shards import load_shard
 
-        targets, shard = load_shard(targets, options, inputs.baselines[0] if inputs.baselines else None)
+        targets, shard = load_shard(targets, stages.shards, inputs.baselines[0] if inputs.baselines else None)
         if selection is not None:
             from ..scale.changed import shard_positions
 
@@ -271,7 +279,7 @@ def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
     from ..simulation.model import SimulatorStats
 
     budgets = Budgets.of(options)
-    context = build_context(options, budgets.judge)
+    context = build_context(stages.scoring, budgets.judge)
     replayed = None
     if options.replay is not None:
         from ..inputs.replay import index_replay
@@ -281,17 +289,17 @@ def plan_runs(options: RunOptions, inputs: Inputs) -> Plan:
     from ..compare.adaptive import extra_runs
 
     # A shard screens and confirms its own cases too; the merge decides (docs/sharding.md).
-    adaptive = extra_runs(options, targets, inputs.rule, context, inputs.baselines, shard=shard is not None)
+    adaptive = extra_runs(stages.adaptive, targets, inputs.rule, context, inputs.baselines, shard=shard is not None)
     history = None
     if options.adk_eval_history is not None:  # the eval sets as ADK reads them, before scoring
         from ..report.adk_history import plan_history
 
         history = plan_history(options.adk_eval_history, targets, options.app_name)
     return Plan(targets=targets, rule=inputs.rule, shard=shard, warnings=warnings, context=context,
-                simulated=SimulatorStats(), adaptive=adaptive, replayed=replayed,
+                simulated=SimulatorStats(), adaptive=adaptive, stages=stages, replayed=replayed,
                 metric_sources=sources, problems=inputs.problems, history=history,
                 prices=inputs.prices, budgets=budgets, selection=selection,
-                service=ServiceWaits(options.max_service_wait))
+                service=ServiceWaits(options.max_service_wait), template=inputs.template)
 
 
 def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: OutputFiles) -> Runs:
@@ -303,13 +311,17 @@ def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: Ou
     else:
         from ..agents.collect import RunsInterrupted, collect_runs
 
+        adaptive = plan.adaptive
         try:
-            collected = collect_runs(plan.targets, options, plan.simulated, plan.adaptive,
-                                     plan.budgets.agent, plan.service)
+            collected = collect_runs(plan.targets, plan.stages.agents, plan.simulated,
+                                     more=adaptive.more if adaptive is not None else None,
+                                     scoring=adaptive.context if adaptive is not None else None,
+                                     budget=plan.budgets.agent, service=plan.service)
             runs, concurrency = collected.by_case, collected.concurrency
-        except RunsInterrupted as stopped:  # what finished is scored and reported, marked
+        except RunsInterrupted as stopped:  # what finished is written, scored and reported, marked
             from ..safety.interrupt import signal_name
 
+            say_interrupted(options.inference_out, stopped.recorded, stopped.planned)
             runs, interrupted = stopped.runs, Interrupted(signal=signal_name(), runs_finished=stopped.finished,
                                                           runs_planned=stopped.planned)
     if plan.adaptive is not None:  # confirmation runs are kept apart: only they decide a drop
@@ -328,6 +340,21 @@ def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: Ou
 
         write_inference_out(options.inference_out, plan.targets, runs, plan.shard, redactor, files)
     return Runs(by_case=runs, redactor=redactor, concurrency=concurrency, interrupted=interrupted)
+
+
+def say_interrupted(inference_out: Path | None, finished: list[RecordedRun], planned: int) -> None:
+    """Ctrl-C or SIGTERM stopped the runs: what finished is written first (--inference-out),
+    before anything else can go wrong, and said."""
+    message = f"evalcheck: interrupted; {len(finished)} run(s) had finished"
+    if inference_out and finished:
+        from ..models.records import RecordedRuns
+        from ..report.records import write_records
+        from ..report.writes import say_error
+
+        if write_records(inference_out, RecordedRuns(runs=finished), Redactor(secret_values(os.environ)),
+                         OutputFiles(report=say_error)):
+            message += f", written to {inference_out}"
+    say(message + f"; scoring them (interrupted: {len(finished)} of {planned} runs)", err=True)
 
 
 def score(options: RunOptions, plan: Plan, runs: Runs, started: Started) -> Results:
@@ -365,9 +392,9 @@ def score(options: RunOptions, plan: Plan, runs: Runs, started: Started) -> Resu
         results.passed = False
     if empty_shard(plan) is not None and not plan.problems:
         results.passed = True  # not "0 of 0 failed": an empty shard is no failure (docs/sharding.md)
-    describe_run(results, options, runs.by_case, started_at=started.at, started_clock=started.clock,
-                 judge=judge_service(plan.context), simulated=plan.simulated,
-                 warnings=plan.warnings, adaptive=adaptive, concurrency=runs.concurrency)
+    describe_run(results, plan.stages.metadata, runs.by_case, started_at=started.at, started_clock=started.clock,
+                 judge=judge_service(plan.context), simulated=plan.simulated, warnings=plan.warnings,
+                 adaptive=adaptive.metadata() if adaptive is not None else None, concurrency=runs.concurrency)
     if plan.selection is not None:
         results.metadata["changedSince"] = plan.selection.metadata()
     if plan.service is not None and plan.service.used():  # the model service's refusals
@@ -407,7 +434,7 @@ def write(options: RunOptions, plan: Plan, redactor: Redactor, results: Results,
     judge = judge_service(plan.context)
     redactor.add(*judge.credentials, *vertex_access_tokens(plan.context.services))
     results = redactor.model(results)
-    write_reports(results, options, files, runs=runs, redactor=redactor)
+    write_reports(results, report_options(options, plan.template), files, runs=runs, redactor=redactor)
     if plan.history is not None and runs is not None:
         from ..report.adk_history import write_eval_history
 

@@ -18,6 +18,7 @@ asking a judge) twice. Replay mode has nothing to run. See docs/comparing.md.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..models.verdict_rule import VerdictRule
@@ -35,8 +36,17 @@ from ..models.setkey import RunKey
 if TYPE_CHECKING:
     from ..inputs.discover import EvalTarget
     from ..models.results import Results
-    from ..options import RunOptions
 
+
+@dataclass(frozen=True)
+class AdaptiveOptions:
+    """What the extra rounds take of a run's options (built by checker/commands/stage_options.py)."""
+
+    num_runs: int = 2  # --num-runs: the first runs of every case
+    max_runs: int | None = None  # --max-runs: adaptive runs up to this many a case
+    confirm_runs: int = 0  # fresh runs per screened case, with a baseline (0: none)
+    replay: bool = False  # nothing can run again
+    alpha: float = DEFAULT_ALPHA  # family-wise level of the regression decisions
 
 
 def uncertain(case: CaseResult, rule: VerdictRule) -> bool:
@@ -153,14 +163,14 @@ class AdaptiveRuns:
         return out
 
 
-def extra_runs(options: RunOptions, targets: list[EvalTarget], rule: VerdictRule,
+def extra_runs(options: AdaptiveOptions, targets: list[EvalTarget], rule: VerdictRule,
                context: ScoringContext, baselines: list[Results], *, shard: bool = False) -> AdaptiveRuns | None:
     """The rounds after the first --num-runs: adaptive runs (--max-runs) and, with a
     baseline, confirmation runs of the cases that look worse (--confirm-runs); ``shard``:
     of one shard's cases (confirm.py: the merge decides)."""
     adaptive = options.max_runs is not None and options.max_runs > options.num_runs
-    confirm = options.confirmation_runs() if baselines else 0
-    if options.replay is not None:
+    confirm = options.confirm_runs if baselines else 0
+    if options.replay:
         if adaptive:
             say("evalcheck: note: --max-runs is ignored in replay mode (nothing to run)", err=True)
         return None

@@ -69,7 +69,7 @@ def apply_pull_request_job(options: dict, env: Mapping[str, str], *, cache_key: 
     job = pull_request_job(env, Path.cwd())
     if job is None:
         return
-    from ..option_checks import check_judge_cache_outside
+    from ..safety.confine import check_judge_cache_outside
     from ..safety.output import say
 
     if cache_key is not None:

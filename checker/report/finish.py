@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from ..models.results import Results
-from ..options import RunOptions
 from ..safety.output import clean, say
 from .terminal import claim_lines, comparison_lines, failure_lines, retries_line, summary_line
 from .writes import OutputFiles, say_error
@@ -21,7 +21,19 @@ if TYPE_CHECKING:
     from .html import RunsByCase
 
 
-def write_reports(results: Results, options: RunOptions, files: OutputFiles | None = None, *,
+@dataclass(frozen=True)
+class ReportOptions:
+    """The report files a command writes and how they read (built by checker/commands/)."""
+
+    results: Path | None = None  # the results file
+    markdown: Path | None = None
+    junit: Path | None = None
+    html: Path | None = None
+    template: Path | None = None  # the markdown's template (the Action's private copy)
+    fail_on: str = "failure"
+
+
+def write_reports(results: Results, options: ReportOptions, files: OutputFiles | None = None, *,
                   runs: RunsByCase | None = None, redactor: Redactor | None = None) -> None:
     """Every report file asked for (run, compare and merge alike); one that cannot be written
     does not stop the others. Without ``files`` the failures raise InputError once all were

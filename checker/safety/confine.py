@@ -70,3 +70,15 @@ def unbend_output(path: Path, root: Path) -> None:
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
     confined(parent, root, "the folder of this output")
+
+
+CACHE_IN_CHECKOUT = ("is inside the workspace, where the change under test can commit cache "
+                     "entries: their answers would be taken as the judge's verdicts")
+
+
+def check_judge_cache_outside(cache: Path | None, workspace: Path | None, name: str, fix: str) -> None:
+    """A judge cache inside the checkout of an untrusted change (the Action's workspace,
+    --confine's folder) is bad input: an entry it committed, keyed as the checker computes
+    keys, would be a "cache hit" for its own answers (checker/judges/cache.py)."""
+    if cache is not None and workspace is not None and lies_inside(cache, workspace):
+        raise InputError(f"{name}: {cache} {CACHE_IN_CHECKOUT}", fix=fix)

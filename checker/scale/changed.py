@@ -29,8 +29,18 @@ from .depends import dependencies, one_server, rerun_reasons
 if TYPE_CHECKING:
     from ..inputs.git_changes import Changes
     from ..inputs.discover import EvalTarget
-    from ..options import RunOptions
     from .depends import AgentMapping
+
+@dataclass(frozen=True)
+class ChangedOptions:
+    """What selecting by changed files takes of a run's options (checker/commands/stage_options.py)."""
+
+    changed_since: str | None = None  # --changed-since REF (None: run everything)
+    auto: bool = False  # the Action's only-changed: auto (what cannot be selected runs all, said)
+    replay: bool = False  # a replay: no agent runs, nothing to select
+    agent_command: str | None = None
+    agent_url: str | None = None  # one server: every agent it serves is one
+
 
 CARRIED_WHY = "not re-run: nothing it depends on changed"
 MAX_LISTED = 20  # changed files named in the results' metadata
@@ -105,7 +115,7 @@ def _why_not_carried(target: EvalTarget, base: EvalSetResult | None) -> str | Ev
 
 
 def select(targets: Sequence[EvalTarget], changes: Changes, ref: str, root: Path,
-           baseline: Results, rule: str, options: RunOptions,
+           baseline: Results, rule: str, options: ChangedOptions,
            mappings: Sequence[AgentMapping]) -> Selection:
     """Which of ``targets`` run, and main's results for the others (``baseline``: main's
     newest; without one nothing is selected: read_changed)."""
@@ -177,7 +187,7 @@ def shard_positions(info: ShardInfo, run_targets: Sequence[EvalTarget], selectio
     return info.model_copy(update={"total": total, "positions": positions})
 
 
-def read_changed(options: RunOptions, root: Path, has_baseline: bool) -> tuple[Changes | None, list[str]]:
+def read_changed(options: ChangedOptions, root: Path, has_baseline: bool) -> tuple[Changes | None, list[str]]:
     """What changed since ``options.changed_since`` (None: select nothing) and notes.
     Read before any of the pull request's code runs. With the Action's ``only-changed: auto``
     what cannot be selected runs everything, said in a note; on the command line it is bad
@@ -187,8 +197,8 @@ def read_changed(options: RunOptions, root: Path, has_baseline: bool) -> tuple[C
 
     if options.changed_since is None:
         return None, []
-    auto = options.changed_since_auto
-    if options.replay is not None:
+    auto = options.auto
+    if options.replay:
         raise InputError(("input 'only-changed'" if auto else "--changed-since") +
                          " selects the eval sets the agent runs, and with a replay no agent runs",
                          fix="leave it out: a replay scores the recorded runs it is given")

@@ -30,6 +30,21 @@ _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 
 
 @dataclass(frozen=True)
+class ShardOptions:
+    """What sharding takes of a run's options: the shard, and what changes scores or verdicts
+    (part of the selection fingerprint, so machines that disagree on it are found). Built by
+    checker/commands/stage_options.py."""
+
+    shard: str | None = None  # --shard "I/N"
+    num_runs: int = 2
+    mode: str = "stdio"  # "stdio", "api" or "replay"
+    agent_command: str | None = None
+    app_name: str | None = None
+    max_runs: int | None = None
+    verdict: str = "mean"
+
+
+@dataclass(frozen=True)
 class Shard:
     index: int  # 1-based
     count: int
@@ -180,9 +195,9 @@ def plan_shard(targets: Sequence[EvalTarget], shard: Shard, costs: Sequence[tupl
     return ShardPlan(chosen, info)
 
 
-def score_options(options: Any) -> dict[str, Any]:
+def score_options(options: ShardOptions) -> dict[str, Any]:
     """The run options that change scores or verdicts (part of the selection fingerprint)."""
-    mode = "replay" if options.replay is not None else "api" if options.agent_url else "stdio"
+    mode = options.mode
     chosen: dict[str, Any] = {"mode": mode, "agentCommand": options.agent_command,
                               "appName": options.app_name}
     if mode != "replay":  # replay scores whatever runs were recorded
@@ -192,10 +207,11 @@ def score_options(options: Any) -> dict[str, Any]:
     return chosen
 
 
-def shard_targets(targets: list[EvalTarget], options: Any,
+def shard_targets(targets: list[EvalTarget], options: ShardOptions,
                   baseline: Results | None = None) -> tuple[list[EvalTarget], ShardInfo]:
     """Apply ``options.shard`` ("I/N"): this machine's targets and the ShardInfo to record.
     A baseline's run durations, when given, price the cases."""
+    assert options.shard is not None, "shard_targets is for a sharded run"
     shard = parse_shard(options.shard)
     durations = baseline_durations(baseline) if baseline is not None else None
     costs = expected_costs(targets, options.num_runs, durations)
@@ -204,7 +220,7 @@ def shard_targets(targets: list[EvalTarget], options: Any,
     return plan.targets, plan.info
 
 
-def load_shard(targets: list[EvalTarget], options: Any,
+def load_shard(targets: list[EvalTarget], options: ShardOptions,
                baseline: Results | None = None) -> tuple[list[EvalTarget], ShardInfo]:
     """``shard_targets``, then this shard's cases loaded, only them (the targets were outlined)."""
     targets, info = shard_targets(targets, options, baseline)

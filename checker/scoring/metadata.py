@@ -7,6 +7,7 @@ import platform
 from pathlib import Path
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, UTC
 from typing import TYPE_CHECKING, Any
 
@@ -18,17 +19,25 @@ from .pipeline import run_counts
 
 if TYPE_CHECKING:
     from ..limiter import ConcurrencyHistory
-    from ..compare.adaptive import AdaptiveRuns
     from ..judges.service import JudgeService
-    from ..options import RunOptions
     from ..simulation.model import SimulatorStats
+
+
+@dataclass(frozen=True)
+class MetadataOptions:
+    """What the run's metadata takes of its options (built by checker/commands/stage_options.py)."""
+
+    mode: str = "stdio"  # "stdio", "api" or "replay"
+    paths: tuple[str, ...] = ()  # the eval files and folders given
+    num_runs: int = 2
+    concurrency: int | None = None  # --concurrency (None: adapted, the highest reached is said)
 
 
 def _utc(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def run_metadata(options: RunOptions, runs: Mapping[RunKey, list[RecordedRun]], started: datetime,
+def run_metadata(options: MetadataOptions, runs: Mapping[RunKey, list[RecordedRun]], started: datetime,
                  finished: datetime, seconds: float,
                  concurrency: ConcurrencyHistory | None = None) -> dict[str, Any]:
     """``Results.metadata`` of this run (extra information, CONTRACT section 4).
@@ -38,11 +47,11 @@ def run_metadata(options: RunOptions, runs: Mapping[RunKey, list[RecordedRun]], 
     the run). In replay mode no agent ran: ``numRuns`` is the most runs recorded for a case
     and ``concurrency`` is null (nothing ran concurrently).
     """
-    mode = "replay" if options.replay is not None else "api" if options.agent_url else "stdio"
+    mode = options.mode
     replayed = max(run_counts(runs), default=0)
     used = options.concurrency if concurrency is None else concurrency.highest
     meta: dict[str, Any] = {"evalcheckVersion": evalcheck_version(), "mode": mode,
-                            "evalPaths": eval_paths(options.paths),
+                            "evalPaths": eval_paths(list(options.paths)),
                             "numRuns": replayed if mode == "replay" else options.num_runs,
                             "concurrency": None if mode == "replay" else used,
                             "startedAt": _utc(started), "finishedAt": _utc(finished),
@@ -66,12 +75,13 @@ def eval_paths(paths: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def describe_run(results: Results, options: RunOptions, runs: Mapping[RunKey, list[RecordedRun]], *,
+def describe_run(results: Results, options: MetadataOptions, runs: Mapping[RunKey, list[RecordedRun]], *,
                  started_at: datetime, started_clock: float, judge: JudgeService,
-                 simulated: SimulatorStats, warnings: list[str], adaptive: AdaptiveRuns | None,
+                 simulated: SimulatorStats, warnings: list[str], adaptive: Mapping[str, int] | None,
                  concurrency: ConcurrencyHistory | None = None) -> None:
-    """The judge's, the simulated users', the warnings' and the extra runs' metadata, then
-    the run's (``run_metadata``; ``started_clock``: ``time.monotonic()`` at the start)."""
+    """The judge's, the simulated users', the warnings' and the extra runs' metadata
+    (``adaptive``: compare/adaptive.py's), then the run's (``run_metadata``;
+    ``started_clock``: ``time.monotonic()`` at the start)."""
     if judge.stats.used():
         results.metadata["judge"] = judge.metadata()
     if simulated.used():
@@ -79,7 +89,7 @@ def describe_run(results: Results, options: RunOptions, runs: Mapping[RunKey, li
     if warnings:
         results.metadata["warnings"] = warnings
     if adaptive is not None:
-        results.metadata.update(adaptive.metadata())
+        results.metadata.update(adaptive)
     # Keys already there (e.g. "judge") win: this only adds what describes the run.
     results.metadata = {**run_metadata(options, runs, started_at, datetime.now(UTC),
                                        time.monotonic() - started_clock, concurrency),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,10 +15,17 @@ if TYPE_CHECKING:
     from ..agents.sandbox import AgentSandbox
     from ..inputs.discover import EvalTarget
     from ..models.usage import TokenBudget
-    from ..options import RunOptions
 
 
-def build_context(options: RunOptions, judge_budget: TokenBudget | None = None) -> ScoringContext:
+@dataclass(frozen=True)
+class ScoringOptions:
+    """What the scoring services take of a run's options (built by checker/commands/stage_options.py)."""
+
+    judge_concurrency: int = 8  # judge calls in flight at once
+    judge_cache: Path | None = None  # --judge-cache: answers kept across runs
+
+
+def build_context(options: ScoringOptions, judge_budget: TokenBudget | None = None) -> ScoringContext:
     """One judge service per run; ``judge_budget``: --max-judge-tokens."""
     from ..judges.service import JudgeService  # no SDK import: the client is built on first use
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from checker.inputs.discover import discover
+from checker.commands.stage_options import agent_options
 from checker.options import RunOptions
 from checker.models.evalset import EvalCase
 from checker.agents.schedule import Progress, run_agent_jobs
@@ -37,7 +38,7 @@ def run_jobs(tmp_path: Path, cases: list[EvalCase], **options) -> tuple[list, st
     path = write_eval_set(tmp_path / "evals", "set", cases)
     targets = discover([str(path)], root=tmp_path).targets
     stream = io.StringIO()
-    opts = RunOptions(paths=[str(path)], **({"agent_command": ECHO} | options))
+    opts = agent_options(RunOptions(paths=[str(path)], **({"agent_command": ECHO} | options)))
     jobs = asyncio.run(run_agent_jobs(targets, opts, progress=_progress(targets, opts, stream)))
     return jobs, stream.getvalue()
 
@@ -213,7 +214,7 @@ def test_the_plan_keeps_one_job_per_case_and_makes_each_run_when_taken(tmp_path)
 
     path = write_eval_set(tmp_path / "evals", "set", [case(f"c{i}", turns=1) for i in range(3)])
     targets = discover([str(path)], root=tmp_path).targets
-    plan = plan_jobs(targets, RunOptions(paths=[str(path)], agent_command=ECHO, num_runs=100))
+    plan = plan_jobs(targets, agent_options(RunOptions(paths=[str(path)], agent_command=ECHO, num_runs=100)))
     assert len(plan) == 300 and len(plan.templates) == 3
     jobs = iter(plan)
     assert [(j.eval_id, j.run) for j in (next(jobs), next(jobs))] == [("c0", 1), ("c0", 2)]

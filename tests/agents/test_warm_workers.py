@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from checker.inputs.discover import discover
+from checker.commands.stage_options import agent_options
 from checker.options import RunOptions
 from checker.models.evalset import EvalCase
 from checker.agents.schedule import Progress, plan_jobs, run_agent_jobs
@@ -25,7 +26,7 @@ WARM = f"{shlex.quote(PY)} {shlex.quote(str(AGENTS / 'warm_agent.py'))}"
 def run_jobs(tmp_path: Path, cases: list[EvalCase], command: str, **options) -> list:
     path = write_eval_set(tmp_path / "evals", "set", cases)
     targets = discover([str(path)], root=tmp_path).targets
-    opts = RunOptions(paths=[str(path)], agent_command=command, **options)
+    opts = agent_options(RunOptions(paths=[str(path)], agent_command=command, **options))
     runner = StdioRunner(command, cwd=tmp_path, kill_grace=0.5)
     progress = Progress(plan_jobs(targets, opts), stream=io.StringIO(), interactive=False)
     return asyncio.run(run_agent_jobs(targets, opts, runner=runner, progress=progress))

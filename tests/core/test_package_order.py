@@ -29,22 +29,7 @@ ORDER: tuple[tuple[str, ...], ...] = (
     ("action", "cli", "bridges"),              # entry points
 )
 
-KNOWN = {
-    # RunOptions handed to stages (issue 42 point 2: a stage takes its own options).
-    ("checker.agents.collect", "checker.options"),
-    ("checker.agents.schedule", "checker.options"),
-    ("checker.compare.adaptive", "checker.options"),
-    ("checker.report.finish", "checker.options"),
-    ("checker.scale.changed", "checker.options"),
-    ("checker.scoring.metadata", "checker.options"),
-    ("checker.scoring.services", "checker.options"),
-    ("checker.inputs.pr_job", "checker.option_checks"),
-    # The run stage drives the adaptive rounds and writes --inference-out itself.
-    ("checker.agents.collect", "checker.compare.adaptive"),
-    ("checker.agents.collect", "checker.report.records"),
-    ("checker.agents.collect", "checker.report.writes"),
-    ("checker.scoring.metadata", "checker.compare.adaptive"),
-}
+KNOWN: set[tuple[str, str]] = set()  # every import against the order is taken out
 
 LEVEL = {part: level for level, parts in enumerate(ORDER) for part in parts}
 

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from checker.options import RunOptions
+from checker.commands.stage_options import metadata_options
 from checker.scoring.metadata import run_metadata
 from corehelpers import case, evalset, invocation, replay, run_cli, write_json
 
@@ -44,7 +45,7 @@ def test_metadata_of_agent_modes():
     start = datetime(2026, 1, 2, 4, 4, 5, tzinfo=timezone(timedelta(hours=1)))
     for options, mode in ((RunOptions(agent_command="x", num_runs=3, concurrency=7), "stdio"),
                           (RunOptions(agent_url="http://localhost:8000", num_runs=1), "api")):
-        meta = run_metadata(options, {}, start, start + timedelta(seconds=90), 1.23456)
+        meta = run_metadata(metadata_options(options), {}, start, start + timedelta(seconds=90), 1.23456)
         assert (meta["mode"], meta["numRuns"], meta["concurrency"]) == (
             mode, options.num_runs, options.concurrency)
         assert (meta["startedAt"], meta["finishedAt"]) == ("2026-01-02T03:04:05Z", "2026-01-02T03:05:35Z")

@@ -195,6 +195,7 @@ def test_baseline_durations_balance_the_shards(repo, monkeypatch):
     assert base.code == 1
     _one_slow_case(repo / "base.json")
     from checker.inputs.discover import discover
+    from checker.commands.stage_options import shard_options
     from checker.options import RunOptions
     from checker.scale.shards import shard_targets
 
@@ -205,7 +206,7 @@ def test_baseline_durations_balance_the_shards(repo, monkeypatch):
     baseline = load_results_file(repo / "base.json")
     for index in (1, 2):
         options = RunOptions(paths=["evals"], replay=repo / "recorded.json", shard=f"{index}/2")
-        chosen, info = shard_targets(targets, options, baseline)
+        chosen, info = shard_targets(targets, shard_options(options), baseline)
         ids = [c for t in chosen for c in t.case_ids]
         assert ("beta_03" in ids) == (ids == ["beta_03"])
         assert info.total == 33 and len(info.positions or []) == len(ids)
@@ -475,6 +476,7 @@ def test_a_shard_holds_only_its_own_cases(repo, monkeypatch):
     one case at a time); then it loads its own cases, equal to a whole read's."""
     _suite(repo)
     from checker.inputs.discover import discover
+    from checker.commands.stage_options import shard_options
     from checker.options import RunOptions
     from checker.scale.shards import shard_targets
 
@@ -484,7 +486,7 @@ def test_a_shard_holds_only_its_own_cases(repo, monkeypatch):
     targets = discover(["evals"], root=repo, outline_only=True).targets
     assert all(not t.loaded.eval_set.eval_cases and len(t.loaded.outlines or []) == 11 for t in targets)
     assert [o.turns for o in targets[1].loaded.case_outlines()[:4]] == [2, 3, 4, 1]
-    chosen, _ = shard_targets(targets, RunOptions(paths=["evals"], replay=Path("r.json"), shard="2/3"))
+    chosen, _ = shard_targets(targets, shard_options(RunOptions(paths=["evals"], replay=Path("r.json"), shard="2/3")))
     for target in chosen:
         target.loaded.keep_cases(target.case_ids)
         held = target.loaded.eval_set.eval_cases

@@ -274,14 +274,15 @@ def test_the_limit_is_the_runs_shared_judge_semaphore(fake, env):
 
 
 def test_build_context_makes_one_judge_service_per_run(tmp_path):
+    from checker.commands.stage_options import scoring_options
     from checker.options import RunOptions
     from checker.scoring.services import build_context
 
-    context = build_context(RunOptions(judge_concurrency=3, judge_cache=tmp_path))
+    context = build_context(scoring_options(RunOptions(judge_concurrency=3, judge_cache=tmp_path)))
     judge = context.services.judge
     assert isinstance(judge, JudgeService)
     assert (judge.concurrency, judge.cache.directory) == (3, tmp_path)
-    assert build_context(RunOptions()).services.judge is not judge
+    assert build_context(scoring_options(RunOptions())).services.judge is not judge
 
 
 # ---------------------------------------------------------------- documented defaults
