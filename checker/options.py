@@ -1,4 +1,5 @@
-"""Options of one ``evalcheck run`` (CLI flags or Action inputs): plain data every stage reads."""
+"""Options of one ``evalcheck run`` (CLI flags or Action inputs), frozen: read by the commands
+(checker/commands/), which build each stage's own options from them (commands/stage_options.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 DEFAULT_CONFIRM_RUNS = 60
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunOptions:
     paths: list[str] = field(default_factory=list)
     agent_command: str | None = None

@@ -4,7 +4,7 @@ to publish, the gate. Bad inputs are InputError (exit 2) before anything runs.""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..compare.gate import FAIL_ON
@@ -36,7 +36,7 @@ DEFAULT_ACCEPT_LABEL = "evalcheck:accept-regression"
 ONLY_CHANGED = ("auto", "off")
 
 
-@dataclass
+@dataclass(frozen=True)
 class ActionConfig:
     run: RunOptions
     publish: PublishOptions
@@ -118,27 +118,30 @@ def read_config(env: Mapping[str, str], cwd: Path) -> ActionConfig:
     )
     fail_on = inputs.choice("fail-on", FAIL_ON, "failure")
     baseline = inputs.text("baseline") or "auto"
+    baselines: list[Path] = []
     if baseline.lower() not in ("auto", "off"):  # a results file, e.g. restored from a cache
         given = _path(inputs, "baseline", workdir, must_exist=True)
         assert given is not None  # the input is not empty here
-        run.baselines = [given]
+        baselines = [given]
     from ..models.verdict_rule import parse_verdict_rule
 
-    run.verdict = str(parse_verdict_rule(inputs.text("verdict") or "mean", source="input 'verdict'"))
-    run.max_runs = inputs.integer("max-runs", 0) or None
+    verdict = str(parse_verdict_rule(inputs.text("verdict") or "mean", source="input 'verdict'"))
+    max_runs = inputs.integer("max-runs", 0) or None
     confirm = inputs.text("confirm-runs")
-    run.confirm_runs = inputs.integer("confirm-runs", 0, minimum=0) if confirm else None
-    run.alpha = _alpha(inputs.text("alpha"))
+    confirm_runs = inputs.integer("confirm-runs", 0, minimum=0) if confirm else None
+    alpha = _alpha(inputs.text("alpha"))
     baseline_depth = inputs.integer("baseline-depth", 5)
-    run.html = _path(inputs, "html", workdir)
-    run.prices = _path(inputs, "prices", workdir, must_exist=True)
-    run.max_agent_tokens = inputs.integer("max-agent-tokens", 0) or None
-    run.max_judge_tokens = inputs.integer("max-judge-tokens", 0) or None
-    run.max_token_increase = _percent(inputs.text("max-token-increase"))
-    run.max_service_wait = inputs.number("max-service-wait", 600.0)
-    run.agent_paths = [line.strip() for line in inputs.text("agent-paths").splitlines() if line.strip()]
+    # Read in this order (the first bad input is the one said), set on the run's options at once.
+    run = replace(run, baselines=baselines, verdict=verdict, max_runs=max_runs, confirm_runs=confirm_runs,
+                  alpha=alpha, html=_path(inputs, "html", workdir),
+                  prices=_path(inputs, "prices", workdir, must_exist=True),
+                  max_agent_tokens=inputs.integer("max-agent-tokens", 0) or None,
+                  max_judge_tokens=inputs.integer("max-judge-tokens", 0) or None,
+                  max_token_increase=_percent(inputs.text("max-token-increase")),
+                  max_service_wait=inputs.number("max-service-wait", 600.0),
+                  agent_paths=[line.strip() for line in inputs.text("agent-paths").splitlines() if line.strip()],
+                  fail_on=fail_on)
     only_changed = inputs.choice("only-changed", ONLY_CHANGED, "off")
-    run.fail_on = fail_on
     publish = PublishOptions(
         budget=publish_budget(env),
         comment=inputs.choice("comment", COMMENT_MODES, "update"),

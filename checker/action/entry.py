@@ -12,6 +12,7 @@ import os
 import sys
 import traceback
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,9 +20,9 @@ from ..compare.gate import gate_failed
 from ..compare.headline import gate_message
 from ..safety.confine import unbend_output
 from ..errors import InputError
-from ..option_checks import check_judge_cache_outside
+from ..safety.confine import check_judge_cache_outside
 from .github.job import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_PASSED, bad_input, publish_results, write_step_summary
-from .github.publish import PublishOutcome
+from .github.publish import PublishOptions, PublishOutcome
 from .github.workflow import Commands, Inputs, RunContext, write_outputs
 from .config import ActionConfig, changed_since, pull_request_base, quarantine_ref, read_config
 from ..models.results import Results
@@ -33,7 +34,9 @@ from ..agents.setup_command import run_setup
 from ..report.writes import OutputFiles
 
 if TYPE_CHECKING:
+    from ..commands.run import Prepared
     from ..compare.overrides import AcceptLabel
+    from ..options import RunOptions
     from .github.baseline import BaselineSearch
 
 CACHE_FIX = ("keep it under the runner's home, e.g. judge-cache: /github/home/judge-cache, "
@@ -63,8 +66,8 @@ def forget_runner_environ(secrets: list[str]) -> None:
 
 
 def find_auto_baseline(config: ActionConfig, ctx: RunContext) -> BaselineSearch | None:
-    """``baseline: auto`` on a pull request: the results artifact of its merge base (or up to
-    20 commits older) becomes ``config.run.baseline``. Never fails the job: what it could
+    """``baseline: auto`` on a pull request: the search for the results artifact of its merge
+    base (or up to 20 commits older), which ``with_found_baselines`` compares with. Never fails the job: what it could
     not find becomes a note in the report (github/baseline.py). A shard job finds it too: it
     screens and confirms its cases against it, and the merge job, finding the same, decides
     (docs/sharding.md)."""
@@ -78,10 +81,15 @@ def find_auto_baseline(config: ActionConfig, ctx: RunContext) -> BaselineSearch 
     if search is None:
         return None
     say(clean(describe(search)))
-    if search.history:  # main's history, newest first: pooled per case (docs/comparing.md)
-        config.run.baselines = [found.path for found in search.history]
-        config.run.baselines_found = True
     return search
+
+
+def with_found_baselines(run: RunOptions, search: BaselineSearch | None) -> RunOptions:
+    """``run`` comparing with the results of main the search found (newest first: pooled per
+    case, docs/comparing.md); as given when it found none."""
+    if search is None or not search.history:
+        return run
+    return replace(run, baselines=[found.path for found in search.history], baselines_found=True)
 
 
 def find_accept_label(config: ActionConfig, ctx: RunContext, commands: Commands) -> AcceptLabel | None:
@@ -208,124 +216,181 @@ def _main(env: dict[str, str]) -> int:
                 commands.warning(f"evalcheck: could not give back {clean(problem, 300)}")
 
 
-def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSandbox]) -> int:  # noqa: C901 -- issue 42 splits it
+def _evaluate(env: dict[str, str], commands: Commands, sandboxes: list[AgentSandbox]) -> int:
     """Inputs -> setup-command -> evaluation -> publish; a sandbox made is added to
     ``sandboxes`` at once, so that the caller ends it whatever happens."""
     # A file that cannot be written (disk full) is an error naming it; the rest goes on.
     files = OutputFiles(report=lambda message: commands.error(f"evalcheck: {clean(message)}"))
     try:
         ctx = RunContext.from_env(env)
-        config = read_config(env, Path.cwd())
-        boundary = ctx.workspace or config.workdir
-        config.run.confine = boundary
-        check_judge_cache_outside(config.run.judge_cache, boundary, "input 'judge-cache'", CACHE_FIX)
-        for output in (config.results_path, config.markdown_path, config.run.junit, config.run.inference_out,
-                       config.run.html):
-            if output is not None:
-                unbend_output(output, boundary)
-        sandbox = agent_sandbox(config, ctx)
-        if sandbox is not None:
-            sandboxes.append(sandbox)
-            config.run.sandbox = sandbox
-        search = find_auto_baseline(config, ctx)
-        # Overrides (docs/quarantine.md): the base branch's quarantine file, read with git
-        # before any of the PR's code runs; the accept label, from the PR's timeline.
-        config.run.quarantine_ref = quarantine_ref(ctx.event_name, ctx.event)
-        config.run.quarantine_auto = True
-        config.run.accept = find_accept_label(config, ctx, commands)
-        config.run.changed_since = changed_since(config, ctx.pull_request, ctx.event_name,
-                                                 search.found.commit if search and search.found else None)
-        config.run.changed_since_auto = True
-        # On a pull request, files of the repository the gate reads are its claim, compared
-        # with its base commit (a baseline file it changed is read as the base has it).
-        config.run.base = pull_request_base(ctx.pull_request)
-        from ..report.finish import report_gate, results_from_file
-        from ..commands.run import evaluate, prepare
-
-        os.chdir(config.workdir)
-        # Everything the verdict reads - eval files, criteria, the baseline, recorded runs,
-        # the template, the custom metrics' sources - is read (or privately copied) now,
-        # before setup-command, the agents or a custom metric run (the event file was read
-        # first of all, by RunContext). Every rendering reads the template's private copy.
-        prepared = None if config.merge else prepare(config.run)
-        config.publish.template = config.run.template
-        if sandbox is not None:
-            sandbox.begin(hand_over=bool(config.setup_command or config.run.agent_command
-                                         or config.run.agent_url))
-        if config.setup_command:
-            run_setup(config.setup_command, config.workdir, commands, sandbox)
-        commands.group("evalcheck: merge" if config.merge else "evalcheck: evaluation")
-        try:
-            if config.merge:
-                from ..commands.merge import merge_in_action
-
-                if sandbox is not None:  # no agent runs: setup-command's leftovers end here
-                    sandbox.end()
-                merge_in_action(config.merge, config.run, config.fail_on)
-                results = results_from_file(config.results_path)
-            else:
-                results = evaluate(config.run, secret_values(env), files, prepared)
-                if search is not None:  # before the lines below: they name the baseline
-                    pooled = prepared.inputs.baseline_paths if prepared is not None else None
-                    results, search = record_baseline(results, search, config, files, pooled), None
-                report_gate(results, config.run.fail_on)
-                if results.interrupted is not None:  # a cancelled job: the files say what ran;
-                    raise SystemExit(EXIT_SIGINT)    # nothing is published, no verdict output
-        finally:
-            commands.endgroup()
-        if search is not None:
-            results = record_baseline(results, search, config, files)
+        config, search = job_config(read_config(env, Path.cwd()), ctx, commands, sandboxes)
+        results, template = evaluate_job(config, search, commands, files, secret_values(env))
     except InputError as exc:
         return bad_input(commands, exc)
+    return publish_job(results, config, ctx, commands, files, template)
 
+
+def job_config(config: ActionConfig, ctx: RunContext, commands: Commands,
+               sandboxes: list[AgentSandbox]) -> tuple[ActionConfig, BaselineSearch | None]:
+    """The job's run options, all found before any of the pull request's code runs: confined to
+    the workspace, the agents' sandbox, main's results (``baseline: auto``, and the search
+    that found them), the overrides, the changed files and the base commit."""
+    boundary = ctx.workspace or config.workdir
+    check_judge_cache_outside(config.run.judge_cache, boundary, "input 'judge-cache'", CACHE_FIX)
+    for output in (config.results_path, config.markdown_path, config.run.junit, config.run.inference_out,
+                   config.run.html):
+        if output is not None:
+            unbend_output(output, boundary)
+    sandbox = agent_sandbox(config, ctx)
+    if sandbox is not None:
+        sandboxes.append(sandbox)
+    search = find_auto_baseline(config, ctx)
+    run = replace(with_found_baselines(config.run, search), confine=boundary, sandbox=sandbox,
+                  # Overrides (docs/quarantine.md): the base branch's quarantine file, read with
+                  # git before any of the PR's code runs; the accept label, from the PR's timeline.
+                  quarantine_ref=quarantine_ref(ctx.event_name, ctx.event), quarantine_auto=True,
+                  accept=find_accept_label(config, ctx, commands),
+                  changed_since=changed_since(config, ctx.pull_request, ctx.event_name,
+                                              search.found.commit if search and search.found else None),
+                  changed_since_auto=True,
+                  # On a pull request, files of the repository the gate reads are its claim,
+                  # compared with its base commit (a baseline file it changed is read as the base has it).
+                  base=pull_request_base(ctx.pull_request))
+    return replace(config, run=run), search
+
+
+def evaluate_job(config: ActionConfig, search: BaselineSearch | None, commands: Commands, files: OutputFiles,
+                 secrets: list[str]) -> tuple[Results, Path | None]:
+    """Read what the verdict reads, run setup-command, then evaluate (or merge the shards); the
+    results, with where the automatic baseline came from, and the template as read."""
+    from ..commands.run import prepare
+
+    os.chdir(config.workdir)
+    # Everything the verdict reads - eval files, criteria, the baseline, recorded runs,
+    # the template, the custom metrics' sources - is read (or privately copied) now,
+    # before setup-command, the agents or a custom metric run (the event file was read
+    # first of all, by RunContext). Every rendering reads the template's private copy.
+    prepared = None if config.merge else prepare(config.run)
+    template = prepared.inputs.template if prepared is not None else config.run.template
+    set_up(config, commands)
+    commands.group("evalcheck: merge" if config.merge else "evalcheck: evaluation")
+    try:
+        if prepared is None:
+            results = merge_shards(config)
+        else:
+            results = evaluate_prepared(config, prepared, search, files, secrets)
+    finally:
+        commands.endgroup()
+    if prepared is None and search is not None:
+        results = record_baseline(results, search, config, files)
+    return results, template
+
+
+def set_up(config: ActionConfig, commands: Commands) -> None:
+    """The sandbox takes the workspace over (when the PR's code runs: setup-command, an agent),
+    then setup-command runs."""
+    sandbox = config.run.sandbox
+    if sandbox is not None:
+        sandbox.begin(hand_over=bool(config.setup_command or config.run.agent_command
+                                     or config.run.agent_url))
+    if config.setup_command:
+        run_setup(config.setup_command, config.workdir, commands, sandbox)
+
+
+def merge_shards(config: ActionConfig) -> Results:
+    """The merge job: the shards' results merged, the run's files written (commands/merge.py)."""
+    from ..commands.merge import merge_in_action
+    from ..report.finish import results_from_file
+
+    if config.run.sandbox is not None:  # no agent runs: setup-command's leftovers end here
+        config.run.sandbox.end()
+    merge_in_action(config.merge, config.run, config.fail_on)
+    return results_from_file(config.results_path)
+
+
+def evaluate_prepared(config: ActionConfig, prepared: Prepared, search: BaselineSearch | None,
+                      files: OutputFiles, secrets: list[str]) -> Results:
+    """The evaluation of what was read, where the automatic baseline came from recorded, and
+    the gate's lines. A cancelled job exits here: the files say what ran; nothing is
+    published, no verdict output."""
+    from ..commands.run import evaluate
+    from ..report.finish import report_gate
+
+    results = evaluate(config.run, secrets, files, prepared)
+    if search is not None:  # before the lines below: they name the baseline
+        results = record_baseline(results, search, config, files, prepared.inputs.baseline_paths)
+    report_gate(results, config.run.fail_on)
+    if results.interrupted is not None:
+        raise SystemExit(EXIT_SIGINT)
+    return results
+
+
+def publish_job(results: Results, config: ActionConfig, ctx: RunContext, commands: Commands,
+                files: OutputFiles, template: Path | None) -> int:
+    """The markdown report, the job summary, the comment and checks, the files handed back,
+    the step's outputs; the exit status."""
+    from ..compare.tokens import token_gate_failed
     from ..report.markdown import Links, render_markdown
 
     # A shard's verdict is not the suite's: the merge job gates (docs/sharding.md).
-    from ..compare.tokens import token_gate_failed
-
     failed = (gate_failed(results, config.fail_on) or token_gate_failed(results)) and not config.run.shard
-    config.publish.gate_failed = failed
     try:  # rendered first: a broken user template is bad input, found before any posting
-        report = render_markdown(results, template=config.run.template,
+        report = render_markdown(results, template=template,
                                  extra={"links": Links(run_url=ctx.run_url, blob_base=ctx.blob_base()),
                                         "fail_on": config.fail_on})
     except InputError as exc:
         return bad_input(commands, exc)
     files.write(config.markdown_path, report, "markdown report")
-    if config.publish_enabled:
-        if ctx.summary_path is not None:
-            files.attempt("job summary", ctx.summary_path,
-                          lambda: write_step_summary(results, ctx, config.run.template,
-                                                             config.fail_on))
-        outcome = publish_results(results, ctx, config.publish, config.token, commands)
-    else:
-        outcome = PublishOutcome()
-        say(f"evalcheck: publish: false - nothing posted; results in "
-            f"{relative_to_workspace(config.results_path, ctx.workspace)}")
-    written = [p for p in (config.results_path, config.markdown_path, config.run.junit,
-                           config.run.inference_out, config.run.html) if p]
-    give_back(written, ctx.workspace)
+    outcome = post_results(results, config, ctx, commands, files,
+                           replace(config.publish, template=template, gate_failed=failed))
+    give_back([p for p in (config.results_path, config.markdown_path, config.run.junit,
+                           config.run.inference_out, config.run.html) if p], ctx.workspace)
     give_cache_back(config.run.judge_cache)
-    if (output_path := ctx.output_path) is not None:
-        outputs = {"passed": "true" if results.passed else "false",
-                   "results-path": relative_to_workspace(config.results_path, ctx.workspace),
-                   "markdown-path": relative_to_workspace(config.markdown_path, ctx.workspace),
-                   "comment-url": outcome.comment_url or ""}
-        files.attempt("step outputs (GITHUB_OUTPUT)", output_path,
-                      lambda: write_outputs(output_path, outputs))
+    write_step_outputs(results, config, ctx, outcome, files)
     if failed:  # the gate's line (with the token gate's, when that failed) as an annotation
         commands.error(f"evalcheck: {clean(gate_message(results, config.fail_on))}")
+    return exit_status(results, failed, files, commands)
+
+
+def post_results(results: Results, config: ActionConfig, ctx: RunContext, commands: Commands,
+                 files: OutputFiles, publish_options: PublishOptions) -> PublishOutcome:
+    """The job summary, the comment, check run and status (``publish: false``: none, said)."""
+    if not config.publish_enabled:
+        say(f"evalcheck: publish: false - nothing posted; results in "
+            f"{relative_to_workspace(config.results_path, ctx.workspace)}")
+        return PublishOutcome()
+    if ctx.summary_path is not None:
+        files.attempt("job summary", ctx.summary_path,
+                      lambda: write_step_summary(results, ctx, publish_options.template, config.fail_on))
+    return publish_results(results, ctx, publish_options, config.token, commands)
+
+
+def write_step_outputs(results: Results, config: ActionConfig, ctx: RunContext, outcome: PublishOutcome,
+                       files: OutputFiles) -> None:
+    """The step's outputs (GITHUB_OUTPUT), for later steps: paths relative to the workspace."""
+    if (output_path := ctx.output_path) is None:
+        return
+    outputs = {"passed": "true" if results.passed else "false",
+               "results-path": relative_to_workspace(config.results_path, ctx.workspace),
+               "markdown-path": relative_to_workspace(config.markdown_path, ctx.workspace),
+               "comment-url": outcome.comment_url or ""}
+    files.attempt("step outputs (GITHUB_OUTPUT)", output_path, lambda: write_outputs(output_path, outputs))
+
+
+def exit_status(results: Results, failed: bool, files: OutputFiles, commands: Commands) -> int:
+    """1 the gate failed, 0 it passed; 2 when a passing gate's outputs are missing, or what
+    ran was reported but is bad input: eval files that could not be read, a spent token
+    budget, the judges' credentials or refusals, the model service's refusals."""
     if files.failed and not failed:
         return EXIT_BAD_INPUT  # a passing gate whose outputs are missing is not a pass
-    if results.file_errors:  # reported with the others' results; bad input, at the end
-        for error in results.file_errors:
-            commands.error(f"evalcheck: {clean(error.error)}")
-        return EXIT_BAD_INPUT
-    if results.budgets:  # a spent token budget: what ran was reported; bad input, at the end
+    problems = [error.error for error in results.file_errors or []]  # reported with the others' results
+    if not problems and results.budgets:  # a spent token budget: what ran was reported
         from ..report.cost import budget_line
 
-        for budget in results.budgets:
-            commands.error(f"evalcheck: {clean(budget_line(budget))}")
+        problems = [budget_line(budget) for budget in results.budgets]
+    if problems:
+        for problem in problems:
+            commands.error(f"evalcheck: {clean(problem)}")
         return EXIT_BAD_INPUT
     from ..report.finish import judge_errors
 

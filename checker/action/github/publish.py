@@ -45,7 +45,7 @@ def marker(key: str) -> str:
     return f"<!-- evalcheck:{key} -->"
 
 
-@dataclass
+@dataclass(frozen=True)
 class PublishOptions:
     comment: str = "update"      # update | new | off
     comment_key: str = "default"
