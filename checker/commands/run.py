@@ -321,6 +321,8 @@ def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: Ou
         except RunsInterrupted as stopped:  # what finished is written, scored and reported, marked
             from ..safety.interrupt import signal_name
 
+            from ..report.records import say_interrupted
+
             say_interrupted(options.inference_out, stopped.recorded, stopped.planned)
             runs, interrupted = stopped.runs, Interrupted(signal=signal_name(), runs_finished=stopped.finished,
                                                           runs_planned=stopped.planned)
@@ -340,21 +342,6 @@ def run_cases(options: RunOptions, plan: Plan, secrets: Iterable[str], files: Ou
 
         write_inference_out(options.inference_out, plan.targets, runs, plan.shard, redactor, files)
     return Runs(by_case=runs, redactor=redactor, concurrency=concurrency, interrupted=interrupted)
-
-
-def say_interrupted(inference_out: Path | None, finished: list[RecordedRun], planned: int) -> None:
-    """Ctrl-C or SIGTERM stopped the runs: what finished is written first (--inference-out),
-    before anything else can go wrong, and said."""
-    message = f"evalcheck: interrupted; {len(finished)} run(s) had finished"
-    if inference_out and finished:
-        from ..models.records import RecordedRuns
-        from ..report.records import write_records
-        from ..report.writes import say_error
-
-        if write_records(inference_out, RecordedRuns(runs=finished), Redactor(secret_values(os.environ)),
-                         OutputFiles(report=say_error)):
-            message += f", written to {inference_out}"
-    say(message + f"; scoring them (interrupted: {len(finished)} of {planned} runs)", err=True)
 
 
 def score(options: RunOptions, plan: Plan, runs: Runs, started: Started) -> Results:

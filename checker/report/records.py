@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..models.records import RecordedRun, RecordedRuns
+from ..safety.output import say
 from ..safety.redact import Redactor
 from ..version import evalcheck_version
 from .writes import OutputFiles
@@ -44,3 +45,19 @@ def write_inference_out(path: Path, targets: list[EvalTarget], runs: Mapping[Run
         records.metadata = {"evalcheckVersion": evalcheck_version(), "shard": recorded_runs_shard(
             shard, targets, [key for key, _ in placed])}
     return write_records(path, records, redactor, files)
+
+
+def say_interrupted(inference_out: Path | None, finished: list[RecordedRun], planned: int) -> None:
+    """Ctrl-C or SIGTERM stopped the runs: what finished is written first (--inference-out),
+    before anything else can go wrong, and said."""
+    message = f"evalcheck: interrupted; {len(finished)} run(s) had finished"
+    if inference_out and finished:
+        import os
+
+        from ..safety.redact import secret_values
+        from .writes import say_error
+
+        if write_records(inference_out, RecordedRuns(runs=finished), Redactor(secret_values(os.environ)),
+                         OutputFiles(report=say_error)):
+            message += f", written to {inference_out}"
+    say(message + f"; scoring them (interrupted: {len(finished)} of {planned} runs)", err=True)
