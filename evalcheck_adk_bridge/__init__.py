@@ -33,6 +33,7 @@ from typing import IO, Any
 from .loading import Agents, LoadFailure
 from .loading import load_agent as load_agent  # re-exported: checker/bridges/adk.py imports it from here
 from .refusals import service_refusal
+from .pacing import PACER, CallPacer
 from .retries import TELL
 from .runtime import end_process, eval_plugins, fewer_collections
 
@@ -156,6 +157,7 @@ async def serve(agent_dir: Path, out: IO[str], stdin: IO[bytes], *, many: bool =
     """Load the agent (a folder of agents: each on the first run it serves), then serve runs
     until stdin closes (one run unless ``many``; with ``many``, up to ``concurrent`` at once,
     None: as many as the checker offers)."""
+    PACER.set(CallPacer())  # every run's calls of a model share the quota the service stated
     agents = Agents(agent_dir)
     if not agents.several:
         try:

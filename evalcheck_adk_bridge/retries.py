@@ -12,7 +12,9 @@ reset connection) tells the checker (``{"type": "refused"}``, when its start mes
 with ``"tellRefusals": true``), waits the delay the service asked for (a fifth more at most,
 drawn per call) or ADK's backoff without one, and calls the model again with the same request,
 up to ADK's 7 attempts. What the agent answers is the same as under ADK's retries: only the
-waits differ. Past the attempts the refusal ends the run, unavailable, as before.
+waits differ. Past the attempts the refusal ends the run, unavailable, as before. A refusal
+that states a quota of requests per second or minute paces that model's later calls, every
+run's (pacing.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from .pacing import learn_quota, wait_turn
 from .refusals import service_refusal
 
 # ADK's eval retry options (google/adk/evaluation/_retry_options_utils.py) and tenacity's
@@ -67,6 +70,7 @@ def refusal_retries(rng: random.Random | None = None,
             self.ours = types.HttpRetryOptions(attempts=1)
 
         async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
+            await wait_turn(llm_request)  # every call of a paced model, streaming ones too
             if _streaming(callback_context) or _model(callback_context) is None:
                 return None  # ADK's own plugin, after this one, gives it ADK's options
             config = llm_request.config = llm_request.config or types.GenerateContentConfig()
@@ -80,6 +84,8 @@ def refusal_retries(rng: random.Random | None = None,
             http = getattr(getattr(llm_request, "config", None), "http_options", None)
             refusal = service_refusal(error)
             model = _model(callback_context)
+            if refusal is not None:
+                learn_quota(llm_request, error)
             if refusal is None or getattr(http, "retry_options", None) is not self.ours \
                     or model is None:
                 return None  # the agent's error, or a call the agent retries its own way
@@ -88,6 +94,7 @@ def refusal_retries(rng: random.Random | None = None,
                 if tell is not None:
                     tell(refusal)
                 await sleep(delay(refusal, attempt, draw))
+                await wait_turn(llm_request)
                 try:
                     answer = None
                     async for response in model.generate_content_async(llm_request, stream=False):
@@ -97,6 +104,7 @@ def refusal_retries(rng: random.Random | None = None,
                     refusal = service_refusal(again)
                     if refusal is None:
                         raise
+                    learn_quota(llm_request, again)
             return None  # refused ATTEMPTS times: the run ends unavailable
 
     return RefusalRetries()

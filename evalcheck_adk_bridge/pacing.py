@@ -1,0 +1,104 @@
+"""Model calls spaced to the request quota the service states in its refusals.
+
+Gemini's 429 says which quota was exhausted (``google.rpc.QuotaFailure``: a violation's
+``quotaId`` such as ``GenerateRequestsPerMinutePerProjectPerModel-FreeTier`` and its
+``quotaValue``, e.g. "10"). Once a model's calls were refused for a quota of requests per
+second or per minute, the bridge starts that model's calls no closer together than the quota
+allows: the runs in flight then wait in the bridge for their turn instead of sending calls
+the service refuses, each refusal costing its run the delay the service asks for (2 s to a
+minute) while the quota goes unused. One pacer serves every run of the bridge's process; the
+checker's concurrency limiter sees paced runs take longer and stops growing. A quota per day,
+of tokens or of calls in flight is not paced: it is not a rate of calls. Standard library only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+# Spacing a little wider than the quota's own: the service counts calls as they arrive, and
+# two calls sent the spacing apart may arrive closer together.
+MARGIN = 1.03
+_RATE_QUOTA = re.compile(r"Requests?Per(Second|Minute)", re.IGNORECASE)
+_SECONDS = {"second": 1.0, "minute": 60.0}
+
+
+def stated_rate(details: Any) -> float | None:
+    """The calls a second a refusal's body says its exhausted quota allows (the lowest, when
+    it names several), or None when it names no quota of requests per second or minute."""
+    body = details.get("error", details) if isinstance(details, dict) else None
+    items = body.get("details") if isinstance(body, dict) else None
+    rates = []
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict) or not str(item.get("@type", "")).endswith("google.rpc.QuotaFailure"):
+            continue
+        for violation in item.get("violations") or []:
+            if not isinstance(violation, dict):
+                continue
+            named = f"{violation.get('quotaId', '')} {violation.get('quotaMetric', '')}"
+            found = _RATE_QUOTA.search(named.replace("_", ""))
+            try:
+                value = float(str(violation.get("quotaValue", "")))
+            except ValueError:
+                continue
+            if found and value > 0 and "concurrent" not in named.lower():
+                rates.append(value / _SECONDS[found.group(1).lower()])
+    return min(rates) if rates else None
+
+
+class CallPacer:
+    """Per model: the calls' start times, spaced ``MARGIN / rate`` apart once the service
+    stated the rate (``learn``); a model with no stated rate is not paced."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Any] = asyncio.sleep):
+        self._clock = clock
+        self._sleep = sleep
+        self._spacing: dict[str, float] = {}
+        self._next: dict[str, float] = {}
+
+    def learn(self, model: str, error: BaseException) -> None:
+        """A call of ``model`` raised ``error``: pace the model if it names a rate quota."""
+        rate = stated_rate(getattr(error, "details", None))
+        if rate is not None:
+            spacing = MARGIN / rate
+            self._spacing[model] = max(spacing, self._spacing.get(model, 0.0))
+
+    def spacing(self, model: str) -> float | None:
+        return self._spacing.get(model)
+
+    async def wait(self, model: str) -> None:
+        """Until this call's turn: calls of a paced model start in the order they asked."""
+        spacing = self._spacing.get(model)
+        if spacing is None:
+            return
+        now = self._clock()
+        turn = max(now, self._next.get(model, now))
+        self._next[model] = turn + spacing
+        if turn > now:
+            await self._sleep(turn - now)
+
+
+# The bridge process's pacer, set once when it starts serving (serve() in __init__.py): every
+# run's Runner gets a plugin of its own, and they share it. None: calls are not paced.
+PACER: contextvars.ContextVar[CallPacer | None] = contextvars.ContextVar("evalcheck_pacer",
+                                                                         default=None)
+
+
+async def wait_turn(llm_request: Any) -> None:
+    """Before a model call of this process: its turn, when its model is paced."""
+    pacer = PACER.get()
+    if pacer is not None:
+        await pacer.wait(str(getattr(llm_request, "model", None)))
+
+
+def learn_quota(llm_request: Any, error: BaseException) -> None:
+    """A model call of this process was refused with ``error``: its model is paced from now
+    on when the refusal states a rate quota."""
+    pacer = PACER.get()
+    if pacer is not None:
+        pacer.learn(str(getattr(llm_request, "model", None)), error)
