@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..compare.gate import FAIL_ON
 from ..errors import InputError
@@ -14,6 +15,9 @@ from .github.labels import LabelPolicy, check_bots, check_permission
 from .github.publish import PublishOptions, check_comment_key
 from .github.workflow import Inputs
 from ..options import RunOptions
+
+if TYPE_CHECKING:
+    from .github.baseline import BaselineSearch
 
 COMMENT_MODES = ("update", "new", "off")
 DEFAULT_RESULTS = "evalcheck-report/results.json"
@@ -241,3 +245,11 @@ def pull_request_base(pull_request: Mapping[str, object]) -> str | None:
     base = pull_request.get("base")
     sha = base.get("sha") if isinstance(base, dict) else None
     return sha if isinstance(sha, str) and sha else None
+
+
+def with_found_baselines(run: RunOptions, search: BaselineSearch | None) -> RunOptions:
+    """``run`` comparing with the results of main the search found (newest first: pooled per
+    case, docs/comparing.md); as given when it found none."""
+    if search is None or not search.history:
+        return run
+    return replace(run, baselines=[found.path for found in search.history], baselines_found=True)

@@ -24,7 +24,8 @@ from ..safety.confine import check_judge_cache_outside
 from .github.job import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_PASSED, bad_input, publish_results, write_step_summary
 from .github.publish import PublishOptions, PublishOutcome
 from .github.workflow import Commands, Inputs, RunContext, write_outputs
-from .config import ActionConfig, changed_since, pull_request_base, quarantine_ref, read_config
+from .config import (ActionConfig, changed_since, pull_request_base, quarantine_ref, read_config,
+                     with_found_baselines)
 from .host_files import give_back, give_cache_back, relative_to_workspace
 from ..models.results import Results
 from ..safety.interrupt import EXIT_SIGINT
@@ -37,7 +38,6 @@ from ..report.writes import OutputFiles
 if TYPE_CHECKING:
     from ..commands.run import Prepared
     from ..compare.overrides import AcceptLabel
-    from ..options import RunOptions
     from .github.baseline import BaselineSearch
 
 CACHE_FIX = ("keep it under the runner's home, e.g. judge-cache: /github/home/judge-cache, "
@@ -83,14 +83,6 @@ def find_auto_baseline(config: ActionConfig, ctx: RunContext) -> BaselineSearch 
         return None
     say(clean(describe(search)))
     return search
-
-
-def with_found_baselines(run: RunOptions, search: BaselineSearch | None) -> RunOptions:
-    """``run`` comparing with the results of main the search found (newest first: pooled per
-    case, docs/comparing.md); as given when it found none."""
-    if search is None or not search.history:
-        return run
-    return replace(run, baselines=[found.path for found in search.history], baselines_found=True)
 
 
 def find_accept_label(config: ActionConfig, ctx: RunContext, commands: Commands) -> AcceptLabel | None:
