@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from typing import NamedTuple
 
 from ..safety.limits import fd_concurrency
 from ..safety.output import say
@@ -28,8 +29,16 @@ def limit_to_files(concurrency: int) -> int:
     return allowed
 
 
+class Start(NamedTuple):
+    """Where the default concurrency starts (``settle``)."""
+
+    runs: int  # at once
+    why: str | None  # said to the user, e.g. "the agent serves 8 runs at once in one process"
+    as_asked: bool  # the agent serves as many sessions as it was offered
+
+
 async def settle(runner: AgentRunner, first: list[asyncio.Future],
-                 asked: int | None = None) -> tuple[int, str | None, bool]:
+                 asked: int | None = None) -> Start:
     """Where the default concurrency starts, once the first agent process has said what kind
     it is (the first run goes alone until then): N for one serving N concurrent sessions,
     else the CPUs (a process per run in flight). With why, unless the agent failed before
@@ -42,8 +51,8 @@ async def settle(runner: AgentRunner, first: list[asyncio.Future],
         await asyncio.wait([kind, *first], return_when=asyncio.FIRST_COMPLETED)
         what, n = kind.result() if kind.done() else ("unknown", None)
         if what == "concurrent" and n:
-            return n, f"the agent serves {n} runs at once in one process", n == asked
+            return Start(n, f"the agent serves {n} runs at once in one process", n == asked)
     n = cpus()
     if what == "unknown":
-        return n, None, False
-    return n, f"{n} CPU{'s' if n != 1 else ''}, a process per run in flight", False
+        return Start(n, None, False)
+    return Start(n, f"{n} CPU{'s' if n != 1 else ''}, a process per run in flight", False)

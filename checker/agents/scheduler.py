@@ -204,15 +204,14 @@ class Scheduler:
     async def _settle(self) -> None:
         """The default start, once the first agent process has said what kind it is."""
         workers = [task for task in self.tasks if task is not asyncio.current_task()]
-        start, why, asked = await settle(self.runner, workers, self.options.sessions())
+        start = await settle(self.runner, workers, self.options.sessions())
         self.settled = True
-        if asked:  # it serves as many sessions as asked: start lower, and adapt
-            start = min(start, SESSIONS_START)
-        self.limiter.begin_at(start)
+        # An agent serving as many sessions as asked starts lower, and adapts.
+        self.limiter.begin_at(min(start.runs, SESSIONS_START) if start.as_asked else start.runs)
         self.watch.resize(self.limiter.limit)
-        if why is not None:
+        if start.why is not None:
             self.notes.append(f"evalcheck: concurrency {self.limiter.limit}, adapting up to "
-                              f"{self.limiter.cap} ({why}; --concurrency N fixes it)")
+                              f"{self.limiter.cap} ({start.why}; --concurrency N fixes it)")
 
     def _say_notes(self) -> None:
         while self.notes:
