@@ -100,11 +100,6 @@ class PooledCase:
         older = passes[self.newest_runs.get(metric, 0):]
         return older if len(self.sources) > 1 and older else passes
 
-    def deterministic(self, metric: str) -> bool:
-        """Every pooled run of ``metric`` scored the same (and there are at least 3)."""
-        scored = [s for s in self.scores.get(metric, []) if s is not None]
-        return len(scored) >= 3 and min(scored) == max(scored)
-
 
 class BaselinePool:
     """Baseline results files, newest first, indexed by case."""
