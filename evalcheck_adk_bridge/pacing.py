@@ -23,6 +23,11 @@ from typing import Any
 # Spacing a little wider than the quota's own: the service counts calls as they arrive, and
 # two calls sent the spacing apart may arrive closer together.
 MARGIN = 1.03
+# The longest a call waits for its turn. A slow quota (10 a minute: a call each 6 s) and many
+# runs in flight would queue a call for minutes, past the checker's --turn-timeout (a turn's
+# timeout gives its process up); a call that would wait longer goes at once instead, as it
+# did unpaced, and a refusal is retried after the delay the service asks for.
+MAX_WAIT = 60.0
 _RATE_QUOTA = re.compile(r"Requests?Per(Second|Minute)", re.IGNORECASE)
 _SECONDS = {"second": 1.0, "minute": 60.0}
 
@@ -78,6 +83,8 @@ class CallPacer:
             return
         now = self._clock()
         turn = max(now, self._next.get(model, now))
+        if turn - now > MAX_WAIT:
+            return  # too long a queue: not paced (MAX_WAIT), and no turn taken
         self._next[model] = turn + spacing
         if turn > now:
             await self._sleep(turn - now)

@@ -13,7 +13,7 @@ pytest.importorskip("google.adk")
 
 from google.genai import errors  # noqa: E402
 
-from evalcheck_adk_bridge.pacing import MARGIN, CallPacer, stated_rate  # noqa: E402
+from evalcheck_adk_bridge.pacing import MARGIN, MAX_WAIT, CallPacer, stated_rate  # noqa: E402
 from tests.fakes.gemini_api import FakeGeminiApi, Quota, Stats  # noqa: E402
 from tests.refusals.service import BRIDGE, Outcome, run_evalcheck  # noqa: E402
 
@@ -98,6 +98,25 @@ def test_calls_of_a_paced_model_start_the_quotas_spacing_apart_in_the_order_aske
     pacer.learn("gemini-2.5-flash", quota_error(PER_MINUTE))
     pacer.learn("gemini-2.5-flash", quota_error(PER_SECOND))
     assert pacer.spacing("gemini-2.5-flash") == pytest.approx(MARGIN * 6)
+
+
+def test_a_call_never_waits_longer_than_max_wait_for_its_turn() -> None:
+    """At 10 calls a minute (6.18 s apart), 12 calls asked at once: those whose turn is
+    within MAX_WAIT (60 s) wait for it; the others go at once, taking no turn, so the
+    queue does not grow past the checker's turn timeout."""
+    time = FakeTime()
+    pacer = CallPacer(clock=time.clock, sleep=time.sleep)
+    pacer.learn("gemini-2.5-flash", quota_error(PER_MINUTE))
+    step = MARGIN * 6
+
+    async def calls(n: int) -> None:
+        for _ in range(n):
+            await pacer.wait("gemini-2.5-flash")
+
+    asyncio.run(calls(12))
+    queued = int(MAX_WAIT // step)  # 9 turns after the first are within 60 s
+    assert time.slept == [pytest.approx(i * step) for i in range(1, queued + 1)]
+    assert max(time.slept) <= MAX_WAIT
 
 
 # ------------------------------------------------------------------ through the real bridge
