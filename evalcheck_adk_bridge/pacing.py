@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .refusals import error_details
+
 # Spacing a little wider than the quota's own: the service counts calls as they arrive, and
 # two calls sent the spacing apart may arrive closer together.
 MARGIN = 1.03
@@ -35,13 +37,10 @@ _SECONDS = {"second": 1.0, "minute": 60.0}
 def stated_rate(details: Any) -> float | None:
     """The calls a second a refusal's body says its exhausted quota allows (the lowest, when
     it names several), or None when it names no quota of requests per second or minute."""
-    body = details.get("error", details) if isinstance(details, dict) else None
-    items = body.get("details") if isinstance(body, dict) else None
     rates = []
-    for item in items if isinstance(items, list) else []:
-        if not isinstance(item, dict) or not str(item.get("@type", "")).endswith("google.rpc.QuotaFailure"):
-            continue
-        for violation in item.get("violations") or []:
+    for item in error_details(details, "QuotaFailure"):
+        violations = item.get("violations")
+        for violation in violations if isinstance(violations, list) else []:
             if not isinstance(violation, dict):
                 continue
             named = f"{violation.get('quotaId', '')} {violation.get('quotaMetric', '')}"

@@ -57,13 +57,21 @@ def _through_model_client(exc: BaseException) -> bool:
     return False
 
 
-def _retry_info(details: Any) -> float | None:
+def error_details(details: Any, kind: str) -> list[dict[str, Any]]:
+    """The items of type ``google.rpc.<kind>`` (RetryInfo, QuotaFailure, ...) of Google's
+    error body (google-genai's ``APIError.details``: the body, or its ``error``)."""
     body = details.get("error", details) if isinstance(details, dict) else None
-    for item in (body or {}).get("details") or [] if isinstance(body, dict) else []:
-        if isinstance(item, dict) and str(item.get("@type", "")).endswith("google.rpc.RetryInfo"):
-            found = _DURATION.match(str(item.get("retryDelay", "")).strip())
-            if found:
-                return float(found.group(1))
+    items = body.get("details") if isinstance(body, dict) else None
+    return [item for item in items if isinstance(item, dict)
+            and str(item.get("@type", "")).endswith(f"google.rpc.{kind}")] \
+        if isinstance(items, list) else []
+
+
+def _retry_info(details: Any) -> float | None:
+    for item in error_details(details, "RetryInfo"):
+        found = _DURATION.match(str(item.get("retryDelay", "")).strip())
+        if found:
+            return float(found.group(1))
     return None
 
 

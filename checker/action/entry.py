@@ -36,7 +36,7 @@ from ..agents.setup_command import run_setup
 from ..report.writes import OutputFiles
 
 if TYPE_CHECKING:
-    from ..commands.run import Prepared
+    from ..commands.run_data import Prepared
     from ..compare.overrides import AcceptLabel
     from .github.baseline import BaselineSearch
 

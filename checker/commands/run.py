@@ -1,7 +1,7 @@
 """``evalcheck run``: read inputs -> plan -> run agents (or replay) -> score -> compare -> write.
 
 ``evaluate`` is the conductor: one call per stage, each taking and returning the typed data
-below (docs/architecture.md draws it)."""
+of run_data.py (docs/architecture.md draws it)."""
 
 from __future__ import annotations
 
