@@ -5,7 +5,8 @@ Additive increase, multiplicative decrease, as TCP's congestion control: the lim
 while the runs' latency stays flat and nothing is refused - by one each finished run at
 first (doubling every round of runs: slow start), by one each round once the service has
 refused once - and is cut when the service refuses (``note_refusal``: by ``REFUSAL_CUT``, at
-most once a round, then no growth for the delay the service asked) or latency climbs
+most once a round, then no growth for the delay the service asked; not for a refusal the
+agent paces its calls for, which more runs at once do not add to) or latency climbs
 (``note_latency``: back by ``LATENCY_CUT``, never under the start). It stays within
 ``[1, cap]``. Latency is judged on the median of the latest ``MIN_ROUND`` finished runs,
 against the best median of such a round; an agent that runs on CPU takes longer with each run more in flight,
@@ -209,12 +210,15 @@ class AdaptiveLimiter:
             step /= PLATEAU
         self._set(self._limit + step)
 
-    def note_refusal(self, retry_after: float | None = None) -> None:
+    def note_refusal(self, retry_after: float | None = None, *, paced: bool = False) -> None:
         """The service refused a run (429, 503, ...): fewer at once, and no growth for the
         ``retry_after`` seconds it asked. Refusals within a round of the last cut are of the
-        same excess: they cut once."""
+        same excess: they cut once. A ``paced`` refusal is only counted: the agent paces
+        the refused model's calls to the quota the service stated, so more runs at once
+        send it no more calls (they wait their turn in the agent, and the latency of runs,
+        which then climbs, still holds the limit back)."""
         self.refusals += 1
-        if self.fixed:
+        if self.fixed or paced:
             return
         now = self._clock()
         self._slow_start = False

@@ -265,7 +265,8 @@ async def serve_run(loaded: Any, start: dict[str, Any], read: Reader, out: IO[st
     user_id = session_in.get("userId") or "user"
     runner = make_runner(loaded, app_name)
     # This run's ADK callbacks tell the checker of the refused calls they retry, if it asked.
-    TELL.set((lambda refusal: _send(out, {"type": "refused", "unavailable": refusal, **named}))
+    TELL.set((lambda refusal, paced: _send(out, {"type": "refused", "unavailable": refusal,
+                                                 **({"paced": True} if paced else {}), **named}))
              if start.get("tellRefusals") is True else None)
     try:
         session = await runner.session_service.create_session(

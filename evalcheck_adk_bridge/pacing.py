@@ -75,18 +75,21 @@ class CallPacer:
     def spacing(self, model: str) -> float | None:
         return self._spacing.get(model)
 
-    async def wait(self, model: str) -> None:
-        """Until this call's turn: calls of a paced model start in the order they asked."""
+    async def wait(self, model: str) -> bool:
+        """Until this call's turn: calls of a paced model start in the order they asked.
+        False for a call that skipped the queue (MAX_WAIT): more runs at once than the
+        quota serves within it."""
         spacing = self._spacing.get(model)
         if spacing is None:
-            return
+            return True
         now = self._clock()
         turn = max(now, self._next.get(model, now))
         if turn - now > MAX_WAIT:
-            return  # too long a queue: not paced (MAX_WAIT), and no turn taken
+            return False  # too long a queue: not paced (MAX_WAIT), and no turn taken
         self._next[model] = turn + spacing
         if turn > now:
             await self._sleep(turn - now)
+        return True
 
 
 # The bridge process's pacer, set once when it starts serving (serve() in __init__.py): every
@@ -95,16 +98,21 @@ PACER: contextvars.ContextVar[CallPacer | None] = contextvars.ContextVar("evalch
                                                                          default=None)
 
 
-async def wait_turn(llm_request: Any) -> None:
-    """Before a model call of this process: its turn, when its model is paced."""
+async def wait_turn(llm_request: Any) -> bool:
+    """Before a model call of this process: its turn, when its model is paced. False when
+    the call skipped the queue (MAX_WAIT)."""
     pacer = PACER.get()
-    if pacer is not None:
-        await pacer.wait(str(getattr(llm_request, "model", None)))
+    if pacer is None:
+        return True
+    return await pacer.wait(str(getattr(llm_request, "model", None)))
 
 
-def learn_quota(llm_request: Any, error: BaseException) -> None:
+def learn_quota(llm_request: Any, error: BaseException) -> bool:
     """A model call of this process was refused with ``error``: its model is paced from now
-    on when the refusal states a rate quota."""
+    on when the refusal states a rate quota. Whether the model is paced."""
     pacer = PACER.get()
-    if pacer is not None:
-        pacer.learn(str(getattr(llm_request, "model", None)), error)
+    if pacer is None:
+        return False
+    model = str(getattr(llm_request, "model", None))
+    pacer.learn(model, error)
+    return pacer.spacing(model) is not None

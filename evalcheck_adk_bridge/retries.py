@@ -14,7 +14,8 @@ drawn per call) or ADK's backoff without one, and calls the model again with the
 up to ADK's 7 attempts. What the agent answers is the same as under ADK's retries: only the
 waits differ. Past the attempts the refusal ends the run, unavailable, as before. A refusal
 that states a quota of requests per second or minute paces that model's later calls, every
-run's (pacing.py).
+run's (pacing.py); the checker is then told the refusal is paced (``"paced": true``): more
+runs at once send no more calls of that model, so its limiter need not cut for it.
 """
 
 from __future__ import annotations
@@ -39,10 +40,15 @@ JITTER = 1.0
 # delay do not all come back at once (as the checker does for whole runs).
 ASKED_JITTER = 0.2
 
-Tell = Callable[[dict[str, Any]], None]
+Tell = Callable[[dict[str, Any], bool], None]  # (the refusal, whether the bridge paces it)
 # How the run being served tells the checker of a refused call it retries: set by the run's
 # task (its context is the one ADK's callbacks run in); None when the checker did not ask.
 TELL: contextvars.ContextVar[Tell | None] = contextvars.ContextVar("evalcheck_tell", default=None)
+# Whether the run's latest model call waited its turn (or needed none), rather than skip a
+# queue too long (pacing.py: MAX_WAIT): set before the call, read when it is refused, in the
+# run's context (a call's callbacks run in the task that makes it).
+TOOK_TURN: contextvars.ContextVar[bool] = contextvars.ContextVar("evalcheck_took_turn",
+                                                                  default=True)
 
 
 def delay(refusal: dict[str, Any], attempt: int, rng: random.Random) -> float:
@@ -70,7 +76,8 @@ def refusal_retries(rng: random.Random | None = None,
             self.ours = types.HttpRetryOptions(attempts=1)
 
         async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
-            await wait_turn(llm_request)  # every call of a paced model, streaming ones too
+            # every call of a paced model waits its turn, streaming ones too
+            TOOK_TURN.set(await wait_turn(llm_request))
             if _streaming(callback_context) or _model(callback_context) is None:
                 return None  # ADK's own plugin, after this one, gives it ADK's options
             config = llm_request.config = llm_request.config or types.GenerateContentConfig()
@@ -84,17 +91,16 @@ def refusal_retries(rng: random.Random | None = None,
             http = getattr(getattr(llm_request, "config", None), "http_options", None)
             refusal = service_refusal(error)
             model = _model(callback_context)
-            if refusal is not None:
-                learn_quota(llm_request, error)
+            paced = refusal is not None and learn_quota(llm_request, error) and TOOK_TURN.get()
             if refusal is None or getattr(http, "retry_options", None) is not self.ours \
                     or model is None:
                 return None  # the agent's error, or a call the agent retries its own way
             tell = TELL.get()
             for attempt in range(1, ATTEMPTS):
                 if tell is not None:
-                    tell(refusal)
+                    tell(refusal, paced)
                 await sleep(delay(refusal, attempt, draw))
-                await wait_turn(llm_request)
+                took_turn = await wait_turn(llm_request)
                 try:
                     answer = None
                     async for response in model.generate_content_async(llm_request, stream=False):
@@ -104,7 +110,7 @@ def refusal_retries(rng: random.Random | None = None,
                     refusal = service_refusal(again)
                     if refusal is None:
                         raise
-                    learn_quota(llm_request, again)
+                    paced = learn_quota(llm_request, again) and took_turn
             return None  # refused ATTEMPTS times: the run ends unavailable
 
     return RefusalRetries()

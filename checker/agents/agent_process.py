@@ -49,6 +49,7 @@ from .protocol import (
     serves_any_eval_set,
     start_message,
     to_invocation,
+    told_paced,
     told_refusal,
     user_message,
 )
@@ -92,7 +93,7 @@ class AgentProcess:
         self.on_first: Any = None
         # Told each model-service refusal the agent retries itself ({"type": "refused"});
         # None: the start messages do not ask the agent to tell them.
-        self.on_refusal: Callable[[ServiceRefusal], None] | None = None
+        self.on_refusal: Callable[[ServiceRefusal, bool], None] | None = None
         self.told = 0  # ... told during the current run
         self.runs = 0  # runs begun in this process
         self.heard = False  # a ready or response read during the current run
@@ -240,7 +241,7 @@ class AgentProcess:
                 return item
             self.told += 1
             if self.on_refusal is not None:
-                self.on_refusal(refusal)
+                self.on_refusal(refusal, told_paced(item))
 
     async def _receive_one(self, deadline: float, what: str, timeout: float) -> Any:
         loop = asyncio.get_running_loop()

@@ -109,6 +109,9 @@ class RefusedMessage(StrictModel):
 
     type: Literal["refused"]
     unavailable: bool | Unavailable = True
+    # An addition: the agent paces its calls of that model to the quota the refusal stated
+    # (the ADK bridge), so more runs at once send it no more calls: no cause to cut them.
+    paced: bool = False
 
 
 def told_refusal(item: Any) -> ServiceRefusal | None:
@@ -117,7 +120,7 @@ def told_refusal(item: Any) -> ServiceRefusal | None:
     answer, and a miscounted refusal only slows the run down."""
     if not isinstance(item, dict) or item.get("type") != "refused":
         return None
-    fields = {k: v for k, v in item.items() if k not in ("session", "invocationId")}
+    fields = {k: v for k, v in item.items() if k not in ("session", "invocationId", "paced")}
     try:
         message = RefusedMessage.model_validate(fields)
     except ValidationError:
@@ -125,6 +128,12 @@ def told_refusal(item: Any) -> ServiceRefusal | None:
     given = (message.unavailable.model_dump(by_alias=True, exclude_none=True)
              if isinstance(message.unavailable, Unavailable) else True)
     return refusal_of_protocol(given, "")
+
+
+def told_paced(item: Any) -> bool:
+    """Whether a ``{"type": "refused"}`` message says the agent paces the refused model's
+    calls (``"paced": true``)."""
+    return isinstance(item, dict) and item.get("paced") is True
 
 
 def dumps(message: dict[str, Any]) -> bytes:

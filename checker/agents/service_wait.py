@@ -57,6 +57,7 @@ class ServiceWaits:
         self.codes: Counter[str] = Counter()  # refusals by code ("429 RESOURCE_EXHAUSTED")
         self.refused_runs = 0  # runs the service refused at least once
         self.retried_by_agents = 0  # refused calls the agent retried itself (told)
+        self.paced_by_agents = 0  # ... of them, of a model the agent paces to its quota
         self.unavailable_runs = 0  # runs that ended unavailable (not resolved)
         self.not_started = 0  # ... of them, never started (the service was given up)
         self.unavailable_cases: set[tuple[str, str]] = set()
@@ -78,13 +79,14 @@ class ServiceWaits:
         cap = min(MAX_DELAY, BASE_DELAY * 2.0 ** (attempt - 1))
         return self._rng.uniform(cap / 2.0, cap)
 
-    def _count(self, refusal: ServiceRefusal) -> None:
-        """A refusal: counted by code, and told to the limiter, which cuts the runs in flight."""
+    def _count(self, refusal: ServiceRefusal, paced: bool = False) -> None:
+        """A refusal: counted by code, and told to the limiter, which cuts the runs in flight
+        (unless the agent paces the refused model's calls: more runs send no more of them)."""
         self.codes[refusal.code] += 1
         self.last = refusal
         note = getattr(self.limiter, "note_refusal", None)
         if note is not None:
-            note(refusal.retry_after)
+            note(refusal.retry_after, **({"paced": True} if paced else {}))
 
     def refused(self, refusal: ServiceRefusal, attempt: int) -> None:
         """A run came back refused (its ``attempt``-th refusal)."""
@@ -97,15 +99,20 @@ class ServiceWaits:
                        f"are run again after the delay it asks for, for up to {self.max_wait:g} s "
                        "without a run getting through (--max-service-wait)")
 
-    def told(self, refusal: ServiceRefusal) -> None:
+    def told(self, refusal: ServiceRefusal, paced: bool = False) -> None:
         """An agent tells of a model call refused that it retries itself (the run goes on):
-        counted, and told to the limiter at once, which cuts the runs in flight. It starts
-        no outage: the run has not ended."""
-        self._count(refusal)
+        counted, and told to the limiter at once, which cuts the runs in flight - unless
+        the agent paces that model's calls to the quota the refusal stated (``paced``), so
+        that more runs at once send no more calls. It starts no outage: the run has not
+        ended."""
+        self._count(refusal, paced)
         self.retried_by_agents += 1
+        self.paced_by_agents += paced
         if self.retried_by_agents == 1 and self._outage_since is None and not self.refused_runs:
+            then = ("paces that model's calls to the quota it stated" if paced
+                    else "fewer runs go at once")
             self._tell(f"evalcheck: the model service refused a call ({refusal.code}); the agent "
-                       "retries it after the delay the service asks for, and fewer runs go at once")
+                       f"retries it after the delay the service asks for, and {then}")
 
     async def wait(self, refusal: ServiceRefusal, attempt: int) -> bool:
         """Note the refusal and wait before the run is tried again; False when the run is
@@ -158,6 +165,7 @@ class ServiceWaits:
         out: dict[str, Any] = {"refusals": self.refusals, "byCode": dict(self.codes),
                                "refusedRuns": self.refused_runs,
                                "retriedByAgents": self.retried_by_agents,
+                               "pacedByAgents": self.paced_by_agents,
                                "waitedSeconds": round(self.waited, 3),
                                "maxServiceWait": self.max_wait}
         if self.unavailable_runs:

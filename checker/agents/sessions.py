@@ -38,6 +38,7 @@ from .protocol import (
     serves_any_eval_set,
     start_message,
     to_invocation,
+    told_paced,
     told_refusal,
     user_message,
 )
@@ -133,7 +134,7 @@ class SharedWorker:
                 if isinstance(session, str) and session in self.inboxes:
                     self.told[session] = self.told.get(session, 0) + 1
                 if agent.on_refusal is not None:
-                    agent.on_refusal(refusal)
+                    agent.on_refusal(refusal, told_paced(item))
             else:
                 session = item.get("session")
                 inbox = self.inboxes.get(session) if isinstance(session, str) else None

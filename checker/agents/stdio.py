@@ -81,7 +81,7 @@ class StdioRunner:
         self.max_line_bytes = max_line_bytes
         # Told each model-service refusal an agent retries itself (the run's ServiceWaits,
         # set by the scheduler); the start messages then ask agents to tell them.
-        self.on_refusal: Callable[[ServiceRefusal], None] | None = None
+        self.on_refusal: Callable[[ServiceRefusal, bool], None] | None = None
         # Warm workers between two runs. Never more than the runs in flight, since a
         # worker is only put back by the run it served.
         self._idle: list[AgentProcess] = []

@@ -92,6 +92,21 @@ def test_a_refusal_cuts_once_a_round_and_holds_growth_for_the_asked_delay() -> N
     assert limiter.limit == int(27 * 0.75) < cut
 
 
+def test_a_refusal_the_agent_paces_for_is_counted_and_cuts_nothing() -> None:
+    """The agent paces the refused model's calls to the quota the service stated: more runs
+    at once send it no more calls. Slow start goes on; an unpaced refusal still cuts."""
+    clock = Clock()
+    limiter = AdaptiveLimiter(8, 64, clock=clock)
+    finish(limiter, 8)
+    assert limiter.limit == 16
+    limiter.note_refusal(2.0, paced=True)
+    assert limiter.limit == 16 and limiter.refusals == 1
+    finish(limiter, 8)  # no hold for the delay asked, and still slow start: one a run
+    assert limiter.limit == 24
+    limiter.note_refusal(2.0)
+    assert limiter.limit == 18 and limiter.refusals == 2  # 24 x 0.75
+
+
 def test_the_last_step_back_to_a_refused_limit_is_taken_slowly() -> None:
     """Refused at 8, cut to 6: back to 7 at about one a round of runs, from 7 to 8 (the
     limit refused) PLATEAU times slower, past 8 as fast as before."""

@@ -97,6 +97,9 @@ class Stats:
     in_flight: int
     served_at: tuple[tuple[float, float], ...]  # (start, end) of each served call
     refused_at: tuple[float, ...]
+    # time.monotonic() of the first model call (CLOCK_MONOTONIC is one clock for every process
+    # on the machine, so a benchmark can tell the time before the first call); None before it
+    first_call_at: float | None = None
 
     @property
     def refused_share(self) -> float:
@@ -170,7 +173,8 @@ class ModelService:
             return Stats(calls=self.calls, served=self.served,
                          refused=sum(self.refused_by.values()), refused_by=dict(self.refused_by),
                          max_in_flight=self.max_in_flight, in_flight=self.in_flight,
-                         served_at=tuple(self.served_at), refused_at=tuple(self.refused_at))
+                         served_at=tuple(self.served_at), refused_at=tuple(self.refused_at),
+                         first_call_at=self.t0)
 
     def _refusal(self, now: float) -> tuple[str, int, dict[str, Any]] | None:
         """Why this call is refused, or None (called under the lock)."""

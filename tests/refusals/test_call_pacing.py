@@ -119,6 +119,81 @@ def test_a_call_never_waits_longer_than_max_wait_for_its_turn() -> None:
     assert max(time.slept) <= MAX_WAIT
 
 
+# ------------------------------------------------- what the bridge tells the checker of a refusal
+
+class FakeModel:
+    """A model whose call, retried by the plugin, answers (``answers``) or is refused."""
+
+    def __init__(self, *answers: Exception | str):
+        self.answers = list(answers)
+
+    async def generate_content_async(self, request: object, stream: bool = False):  # noqa: ANN201
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        yield answer
+
+
+def told_refusals(pacer: CallPacer, error: Exception, *later: Exception | str) -> list[bool]:
+    """One model call through the bridge's retry plugin, refused with ``error`` (its retries
+    answered ``later``): the ``paced`` flag of each refusal told to the checker."""
+    from types import SimpleNamespace
+
+    from google.adk.models.llm_request import LlmRequest
+
+    from evalcheck_adk_bridge.pacing import PACER
+    from evalcheck_adk_bridge.retries import TELL, refusal_retries
+
+    async def no_sleep(seconds: float) -> None:
+        return None
+
+    told: list[bool] = []
+    plugin = refusal_retries(sleep=no_sleep)
+    model = FakeModel(*later)
+    context = SimpleNamespace(_invocation_context=SimpleNamespace(
+        agent=SimpleNamespace(canonical_model=model), run_config=None))
+    request = LlmRequest(model="gemini-2.5-flash")
+
+    async def call() -> None:
+        PACER.set(pacer)
+        TELL.set(lambda refusal, paced: told.append(paced))
+        await plugin.before_model_callback(callback_context=context, llm_request=request)
+        await plugin.on_model_error_callback(callback_context=context, llm_request=request,
+                                             error=error)
+
+    asyncio.run(call())
+    return told
+
+
+def test_a_refusal_the_bridge_paces_for_is_told_paced() -> None:
+    """The checker's limiter cuts the runs in flight for a refusal unless the bridge paces
+    that model's calls from then on (``"paced": true``): a refusal stating a rate quota is
+    (the call before it was not paced yet, and its retry waits its turn)."""
+    time = FakeTime()
+    pacer = CallPacer(clock=time.clock, sleep=time.sleep)
+    assert told_refusals(pacer, quota_error(PER_SECOND), quota_error(PER_SECOND), "ok") == [True, True]
+    # A refusal naming no rate (a storm's 503, a quota of tokens) is not paced: cut for.
+    fresh = CallPacer(clock=time.clock, sleep=time.sleep)
+    overloaded = errors.ServerError(503, {"error": {"code": 503, "status": "UNAVAILABLE"}})
+    assert told_refusals(fresh, overloaded, "ok") == [False]
+    assert told_refusals(fresh, quota_error(TOKENS), "ok") == [False]
+
+
+def test_a_call_that_skipped_a_queue_too_long_is_told_unpaced() -> None:
+    """At 10 calls a minute with ten calls queued, the next call skips the queue (MAX_WAIT):
+    its refusal says that more runs are in flight than the quota serves, and is cut for."""
+    time = FakeTime()
+    pacer = CallPacer(clock=time.clock, sleep=time.sleep)
+    pacer.learn("gemini-2.5-flash", quota_error(PER_MINUTE))
+
+    async def queue(n: int) -> None:
+        for _ in range(n):
+            await pacer.wait("gemini-2.5-flash")
+
+    asyncio.run(queue(int(MAX_WAIT // (MARGIN * 6)) + 1))
+    assert told_refusals(pacer, quota_error(PER_MINUTE), "ok") == [False]
+
+
 # ------------------------------------------------------------------ through the real bridge
 
 def paced_run(tmp_path: Path, rate: float, cases: int) -> tuple[Outcome, Stats]:
@@ -153,3 +228,8 @@ def test_the_bridge_paces_the_calls_to_the_rate_the_service_stated(tmp_path: Pat
     assert gaps and min(gaps) >= 1 / 6 * 0.9, gaps  # spaced, not bursts
     assert outcome.results is not None
     assert outcome.results["metadata"]["modelService"]["refusals"] == stats.refused
+    # Every refusal was told paced, so the runs in flight were never cut below the start.
+    service = outcome.results["metadata"]["modelService"]
+    assert service["pacedByAgents"] == service["retriedByAgents"] == stats.refused
+    concurrency = outcome.results["metadata"]["adaptiveConcurrency"]
+    assert concurrency["lowest"] == concurrency["start"], concurrency

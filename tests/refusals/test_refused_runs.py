@@ -94,6 +94,19 @@ def test_each_refusal_is_told_to_the_limiter_and_counted() -> None:
     assert service.metadata()["byCode"] == {"429 RESOURCE_EXHAUSTED": 2, "503 UNAVAILABLE": 1}
 
 
+def test_a_refusal_the_agent_paces_for_is_told_so_to_the_limiter() -> None:
+    from checker.limiter import AdaptiveLimiter
+
+    limiter = AdaptiveLimiter(16, 32)
+    service, _ = waits(limiter=limiter)
+    service.told(QUOTA, paced=True)
+    assert limiter.limit == 16 and limiter.refusals == 1
+    service.told(QUOTA)
+    assert limiter.limit == 12
+    meta = service.metadata()
+    assert (meta["retriedByAgents"], meta["pacedByAgents"], meta["refusals"]) == (2, 1, 2)
+
+
 def test_waits_at_once_count_once() -> None:
     """The time waited is the run's: runs waiting together wait the same seconds."""
     service = ServiceWaits(600.0, rng=random.Random(1))

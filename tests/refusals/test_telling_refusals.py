@@ -204,11 +204,16 @@ def test_a_500_of_the_agents_own_exception_and_genais_retry_lines() -> None:
 # ------------------------------------------------------------------ refusals an agent retries
 
 def test_a_refused_message_tells_its_refusal_and_nothing_else_does() -> None:
-    from checker.agents.protocol import start_message, told_refusal
+    from checker.agents.protocol import start_message, told_paced, told_refusal
 
     found = told_refusal({"type": "refused", "session": "s1",
                           "unavailable": {"code": "429 RESOURCE_EXHAUSTED", "retryAfter": 2.0}})
     assert found is not None and (found.code, found.retry_after) == ("429 RESOURCE_EXHAUSTED", 2.0)
+    # "paced": the agent paces that model's calls (the bridge): the same refusal, told so.
+    paced = {"type": "refused", "session": "s1", "paced": True,
+             "unavailable": {"code": "429 RESOURCE_EXHAUSTED", "retryAfter": 2.0}}
+    assert told_refusal(paced) == found and told_paced(paced)
+    assert not told_paced({**paced, "paced": "yes"}) and not told_paced({"type": "refused"})
     bare = told_refusal({"type": "refused"})
     assert bare is not None and bare.code == "unavailable"
     wrong = told_refusal({"type": "refused", "unavailable": {"retryAfter": -1}})
