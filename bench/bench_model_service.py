@@ -13,7 +13,8 @@ Scenarios (``--scenarios``, default all):
 
 - ``quota``: ``--cases`` x ``--runs`` runs; for each way the wall time against the floor
   (the model calls times the latency over the calls allowed in flight, or the calls over the
-  allowed rate, whichever is larger), the calls refused, and what evalcheck's concurrency did.
+  allowed rate, whichever is larger), the time before the first model call (``start``), the
+  calls refused, and what evalcheck's concurrency did.
   Ways: ``adk`` (AgentEvaluator.evaluate_eval_set, its parallelism 4, in process), ``bridge``
   (``evalcheck run --agent-command "evalcheck-adk APP"``, the default concurrency),
   ``bridge-cap`` (the same with ``--max-concurrency`` set as docs/agent-protocol.md says for
@@ -118,12 +119,12 @@ def run_way(way: str, setup: Setup, env: dict[str, str], runs: int,
                      f"{shlex.quote(str(setup.agents))}"]
         argv = [str(BIN / "evalcheck"), "run", "evals", *agent, "--num-runs", str(runs),
                 "--results", results, *extra]
-    began = time.perf_counter()
+    began = time.monotonic()  # the fake service's first_call_at is on this clock
     done = subprocess.run(argv, cwd=setup.tmp, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - began
+    wall = time.monotonic() - began
     found = json.loads(out.read_text()) if out.exists() else None
     return {"wall": wall, "code": done.returncode, "results": found, "stderr": done.stderr,
-            "stdout": done.stdout}
+            "stdout": done.stdout, "began": began}
 
 
 def cases_of(results: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -154,8 +155,8 @@ def scenario_quota(args: argparse.Namespace, tmp: Path, over: bool = False) -> N
     print(f"\n[{'over' if over else 'quota'}] {title}: {args.cases} cases x {args.runs} runs x "
           f"{CALLS_PER_TURN} model calls = {calls} calls at {args.latency:g} s, quota {rps:g}/s and "
           f"{args.in_flight} in flight; floor {floor:.1f} s; median of {args.repeat}", flush=True)
-    print(f"{'way':<7} {'wall s':>7} {'x floor':>7} {'calls':>6} {'refused':>8} {'share':>6} "
-          f"{'cases ok':>8} {'errored runs':>12}  how")
+    print(f"{'way':<7} {'wall s':>7} {'x floor':>7} {'start s':>7} {'calls':>6} {'refused':>8} "
+          f"{'share':>6} {'cases ok':>8} {'errored runs':>12}  how")
     config = service_config(latency=args.latency,
                             quota=Quota(per_second=rps, in_flight=args.in_flight,
                                         retry_delay=RETRY_DELAY))
@@ -181,7 +182,10 @@ def scenario_quota(args: argparse.Namespace, tmp: Path, over: bool = False) -> N
         errored = sum(1 for c in cases for r in c["runs"] if r.get("error")) if way != "adk" else "-"
         how = service_line(outcome["results"]) if way != "adk" else "AgentEvaluator, parallelism 4"
         walls = " ".join(f"{o['wall']:.1f}" for o, _ in rows)
-        print(f"{way:<7} {outcome['wall']:>7.1f} {outcome['wall'] / floor:>7.2f} {stats.calls:>6} "
+        # Before the first model call: the checker's start, the agent's load and warm-up.
+        start = (stats.first_call_at - outcome["began"]) if stats.first_call_at else float("nan")
+        print(f"{way:<7} {outcome['wall']:>7.1f} {outcome['wall'] / floor:>7.2f} {start:>7.1f} "
+              f"{stats.calls:>6} "
               f"{stats.refused:>8} {stats.refused_share:>6.1%} {ok!s:>8} {errored!s:>12}  {how}"
               + (f"  (walls {walls})" if len(rows) > 1 else ""), flush=True)
 
