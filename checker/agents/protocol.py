@@ -109,9 +109,6 @@ class RefusedMessage(StrictModel):
 
     type: Literal["refused"]
     unavailable: bool | Unavailable = True
-    # An addition: the agent paces its calls of that model to the quota the refusal stated
-    # (the ADK bridge), so more runs at once send it no more calls: no cause to cut them.
-    paced: bool = False
 
 
 def told_refusal(item: Any) -> ServiceRefusal | None:
@@ -132,7 +129,9 @@ def told_refusal(item: Any) -> ServiceRefusal | None:
 
 def told_paced(item: Any) -> bool:
     """Whether a ``{"type": "refused"}`` message says the agent paces the refused model's
-    calls (``"paced": true``)."""
+    calls to the quota the refusal stated (``"paced": true``, an addition; the ADK bridge),
+    so more runs at once send it no more calls. Read apart from the refusal: a bad value
+    leaves the refusal as told, unpaced."""
     return isinstance(item, dict) and item.get("paced") is True
 
 

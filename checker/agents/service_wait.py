@@ -86,7 +86,7 @@ class ServiceWaits:
         self.last = refusal
         note = getattr(self.limiter, "note_refusal", None)
         if note is not None:
-            note(refusal.retry_after, **({"paced": True} if paced else {}))
+            note(refusal.retry_after, paced=paced)
 
     def refused(self, refusal: ServiceRefusal, attempt: int) -> None:
         """A run came back refused (its ``attempt``-th refusal)."""

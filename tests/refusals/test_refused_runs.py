@@ -73,7 +73,7 @@ def test_each_refusal_is_told_to_the_limiter_and_counted() -> None:
     told: list[float | None] = []
 
     class Limiter:
-        def note_refusal(self, retry_after: float | None) -> None:
+        def note_refusal(self, retry_after: float | None, paced: bool = False) -> None:
             told.append(retry_after)
 
         def history(self) -> list[int]:
