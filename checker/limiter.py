@@ -4,14 +4,16 @@ model service (issue 38; docs/agent-protocol.md, "How many runs at once").
 Additive increase, multiplicative decrease, as TCP's congestion control: the limit grows
 while the runs' latency stays flat and nothing is refused - by one each finished run at
 first (doubling every round of runs: slow start), by one each round once the service has
-refused once - and is cut when the service refuses (``note_refusal``: by ``REFUSAL_CUT``, at
-most once a round, then no growth for the delay the service asked; not for a refusal the
-agent paces its calls for, which more runs at once do not add to) or latency climbs
-(``note_latency``: back by ``LATENCY_CUT``, never under the start). It stays within
-``[1, cap]``. Latency is judged on the median of the latest ``MIN_ROUND`` finished runs,
-against the best median of such a round; an agent that runs on CPU takes longer with each run more in flight,
-so its limit stays where it started (as the default always was), while one that waits on a
-model grows until the service says no. A fixed limit (``--concurrency N``) never moves.
+refused once; and, in slow start, at once toward where the agent's process would be busy
+half the time, when it mostly sleeps (``note_agent_busy``: it waits on a model) - and is cut
+when the service refuses (``note_refusal``: by ``REFUSAL_CUT``, at most once a round, then
+no growth for the delay the service asked; not for a refusal the agent paces its calls for,
+which more runs at once do not add to) or latency climbs (``note_latency``: back by
+``LATENCY_CUT``, never under the start). It stays within ``[1, cap]``. Latency is judged on
+the median of the latest ``MIN_ROUND`` finished runs, against the best median of such a
+round; an agent that runs on CPU takes longer with each run more in flight, so its limit
+stays where it started (as the default always was), while one that waits on a model grows
+until the service says no. A fixed limit (``--concurrency N``) never moves.
 
 It is not tied to agent runs: anything that waits on a service may take a slot.
 """
@@ -33,6 +35,8 @@ CLIMBED = 1.6         # beyond this: climbing (between the two: hold)
 MIN_ROUND = 8         # finished runs judged together
 ASKED_JITTER = 0.2    # the most a wait the service asked for is lengthened (agents/service_wait.py)
 PLATEAU = 4.0         # growth this many times slower on the way back to a limit once refused
+IDLE = 0.5            # an agent process busy under this share of a CPU mostly waits (on a model)
+IDLE_GROWTH = 2.0     # the most the limit is multiplied by for one look at an idle agent
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,7 @@ class AdaptiveLimiter:
         self._lowest = self._highest = self.start
         self.refusals = 0
         self._refused_at: float | None = None  # the limit of the latest cut for a refusal
+        self._idle_grown_at = -math.inf  # when the limit last grew for an idle agent
 
     @property
     def limit(self) -> int:
@@ -189,7 +194,7 @@ class AdaptiveLimiter:
                     and self._clock() >= self._grow_after:
                 self._set(self._limit + 1.0)
             return
-        ratio = statistics.median(self._recent) / self._best if self._best > 0 else 1.0
+        ratio = self._latency_ratio()
         if ratio > CLIMBED:
             # Latency that climbed while the service refused is the refusals' waits, cut for.
             if self._limit > self.start and self._clock() >= self._cut_until:
@@ -209,6 +214,36 @@ class AdaptiveLimiter:
                 and self._limit + 1.0 > self._refused_at and self._limit < self._refused_at:
             step /= PLATEAU
         self._set(self._limit + step)
+
+    def grows_when_idle(self) -> bool:
+        """Whether ``note_agent_busy`` may still raise the limit: the default's slow start
+        (before any refusal or climb of latency), below the cap."""
+        return not self.fixed and self._slow_start and self.limit < self.cap
+
+    def note_agent_busy(self, share: float, seconds: float) -> None:
+        """The agent's processes kept ``share`` of a CPU busy over the last ``seconds``.
+        One under ``IDLE`` mostly waits (on a model): in slow start, while runs wait for a
+        slot and latency is flat, the limit grows at once toward where the agent would be
+        busy ``IDLE`` of the time, at most ``IDLE_GROWTH`` times, instead of a run at a time
+        once runs finish (a round of runs on a model takes seconds). Judged only on a
+        window wholly after the previous such growth: the runs it added are in it. An agent
+        that computes is busy, and grows no faster than before."""
+        now = self._clock()
+        if not self.grows_when_idle() or share >= IDLE or seconds <= 0 \
+                or now - seconds < self._idle_grown_at or now < self._grow_after:
+            return
+        if self.in_flight + len(self._waiters) < self.limit:
+            return  # no run waits for a slot
+        if self._latency_ratio() > FLAT:
+            return
+        self._idle_grown_at = now
+        self._set(self._limit * min(IDLE_GROWTH, IDLE / max(share, IDLE / IDLE_GROWTH)))
+
+    def _latency_ratio(self) -> float:
+        """The latest runs' median latency over the best round's; 1.0 until both are known."""
+        if self._best is None or self._best <= 0 or len(self._recent) < MIN_ROUND:
+            return 1.0
+        return statistics.median(self._recent) / self._best
 
     def note_refusal(self, retry_after: float | None = None, *, paced: bool = False) -> None:
         """The service refused a run (429, 503, ...): fewer at once, and no growth for the

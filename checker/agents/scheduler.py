@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_CONCURRENCY = 32  # --max-concurrency: what the default grows to at most
 SESSIONS_START = 8  # an agent serving as many sessions as asked starts with this many
+LOAD_TICK = 0.25  # how often the CPU use of an agent serving sessions is looked at (limiter.py)
 
 RunKey = tuple[str, str]
 # Adaptive runs (``--max-runs``): called with the runs of each finished round, answers which
@@ -111,6 +113,7 @@ class Scheduler:
             self.order.setdefault((job.key, job.eval_id), len(self.order))
             self.template.setdefault((job.key, job.eval_id), job)
         self.tasks: list[asyncio.Future[Any]] = []
+        self.load_watch: asyncio.Future[None] | None = None  # _watch_agent_load
 
     def _limiter(self) -> AdaptiveLimiter:
         fixed = self.options.concurrency
@@ -199,7 +202,11 @@ class Scheduler:
         # No run, no agent to say what kind it is: settling would wait for it for ever.
         if not self.settled and workers:
             self.tasks.append(asyncio.ensure_future(self._settle()))
-        await asyncio.gather(*self.tasks)
+        try:
+            await asyncio.gather(*self.tasks)
+        finally:
+            if self.load_watch is not None:  # the first round's runs are what it helps start
+                self.load_watch.cancel()
 
     async def _settle(self) -> None:
         """The default start, once the first agent process has said what kind it is."""
@@ -209,9 +216,27 @@ class Scheduler:
         # An agent serving as many sessions as asked starts lower, and adapts.
         self.limiter.begin_at(min(start.runs, SESSIONS_START) if start.as_asked else start.runs)
         self.watch.resize(self.limiter.limit)
+        serving = getattr(self.runner, "serving_processes", None)
+        if start.as_asked and serving is not None and self.limiter.grows_when_idle():
+            self.load_watch = asyncio.ensure_future(self._watch_agent_load(serving))
         if start.why is not None:
             self.notes.append(f"evalcheck: concurrency {self.limiter.limit}, adapting up to "
                               f"{self.limiter.cap} ({start.why}; --concurrency N fixes it)")
+
+    async def _watch_agent_load(self, serving: Callable[[], list[int]]) -> None:
+        """While the limit may grow for an idle agent: how busy the processes serving its
+        sessions keep a CPU, told to the limiter every LOAD_TICK (none where the kernel
+        does not tell)."""
+        from .cpu_use import BusyShare
+
+        look = BusyShare()
+        look.share(serving())
+        while self.limiter.grows_when_idle():
+            began = time.monotonic()
+            await asyncio.sleep(LOAD_TICK)
+            share = look.share(serving())
+            if share is not None:
+                self.limiter.note_agent_busy(share, time.monotonic() - began)
 
     def _say_notes(self) -> None:
         while self.notes:

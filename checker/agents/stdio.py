@@ -114,6 +114,11 @@ class StdioRunner:
             future = self._kinds[eval_set_id] = asyncio.get_running_loop().create_future()
         return future
 
+    def serving_processes(self) -> list[int]:
+        """The process groups of the agent processes serving concurrent sessions with runs
+        in them (how busy they are tells the limiter whether more sessions cost them)."""
+        return [worker.agent.proc.pid for worker in self._shared if not worker.idle()]
+
     def _learn(self, eval_set_id: str, kind: str, n: int | None = None) -> None:
         self._probing.discard(eval_set_id)
         for future in (self.agent_kind(), self.agent_kind(eval_set_id)):

@@ -247,3 +247,64 @@ def test_turns_name_the_peaks_and_troughs() -> None:
                                 changes=tuple((float(i), v) for i, v in
                                               enumerate([5, 2, 6, 3, 7, 4, 8, 2])))
     assert zigzag.turns() == [1, 7, 4, 8, 2][:1] + [6, 3, 7, 4, 8, 2][-5:]
+
+
+def test_an_idle_agent_grows_the_limit_at_once_toward_half_a_cpu() -> None:
+    clock = Clock()
+    limiter = AdaptiveLimiter(8, 64, clock=clock)
+    busy(limiter)
+    clock.now += 0.25
+    limiter.note_agent_busy(0.05, 0.25)  # mostly asleep: at most doubled
+    assert limiter.limit == 16
+    busy(limiter)
+    clock.now += 0.1
+    limiter.note_agent_busy(0.05, 0.25)  # the window began before that growth: not judged
+    assert limiter.limit == 16
+    clock.now += 0.25
+    limiter.note_agent_busy(0.4, 0.25)  # x 0.5 / 0.4
+    assert limiter.limit == 20
+    clock.now += 0.25
+    limiter.note_agent_busy(0.5, 0.25)  # busy half the time: no more
+    assert limiter.limit == 20
+    assert limiter.history() == [8, 20]
+
+
+def test_a_busy_agent_or_no_run_waiting_or_a_refusal_grows_nothing_for_idleness() -> None:
+    clock = Clock()
+    computing = AdaptiveLimiter(8, 64, clock=clock)
+    busy(computing)
+    clock.now += 0.25
+    computing.note_agent_busy(0.9, 0.25)
+    assert computing.limit == 8
+    unwanted = AdaptiveLimiter(8, 64, clock=clock)
+    unwanted.in_flight = 5  # slots to spare
+    unwanted.note_agent_busy(0.05, 0.25)
+    assert unwanted.limit == 8
+    refused = AdaptiveLimiter(8, 64, clock=clock)
+    refused.note_refusal(None)
+    busy(refused)
+    clock.now += 0.25
+    refused.note_agent_busy(0.05, 0.25)  # the service said no: the usual rules from there
+    assert not refused.grows_when_idle() and refused.limit == 6
+    fixed = AdaptiveLimiter(8, 8, fixed=True, clock=clock)
+    busy(fixed)
+    fixed.note_agent_busy(0.05, 0.25)
+    assert fixed.limit == 8 and not fixed.grows_when_idle()
+
+
+def test_idle_growth_stops_at_the_cap_and_while_latency_climbs() -> None:
+    clock = Clock()
+    limiter = AdaptiveLimiter(8, 12, clock=clock)
+    busy(limiter)
+    clock.now += 0.25
+    limiter.note_agent_busy(0.05, 0.25)
+    assert limiter.limit == 12 and not limiter.grows_when_idle()
+    climbing = AdaptiveLimiter(8, 64, clock=clock)
+    finish(climbing, MIN_ROUND, seconds=1.0)  # the best round
+    finish(climbing, MIN_ROUND // 2, seconds=1.4)  # slower (within CLIMBED: held)
+    finish(climbing, MIN_ROUND // 2 + 1, seconds=1.45)
+    held = climbing.limit
+    busy(climbing)
+    clock.now += 1.0
+    climbing.note_agent_busy(0.05, 0.25)
+    assert climbing.limit == held
