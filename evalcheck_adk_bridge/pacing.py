@@ -56,14 +56,19 @@ def stated_rate(details: Any) -> float | None:
 
 class CallPacer:
     """Per model: the calls' start times, spaced ``MARGIN / rate`` apart once the service
-    stated the rate (``learn``); a model with no stated rate is not paced."""
+    stated the rate (``learn``); a model with no stated rate is not paced. When the event
+    loop was held up past a call's turn (a garbage collection, a burst of CPU), the turns
+    after it move back by as much: the calls that waited meanwhile go on spaced, not all at
+    once, which would put more calls in the service's window than its quota allows."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], Any] = asyncio.sleep):
+                 sleep: Callable[[float], Any] = asyncio.sleep, max_wait: float = MAX_WAIT):
         self._clock = clock
         self._sleep = sleep
+        self._max_wait = max_wait
         self._spacing: dict[str, float] = {}
         self._next: dict[str, float] = {}
+        self._delay: dict[str, float] = {}  # how far the model's turns moved back so far
 
     def learn(self, model: str, error: BaseException) -> None:
         """A call of ``model`` raised ``error``: pace the model if it names a rate quota."""
@@ -84,11 +89,20 @@ class CallPacer:
             return True
         now = self._clock()
         turn = max(now, self._next.get(model, now))
-        if turn - now > MAX_WAIT:
+        if turn - now > self._max_wait:
             return False  # too long a queue: not paced (MAX_WAIT), and no turn taken
         self._next[model] = turn + spacing
-        if turn > now:
-            await self._sleep(turn - now)
+        delayed = self._delay.get(model, 0.0)
+
+        def due() -> float:  # the turn, moved back as the turns before it were
+            return turn + self._delay.get(model, 0.0) - delayed
+
+        while (left := due() - self._clock()) > 0:
+            await self._sleep(left)
+        late = -left
+        if late > spacing / 2:  # held up past the turn: the turns behind it move back
+            self._delay[model] = self._delay.get(model, 0.0) + late
+            self._next[model] += late
         return True
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import shlex
 from pathlib import Path
+from time import monotonic
+from time import sleep as hold
 
 import pytest
 
@@ -70,53 +72,84 @@ class FakeTime:
 
     async def sleep(self, seconds: float) -> None:
         self.slept.append(round(seconds, 6))
+        self.now += seconds
+
+
+def released(pacer: CallPacer, model: str, n: int, *, hold_loop: float = 0.0,
+             skipped: list[int] | None = None) -> list[tuple[int, float]]:
+    """``n`` calls of ``model`` asking at once, on a real event loop: (which, when it went),
+    in the order they went (those that skipped the queue added to ``skipped``).
+    ``hold_loop``: the loop is held up that long (a collection, CPU work) right after the
+    second call went, while the others wait."""
+    went: list[tuple[int, float]] = []
+
+    async def call(i: int) -> None:
+        took_turn = await pacer.wait(model)
+        went.append((i, monotonic()))
+        if not took_turn and skipped is not None:
+            skipped.append(i)
+        elif len(went) == 2 and hold_loop:
+            hold(hold_loop)  # the whole loop stops: no call can go meanwhile
+
+    async def calls() -> None:
+        await asyncio.gather(*(call(i) for i in range(n)))
+
+    asyncio.run(calls())
+    return went
+
+
+def gaps(went: list[tuple[int, float]]) -> list[float]:
+    return [b - a for (_, a), (_, b) in zip(went, went[1:], strict=False)]
 
 
 def test_calls_of_a_paced_model_start_the_quotas_spacing_apart_in_the_order_asked() -> None:
-    time = FakeTime()
-    pacer = CallPacer(clock=time.clock, sleep=time.sleep)
-
-    async def calls(model: str, n: int) -> None:
-        for _ in range(n):
-            await pacer.wait(model)
-
-    asyncio.run(calls("gemini-2.5-flash", 3))
-    assert time.slept == []  # nothing stated yet: not paced
-    pacer.learn("gemini-2.5-flash", quota_error(PER_SECOND))
+    pacer = CallPacer()
+    assert gaps(released(pacer, "gemini-2.5-flash", 3)) < [0.01] * 2  # not paced: at once
+    pacer.learn("gemini-2.5-flash", quota_error({**PER_SECOND, "quotaValue": "20"}))
     pacer.learn("gemini-2.5-flash", errors.ClientError(429, {"error": {"code": 429}}))  # no quota: kept
-    assert pacer.spacing("gemini-2.5-flash") == pytest.approx(MARGIN / 40)
-    asyncio.run(calls("gemini-2.5-flash", 4))
-    step = MARGIN / 40
-    # Asked at the same moment: the first goes at once, each next one a step later.
-    assert time.slept == [pytest.approx(step), pytest.approx(2 * step), pytest.approx(3 * step)]
-    time.slept.clear()
-    time.now += 10  # long after: the turn is now again
-    asyncio.run(calls("gemini-2.5-flash", 1))
-    asyncio.run(calls("gemini-2.0-flash", 5))  # another model's quota is its own
-    assert time.slept == []
+    step = MARGIN / 20
+    assert pacer.spacing("gemini-2.5-flash") == pytest.approx(step)
+    went = released(pacer, "gemini-2.5-flash", 5)
+    assert [i for i, _ in went] == [0, 1, 2, 3, 4]  # in the order asked
+    # each a step after the one before (give or take the loop's wake-up), 4 steps in all
+    assert all(step - 0.005 <= gap < step + 0.03 for gap in gaps(went)), gaps(went)
+    assert went[-1][1] - went[0][1] >= 4 * step - 0.001
+    assert gaps(released(pacer, "gemini-2.0-flash", 5)) < [0.01] * 4  # another model's own quota
     # A lower rate stated later widens the spacing; a higher one never narrows it.
     pacer.learn("gemini-2.5-flash", quota_error(PER_MINUTE))
     pacer.learn("gemini-2.5-flash", quota_error(PER_SECOND))
     assert pacer.spacing("gemini-2.5-flash") == pytest.approx(MARGIN * 6)
 
 
+def test_calls_held_up_by_the_event_loop_go_on_spaced_not_all_at_once() -> None:
+    """The loop held up for 0.3 s (six steps) while calls wait: the one whose turn came
+    meanwhile goes when the loop is back, and each next one a step after it - not the six
+    of them at once, which the service counts as one burst and refuses past its quota."""
+    pacer = CallPacer()
+    pacer.learn("gemini-2.5-flash", quota_error({**PER_SECOND, "quotaValue": "20"}))
+    step = MARGIN / 20
+    went = released(pacer, "gemini-2.5-flash", 8, hold_loop=0.3)
+    assert [i for i, _ in went] == list(range(8))
+    spaced = gaps(went)
+    assert spaced[1] >= 0.3  # the hold-up
+    assert all(gap >= step - 0.005 for gap in spaced), spaced
+
+
 def test_a_call_never_waits_longer_than_max_wait_for_its_turn() -> None:
-    """At 10 calls a minute (6.18 s apart), 12 calls asked at once: those whose turn is
-    within MAX_WAIT (60 s) wait for it; the others go at once, taking no turn, so the
-    queue does not grow past the checker's turn timeout."""
-    time = FakeTime()
-    pacer = CallPacer(clock=time.clock, sleep=time.sleep)
-    pacer.learn("gemini-2.5-flash", quota_error(PER_MINUTE))
-    step = MARGIN * 6
-
-    async def calls(n: int) -> None:
-        for _ in range(n):
-            await pacer.wait("gemini-2.5-flash")
-
-    asyncio.run(calls(12))
-    queued = int(MAX_WAIT // step)  # 9 turns after the first are within 60 s
-    assert time.slept == [pytest.approx(i * step) for i in range(1, queued + 1)]
-    assert max(time.slept) <= MAX_WAIT
+    """At 10 calls a second (0.103 s apart) with a longest wait of 0.35 s, 8 calls asked at
+    once: the first four wait for their turns (the fourth's comes 0.31 s on); the others
+    go at once, taking no turn, so the queue does not grow past the checker's turn timeout
+    (MAX_WAIT: 60 s)."""
+    pacer = CallPacer(max_wait=0.35)
+    pacer.learn("gemini-2.5-flash", quota_error({**PER_SECOND, "quotaValue": "10"}))
+    skipped: list[int] = []
+    went = released(pacer, "gemini-2.5-flash", 8, skipped=skipped)
+    assert skipped == [4, 5, 6, 7]
+    began = went[0][1]
+    assert [i for i, at in went if at - began < 0.05] == [0, 4, 5, 6, 7]  # at once
+    assert [i for i, _ in went[-3:]] == [1, 2, 3]
+    assert went[-1][1] - began == pytest.approx(3 * MARGIN / 10, abs=0.03)
+    assert MAX_WAIT == 60.0
 
 
 # ------------------------------------------------- what the bridge tells the checker of a refusal
@@ -180,18 +213,16 @@ def test_a_refusal_the_bridge_paces_for_is_told_paced() -> None:
 
 
 def test_a_call_that_skipped_a_queue_too_long_is_told_unpaced() -> None:
-    """At 10 calls a minute with ten calls queued, the next call skips the queue (MAX_WAIT):
-    its refusal says that more runs are in flight than the quota serves, and is cut for."""
+    """At 10 calls a minute (6.18 s apart) with a longest wait of 5 s, the call after one
+    that just went skips the queue (MAX_WAIT): its refusal says that more runs are in flight
+    than the quota serves, and is cut for."""
     time = FakeTime()
-    pacer = CallPacer(clock=time.clock, sleep=time.sleep)
+    pacer = CallPacer(clock=time.clock, sleep=time.sleep, max_wait=5.0)
     pacer.learn("gemini-2.5-flash", quota_error(PER_MINUTE))
-
-    async def queue(n: int) -> None:
-        for _ in range(n):
-            await pacer.wait("gemini-2.5-flash")
-
-    asyncio.run(queue(int(MAX_WAIT // (MARGIN * 6)) + 1))
+    asyncio.run(pacer.wait("gemini-2.5-flash"))  # goes: the next turn is 6.18 s on
     assert told_refusals(pacer, quota_error(PER_MINUTE), "ok") == [False]
+    time.now += 6.2  # its turn has come: a refusal now is paced
+    assert told_refusals(pacer, quota_error(PER_MINUTE), "ok") == [True]
 
 
 # ------------------------------------------------------------------ through the real bridge
