@@ -1,7 +1,9 @@
-"""How busy an agent's process keeps a CPU: the seconds its process group ran on a CPU or
-waited in the run queue for one (Linux's ``/proc/PID/schedstat``), so that the limiter can
-tell an agent waiting on a model (its process mostly asleep: more sessions at once cost it
-nothing) from one computing (limiter.py, ``note_agent_busy``). Elsewhere: unknown (None).
+"""How busy an agent's process keeps a CPU: the seconds the processes it started ran on a
+CPU or waited in the run queue for one (Linux's ``/proc/PID/task/TID/schedstat``, found from
+the group's leader through each thread's ``children``: no scan of every process), so that
+the limiter can tell an agent waiting on a model (its process mostly asleep: more sessions
+at once cost it nothing) from one computing (limiter.py, ``note_agent_busy``). Elsewhere:
+unknown (None).
 
 The run queue's wait counts as busy: on a loaded machine an agent that computes gets less
 CPU than it wants, and must not look idle for it.
@@ -13,34 +15,39 @@ import os
 import time
 from collections.abc import Callable, Iterable
 
-from .process import group_processes
-
 _SCHEDSTAT_FIELDS = 2  # ns on a CPU, ns waiting to run (then the timeslices)
 
 
 def busy_seconds(pgid: int) -> float | None:
-    """The seconds the live processes of group ``pgid`` have been busy (on a CPU or waiting
-    for one), every thread's; None where the kernel does not tell (no /proc, no schedstat)."""
-    if not os.path.isdir("/proc"):
-        return None
+    """The seconds the processes of group ``pgid`` - its leader and the leader's descendants
+    - have been busy (on a CPU or waiting for one), every thread's; None where the kernel
+    does not tell (no /proc, no schedstat) or the leader is gone."""
     total = 0
     found = False
-    for pid, state, _ in group_processes(pgid):
-        if state in (b"Z", b"X"):
-            continue  # exited: its time is no longer the agent's doing
+    pending, seen = [pgid], set()
+    while pending:
+        pid = pending.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
         try:
             tasks = os.listdir(f"/proc/{pid}/task")
         except OSError:
-            continue  # exited since
+            continue  # exited since (or no /proc)
         for tid in tasks:
             try:
                 with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
                     fields = f.read().split()
             except OSError:
-                continue
+                continue  # the thread ended
             if len(fields) >= _SCHEDSTAT_FIELDS:
                 total += int(fields[0]) + int(fields[1])
                 found = True
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                    pending.extend(int(child) for child in f.read().split())
+            except OSError:
+                continue
     return total / 1e9 if found else None
 
 

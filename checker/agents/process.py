@@ -144,7 +144,7 @@ def proc_files(name: str) -> Iterator[tuple[int, bytes]]:
             continue
 
 
-def group_processes(pgid: int) -> list[tuple[int, bytes, int]]:
+def _group_processes(pgid: int) -> list[tuple[int, bytes, int]]:
     """(pid, state, ppid) of every process of group ``pgid``, read from /proc."""
     members = []
     for pid, stat in proc_files("stat"):
@@ -173,7 +173,7 @@ def live_group_members(pgid: int) -> list[int]:
         return []
     if not os.path.isdir("/proc"):  # not Linux: someone in the group answers a signal
         return [pgid]
-    return [pid for pid, state, _ in group_processes(pgid) if state not in (b"Z", b"X")]
+    return [pid for pid, state, _ in _group_processes(pgid) if state not in (b"Z", b"X")]
 
 
 @contextlib.contextmanager
@@ -239,7 +239,7 @@ async def reap_orphans(pgid: int, leader: int, timeout: float = 1.0) -> None:
     deadline = time.monotonic() + timeout
     delay = 0.001
     while _group_exists(pgid):
-        others = [(pid, state, ppid) for pid, state, ppid in group_processes(pgid) if pid != leader]
+        others = [(pid, state, ppid) for pid, state, ppid in _group_processes(pgid) if pid != leader]
         if not others:
             return
         for pid, state, ppid in others:

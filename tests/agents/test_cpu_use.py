@@ -1,5 +1,5 @@
 """How busy an agent's process group keeps a CPU (checker/agents/cpu_use.py): a process that
-computes against one that sleeps, every process of the group counted, and the share each
+computes against one that sleeps, the leader's descendants counted, and the share each
 look gives (the busiest group's since the previous look)."""
 
 from __future__ import annotations
