@@ -249,62 +249,47 @@ def test_turns_name_the_peaks_and_troughs() -> None:
     assert zigzag.turns() == [1, 7, 4, 8, 2][:1] + [6, 3, 7, 4, 8, 2][-5:]
 
 
+def look(limiter: AdaptiveLimiter, clock: Clock, share: float, after: float = 0.25) -> int:
+    """Every slot taken, more runs asking, and the agent ``share`` busy over the 0.25 s
+    that ended ``after`` seconds on: the limit then."""
+    busy(limiter)
+    clock.now += after
+    limiter.note_agent_busy(share, 0.25)
+    return limiter.limit
+
+
 def test_an_idle_agent_grows_the_limit_at_once_toward_half_a_cpu() -> None:
     clock = Clock()
     limiter = AdaptiveLimiter(8, 64, clock=clock)
-    busy(limiter)
-    clock.now += 0.25
-    limiter.note_agent_busy(0.05, 0.25)  # mostly asleep: at most doubled
-    assert limiter.limit == 16
-    busy(limiter)
-    clock.now += 0.1
-    limiter.note_agent_busy(0.05, 0.25)  # the window began before that growth: not judged
-    assert limiter.limit == 16
-    clock.now += 0.25
-    limiter.note_agent_busy(0.4, 0.25)  # x 0.5 / 0.4
-    assert limiter.limit == 20
-    clock.now += 0.25
-    limiter.note_agent_busy(0.5, 0.25)  # busy half the time: no more
-    assert limiter.limit == 20
+    assert look(limiter, clock, 0.05) == 16  # mostly asleep: at most doubled
+    assert look(limiter, clock, 0.05, after=0.1) == 16  # began before that growth: not judged
+    assert look(limiter, clock, 0.4) == 20  # x 0.5 / 0.4
+    assert look(limiter, clock, 0.5) == 20  # busy half the time: no more
     assert limiter.history() == [8, 20]
 
 
 def test_a_busy_agent_or_no_run_waiting_or_a_refusal_grows_nothing_for_idleness() -> None:
     clock = Clock()
-    computing = AdaptiveLimiter(8, 64, clock=clock)
-    busy(computing)
-    clock.now += 0.25
-    computing.note_agent_busy(0.9, 0.25)
-    assert computing.limit == 8
+    assert look(AdaptiveLimiter(8, 64, clock=clock), clock, 0.9) == 8
     unwanted = AdaptiveLimiter(8, 64, clock=clock)
     unwanted.in_flight = 5  # slots to spare
     unwanted.note_agent_busy(0.05, 0.25)
     assert unwanted.limit == 8
     refused = AdaptiveLimiter(8, 64, clock=clock)
     refused.note_refusal(None)
-    busy(refused)
-    clock.now += 0.25
-    refused.note_agent_busy(0.05, 0.25)  # the service said no: the usual rules from there
-    assert not refused.grows_when_idle() and refused.limit == 6
+    # the service said no: the usual rules from there
+    assert look(refused, clock, 0.05) == 6 and not refused.grows_when_idle()
     fixed = AdaptiveLimiter(8, 8, fixed=True, clock=clock)
-    busy(fixed)
-    fixed.note_agent_busy(0.05, 0.25)
-    assert fixed.limit == 8 and not fixed.grows_when_idle()
+    assert look(fixed, clock, 0.05) == 8 and not fixed.grows_when_idle()
 
 
 def test_idle_growth_stops_at_the_cap_and_while_latency_climbs() -> None:
     clock = Clock()
-    limiter = AdaptiveLimiter(8, 12, clock=clock)
-    busy(limiter)
-    clock.now += 0.25
-    limiter.note_agent_busy(0.05, 0.25)
-    assert limiter.limit == 12 and not limiter.grows_when_idle()
+    capped = AdaptiveLimiter(8, 12, clock=clock)
+    assert look(capped, clock, 0.05) == 12 and not capped.grows_when_idle()
     climbing = AdaptiveLimiter(8, 64, clock=clock)
     finish(climbing, MIN_ROUND, seconds=1.0)  # the best round
     finish(climbing, MIN_ROUND // 2, seconds=1.4)  # slower (within CLIMBED: held)
     finish(climbing, MIN_ROUND // 2 + 1, seconds=1.45)
     held = climbing.limit
-    busy(climbing)
-    clock.now += 1.0
-    climbing.note_agent_busy(0.05, 0.25)
-    assert climbing.limit == held
+    assert look(climbing, clock, 0.05, after=1.0) == held
