@@ -3,7 +3,8 @@
 Workers take slots of the limiter, then the next job of the plan; a run's slot is held for
 each of its attempts only (a refused run waits for its retry without one). The default
 concurrency starts once the first agent process has said what kind it is (the first run
-goes alone until then) and adapts from there (limiter.py); ``--concurrency N`` fixes
+goes alone until then) and adapts from there (limiter.py; for an agent serving sessions, also
+from how busy its process keeps a CPU: agents/cpu_use.py); ``--concurrency N`` fixes
 it. Runs come back in input order - eval set, case, run - whatever order they finish in;
 with ``more``, rounds of extra runs follow on the same runner. What was decided (the
 concurrency over the run) is returned, never written into the options.
