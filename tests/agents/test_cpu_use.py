@@ -13,8 +13,10 @@ import pytest
 
 from checker.agents.cpu_use import BusyShare, busy_seconds
 
-pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/schedstat"),
-                                reason="the kernel tells no schedstat")
+# what cpu_use reads: each thread's schedstat, and its children (the agent under /bin/sh)
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+    or not os.path.exists("/proc/self/schedstat"), reason="the kernel tells no schedstat or children")
 
 # A shell leading its group, with a child that computes (or sleeps): what /bin/sh -c
 # starts for an agent command.

@@ -21,8 +21,10 @@ from checker.options import RunOptions
 
 from .helpers import AGENTS, PY, case, write_eval_set
 
-pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/schedstat"),
-                                reason="the kernel tells no schedstat")
+# what cpu_use reads: each thread's schedstat, and its children (the agent under /bin/sh)
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+    or not os.path.exists("/proc/self/schedstat"), reason="the kernel tells no schedstat or children")
 
 AGENT = f"{shlex.quote(PY)} {shlex.quote(str(AGENTS / 'concurrent_agent.py'))} --concurrent 32"
 
