@@ -217,7 +217,8 @@ class AdaptiveLimiter:
 
     def grows_when_idle(self) -> bool:
         """Whether ``note_agent_busy`` may still raise the limit: the default's slow start
-        (before any refusal or climb of latency), below the cap."""
+        (until a refusal cuts, or latency climbs; a paced refusal cuts nothing), below the
+        cap."""
         return not self.fixed and self._slow_start and self.limit < self.cap
 
     def note_agent_busy(self, share: float, seconds: float) -> None:
@@ -230,7 +231,7 @@ class AdaptiveLimiter:
         that computes is busy, and grows no faster than before."""
         now = self._clock()
         if not self.grows_when_idle() or share >= IDLE or seconds <= 0 \
-                or now - seconds < self._idle_grown_at or now < self._grow_after:
+                or now - seconds < self._idle_grown_at:
             return
         if self.in_flight + len(self._waiters) < self.limit:
             return  # no run waits for a slot

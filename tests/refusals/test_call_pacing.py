@@ -264,3 +264,26 @@ def test_the_bridge_paces_the_calls_to_the_rate_the_service_stated(tmp_path: Pat
     assert service["pacedByAgents"] == service["retriedByAgents"] == stats.refused
     concurrency = outcome.results["metadata"]["adaptiveConcurrency"]
     assert concurrency["lowest"] == concurrency["start"], concurrency
+
+
+def test_the_bridge_waiting_on_a_slow_model_grows_at_once_then_paces_to_its_quota(tmp_path: Path) -> None:
+    """16 cases x 2 runs x 3 calls at 0.5 s a call, 20 calls a second allowed: the bridge's
+    process mostly waits, so the concurrency jumps from its start before runs finish (not by
+    ones); the quota's refusals are paced and cut nothing, and every case passes."""
+    from tests.fakes.weather_service import APP, service_config, write_eval_set
+
+    (tmp_path / ".git").mkdir()
+    write_eval_set(tmp_path / "evals", 16)
+    how = ["--agent-command", f"{shlex.quote(str(BRIDGE))} {shlex.quote(str(APP))}"]
+    with FakeGeminiApi(service_config(latency=0.5, quota=Quota(per_second=20, retry_delay=0.5))) as api:
+        outcome = run_evalcheck(tmp_path, api.url, *how, "--num-runs", "2")
+        stats = api.stats()
+    assert outcome.code == 0, outcome.output
+    assert {c["status"] for c in outcome.cases()} == {"passed"}
+    assert outcome.results is not None
+    concurrency = outcome.results["metadata"]["adaptiveConcurrency"]
+    limits = [concurrency["start"]] + [limit for _, limit in concurrency["overTime"]]
+    assert any(after - before >= 4 for before, after in zip(limits, limits[1:], strict=False)), concurrency
+    assert concurrency["lowest"] == concurrency["start"] == 8, concurrency
+    service = outcome.results["metadata"]["modelService"]
+    assert stats.refused >= 1 and service["pacedByAgents"] == service["retriedByAgents"] == stats.refused
