@@ -35,7 +35,7 @@ from .loading import load_agent as load_agent  # re-exported: checker/bridges/ad
 from .refusals import service_refusal
 from .pacing import PACER, CallPacer
 from .retries import TELL
-from .runtime import end_process, eval_plugins, fewer_collections
+from .runtime import end_process, eval_plugins, fewer_collections, no_collections
 
 USAGE = "usage: evalcheck-adk [--one-session | --concurrent N] DIR (an ADK agent folder, or a folder of them)"
 DEFAULT_CONCURRENT = 8  # runs at once in the one process when not offered (ADK's own eval runs 4)
@@ -319,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     agent_dir = Path(args[0]).resolve()
     if not agent_dir.is_dir():
         return _fail(out, f"agent folder not found: {args[0]}")
+    no_collections()  # until serve() has loaded and warmed up (fewer_collections)
     try:
         import google.adk  # noqa: F401
     except ImportError:

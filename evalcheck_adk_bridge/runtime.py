@@ -57,8 +57,15 @@ def eval_plugins() -> list[Any]:
 GC_THRESHOLD = 100_000
 
 
+def no_collections() -> None:
+    """No cyclic collection while google-adk and the agent load: its full passes over the
+    growing heap took some 0.08 s of the second or so before the first run (imports make
+    little cyclic garbage). fewer_collections turns it back on."""
+    gc.disable()
+
+
 def fewer_collections() -> None:
-    """The cyclic collector, set for serving runs: what is loaded by now (google-adk, the
+    """The cyclic collector, on again and set for serving runs: what is loaded by now (google-adk, the
     agent: some 150,000 objects) moves to the permanent generation, which collections do not
     scan, and the youngest generation is collected after 100,000 allocations, not 700. At
     CPython's defaults the collector's passes over all of ADK took 15-25% of the CPU of each
@@ -67,6 +74,7 @@ def fewer_collections() -> None:
     gc.freeze()
     threshold, *older = gc.get_threshold()
     gc.set_threshold(max(threshold, GC_THRESHOLD), *older)
+    gc.enable()
 
 
 def end_process(code: int, out: IO[str]) -> NoReturn:

@@ -236,7 +236,8 @@ class Telling(BaseLlm):
         import gc
         told = {"attempts": retry.attempts if retry else None,
                 "evaluation_imported": "google.adk.evaluation" in sys.modules,
-                "gc_threshold": gc.get_threshold()[0], "frozen": gc.get_freeze_count()}
+                "gc_threshold": gc.get_threshold()[0], "frozen": gc.get_freeze_count(),
+                "gc_enabled": gc.isenabled()}
         yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text=json.dumps(told))]))
 
 
@@ -259,8 +260,10 @@ def test_model_calls_are_retried_by_the_bridge_and_the_collector_is_set_for_serv
     (told,) = seen(runs[0])
     assert (told["attempts"], told["evaluation_imported"]) == (1, False)
     # The collector set for serving runs: google-adk and the agent, loaded, are never
-    # scanned again; the youngest generation is collected after 100,000 allocations.
+    # scanned again; the youngest generation is collected after 100,000 allocations; off
+    # while they loaded, it runs again.
     assert told["gc_threshold"] == 100_000 and told["frozen"] > 50_000, told
+    assert told["gc_enabled"], told
 
 
 # An agent that leaves a file open (buffered, never closed) and has an exit handler.
