@@ -77,6 +77,18 @@ def fewer_collections() -> None:
     gc.enable()
 
 
+def open_files(objects: list[Any]) -> list[Any]:
+    """The buffered files among ``objects`` (some 200,000 once google-adk is loaded): their
+    types picked first, then the objects of those types, in C loops (isinstance on each
+    object took 70 ms of the end of every process; this, 30 ms)."""
+    import io
+    import itertools
+
+    kinds = {kind for kind in set(map(type, objects))
+             if issubclass(kind, (io.TextIOWrapper, io.BufferedWriter, io.BufferedRandom))}
+    return list(itertools.compress(objects, map(kinds.__contains__, map(type, objects))))
+
+
 def end_process(code: int, out: IO[str]) -> NoReturn:
     """The runs are over: end the process without the interpreter's teardown. Unloading
     google-adk, the agent and what they hold costs about 0.5 s of CPU, and the checker waits
@@ -84,15 +96,13 @@ def end_process(code: int, out: IO[str]) -> NoReturn:
     the exit handlers (logging's flush, telemetry exporters, the agent's own), then every
     file the agent left open is flushed, as its finalizer would."""
     import atexit
-    import io
 
     atexit._run_exitfuncs()
     gc.unfreeze()  # gc.get_objects() leaves out the frozen (fewer_collections)
-    for stream in gc.get_objects():
-        if isinstance(stream, (io.TextIOWrapper, io.BufferedWriter, io.BufferedRandom)):
-            with contextlib.suppress(Exception):
-                if not stream.closed:
-                    stream.flush()
+    for stream in open_files(gc.get_objects()):
+        with contextlib.suppress(Exception):
+            if not stream.closed:
+                stream.flush()
     with contextlib.suppress(Exception):
         out.flush()
     os._exit(code)
