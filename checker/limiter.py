@@ -35,6 +35,7 @@ CLIMBED = 1.6         # beyond this: climbing (between the two: hold)
 MIN_ROUND = 8         # finished runs judged together
 ASKED_JITTER = 0.2    # the most a wait the service asked for is lengthened (agents/service_wait.py)
 PLATEAU = 4.0         # growth this many times slower on the way back to a limit once refused
+PLATEAU_MOST = 32.0   # ... doubled each time the same limit is refused again, up to this
 IDLE = 0.5            # an agent process busy under this share of a CPU mostly waits (on a model)
 IDLE_GROWTH = 2.0     # the most the limit is multiplied by for one look at an idle agent
 
@@ -72,6 +73,32 @@ class ConcurrencyHistory:
                 "final": self.final, "lowest": self.lowest, "highest": self.highest,
                 "mostInFlight": self.most_in_flight,
                 "overTime": [[seconds, limit] for seconds, limit in _thinned(self.changes)]}
+
+
+class HeldSlot:
+    """One slot of an AdaptiveLimiter held across the attempts of one job and the waits
+    between them (a refused run, a refused judge call): a job refused is still in flight -
+    the slot it freed would start another job into the refusing service at once, refused in
+    turn. Before each attempt (``again``) it is given up and waited for anew only when the
+    limit was cut under the slots in flight - ahead of the jobs not started, so that none
+    starts while a refused one waits; ``release`` gives it up for good."""
+
+    def __init__(self, limiter: AdaptiveLimiter, *, held: bool = False):
+        self.limiter = limiter
+        self.held = held
+
+    async def again(self) -> None:
+        """Hold a slot for the next attempt (the one held, unless the limit was cut)."""
+        if self.held and self.limiter.in_flight > self.limiter.limit:
+            self.release()
+        if not self.held:
+            await self.limiter.acquire(first=True)
+            self.held = True
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self.limiter.release()
 
 
 def _thinned(changes: tuple[tuple[float, int], ...], at_most: int = 200) -> list[tuple[float, int]]:
@@ -112,6 +139,7 @@ class AdaptiveLimiter:
         self._lowest = self._highest = self.start
         self.refusals = 0
         self._refused_at: float | None = None  # the limit of the latest cut for a refusal
+        self._plateau = PLATEAU  # how much slower the last step back to it goes
         self._idle_grown_at = -math.inf  # when the limit last grew for an idle agent
 
     @property
@@ -128,13 +156,16 @@ class AdaptiveLimiter:
 
     # -- slots ---------------------------------------------------------------------------
 
-    async def acquire(self) -> None:
-        """Wait for a slot (in the order asked)."""
+    async def acquire(self, *, first: bool = False) -> None:
+        """Wait for a slot (in the order asked; ``first``: before those waiting)."""
         if not self._waiters and self.in_flight < self.limit:
             self._take()
             return
         waiter = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
+        if first:
+            self._waiters.appendleft(waiter)
+        else:
+            self._waiters.append(waiter)
         try:
             await waiter
         except asyncio.CancelledError:
@@ -208,11 +239,13 @@ class AdaptiveLimiter:
         # one a window): a suite lasts tens of rounds, not thousands. The last step back to
         # a limit the service refused goes PLATEAU times slower (as TCP's CUBIC lingers near
         # its last loss): every probe of it costs refusals, and under a quota it is refused
-        # again; past it without a refusal, growth is as before.
+        # again - twice as slowly each time the same limit is refused again (a steady quota
+        # between two limits, e.g. 2 runs at once under it and 3 over, is probed ever more
+        # rarely); past it without a refusal, growth is as before.
         step = 1.0 if self._slow_start else 1.0 / min(self._limit, MIN_ROUND)
         if not self._slow_start and self._refused_at is not None \
                 and self._limit + 1.0 > self._refused_at and self._limit < self._refused_at:
-            step /= PLATEAU
+            step /= self._plateau
         self._set(self._limit + step)
 
     def grows_when_idle(self) -> bool:
@@ -266,6 +299,8 @@ class AdaptiveLimiter:
         # The calls in flight at the cut are of the same excess, and so are their retries,
         # which come back after the delay the service asked (and its jitter): one cut for them.
         self._cut_until = now + max(self._seconds, asked * (1.0 + ASKED_JITTER), 0.5)
+        again = self._refused_at is not None and int(self._limit) == int(self._refused_at)
+        self._plateau = min(PLATEAU_MOST, self._plateau * 2.0) if again else PLATEAU
         self._refused_at = self._limit
         self._set(self._limit * REFUSAL_CUT)
 

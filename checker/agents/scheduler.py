@@ -1,7 +1,9 @@
 """The runs of a plan on one runner, as many at once as one AdaptiveLimiter allows.
 
-Workers take slots of the limiter, then the next job of the plan; a run's slot is held for
-each of its attempts only (a refused run waits for its retry without one). The default
+Workers take slots of the limiter, then the next job of the plan; a run holds its slot through
+its attempts and the waits between them: a refused run is still in flight (the slot it freed
+would start another run into the refusing service at once, refused in turn), and it gives the
+slot up before its next attempt only when the limit was cut under the runs in flight. The default
 concurrency starts once the first agent process has said what kind it is (the first run
 goes alone until then) and adapts from there (limiter.py; for an agent serving sessions, also
 from how busy its process keeps a CPU: agents/cpu_use.py); ``--concurrency N`` fixes
@@ -26,7 +28,7 @@ from ..safety.output import clean, say
 from .base import AgentRunner, RunJob
 from .concurrency import API_CONCURRENCY, cpus, limit_to_files, settle
 from .failfast import StartWatch, server_cannot_start
-from ..limiter import AdaptiveLimiter, ConcurrencyHistory
+from ..limiter import AdaptiveLimiter, ConcurrencyHistory, HeldSlot
 from .progress import Progress
 from .retrying import attempts, not_run
 from .service_wait import ServiceWaits
@@ -286,33 +288,31 @@ class Scheduler:
     async def _attempts(self, job: RunJob) -> RecordedRun:
         """The run, again if its agent errored once it had started (--retries: one crash
         must not decide a comparison), or after a wait when the model service refused it
-        (agents/retrying.py); its first attempt in the slot its worker took."""
-        first = [True]
+        (agents/retrying.py); in the slot its worker took, held until the run ends."""
+        slot = HeldSlot(self.limiter, held=True)
 
         async def attempt() -> RecordedRun:
-            held = bool(first) and first.pop()
-            return await self._attempt(job, held=held)
+            await slot.again()
+            return await self._attempt(job)
 
-        return await attempts(attempt, self.options.retries, self.service,
-                              lambda: self.watch.stopped)
-
-    async def _attempt(self, job: RunJob, *, held: bool = False) -> RecordedRun:
-        """One attempt in a slot of the limiter (``held``: taken already), which learns how
-        long it took when it went through."""
-        if not held:
-            await self.limiter.acquire()
         try:
-            try:
-                run = await self.runner.run(job)
-            except Exception as exc:  # a runner bug fails this run, not the others
-                run = job.record(error=f"internal error: {type(exc).__name__}: {exc}")
-            # A run whose agent waited out refused calls itself is slow by those waits, not
-            # by the load: the refusals were told to the limiter already.
-            if run.error is None and run.unavailable is None and not run.refusals \
-                    and run.duration_seconds is not None:
-                self.limiter.note_latency(run.duration_seconds, len(run.invocations))
+            return await attempts(attempt, self.options.retries, self.service,
+                                  lambda: self.watch.stopped)
         finally:
-            self.limiter.release()
+            slot.release()
+
+    async def _attempt(self, job: RunJob) -> RecordedRun:
+        """One attempt, in the run's slot of the limiter, which learns how long it took when
+        it went through."""
+        try:
+            run = await self.runner.run(job)
+        except Exception as exc:  # a runner bug fails this run, not the others
+            run = job.record(error=f"internal error: {type(exc).__name__}: {exc}")
+        # A run whose agent waited out refused calls itself is slow by those waits, not by
+        # the load: the refusals were told to the limiter already.
+        if run.error is None and run.unavailable is None and not run.refusals \
+                and run.duration_seconds is not None:
+            self.limiter.note_latency(run.duration_seconds, len(run.invocations))
         return run
 
     def _done(self, job: RunJob, run: RecordedRun) -> None:

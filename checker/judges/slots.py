@@ -3,13 +3,14 @@ the run's one AdaptiveLimiter kind (checker/limiter.py), started at and capped b
 ``--judge-concurrency``, cut when a judge service refuses a call (429, 503: less at once, no
 growth for the delay it asked) and grown back while answers come at a flat latency. Every
 judge-backed metric shares it (Gemini, Vertex AI, provider/model judges), as an async
-context manager around each request in flight (never around a backoff)."""
+context manager around each request in flight, or a slot held by one call through its
+attempts and backoffs (``held_slot``: a refused call is still in flight)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..limiter import AdaptiveLimiter
+from ..limiter import AdaptiveLimiter, HeldSlot
 
 
 class JudgeSlots:
@@ -22,6 +23,10 @@ class JudgeSlots:
 
     async def __aexit__(self, *exc: Any) -> None:
         self.limiter.release()
+
+    def held_slot(self) -> HeldSlot:
+        """A slot for one call's attempts, kept through its backoffs (limiter.HeldSlot)."""
+        return HeldSlot(self.limiter)
 
     def note_refusal(self, retry_after: float | None) -> None:
         self.limiter.note_refusal(retry_after)

@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 
-from checker.limiter import MIN_ROUND, PLATEAU, AdaptiveLimiter, ConcurrencyHistory
+from checker.limiter import MIN_ROUND, PLATEAU, PLATEAU_MOST, AdaptiveLimiter, ConcurrencyHistory
 
 
 class Clock:
@@ -129,6 +129,48 @@ def test_the_last_step_back_to_a_refused_limit_is_taken_slowly() -> None:
     assert to_7 == 7 and to_9 == 8, (to_7, to_8, to_9)  # 1/6, 1/6.17, ... then 1/8 a run
     assert to_8 == 28, (to_7, to_8, to_9)  # 1/(4 L) a run: 2 (8^2 - 7.0x^2) runs, 4 times as many
     assert to_8 >= PLATEAU * to_7 * 0.9
+
+
+def test_a_limit_refused_again_and_again_is_probed_ever_more_rarely() -> None:
+    """A steady quota between 2 runs at once and 3 (adk api_server at 5 calls a second):
+    each time 3 is refused again the last step back to it takes twice as many runs, up to
+    PLATEAU_MOST times slower; refused at another limit (a storm cutting on down, or
+    growth past it) the slowness is PLATEAU's again."""
+    clock = Clock()
+    limiter = AdaptiveLimiter(4, 64, clock=clock)
+    finish(limiter, MIN_ROUND)
+    limiter.begin_at(4)
+    limiter.note_refusal(None)
+    assert limiter.limit == 3  # refused at 4
+    clock.now += 10
+
+    def refused_at_3_then_runs_back() -> int:
+        limiter.note_refusal(None)
+        assert limiter.limit == 2
+        clock.now += 10
+        n = 0
+        while limiter.limit < 3:
+            finish(limiter, 1)
+            n += 1
+        return n
+
+    runs = [refused_at_3_then_runs_back() for _ in range(6)]
+    # 1/(P x) a run from x = 2.25 to 3: about P (3^2 - 2.25^2) / 2 = 1.97 P runs, for
+    # P = 4 (3 first refused), 8, 16, 32, then no slower
+    assert runs == [8, 16, 31, 63, 63, 63], runs
+    assert [round(1.96875 * p) for p in (4, 8, 16, 32)] == [8, 16, 32, 63]
+    assert PLATEAU_MOST == 32
+    for _ in range(40):  # on past 3 without a refusal
+        finish(limiter, 1)
+    assert limiter.limit >= 4
+    refused_at = limiter.limit
+    limiter.note_refusal(None)  # another limit refused: PLATEAU again
+    clock.now += 10
+    n = 0
+    while limiter.limit < refused_at:
+        finish(limiter, 1)
+        n += 1
+    assert n < 2 * PLATEAU * refused_at, n
 
 
 def test_refusals_cut_down_to_one_and_growth_stops_at_the_cap() -> None:
