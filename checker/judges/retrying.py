@@ -14,12 +14,12 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .base import (CallStats, Guard, JudgeConfigError, JudgeError, JudgeReply, JudgeUnavailable,
                    RetryPolicy)
+from .slots import attempt_slot, held_slot_of
 
 
 class Retryable(Exception):
@@ -48,24 +48,12 @@ async def call_with_retries(send: Callable[[], Awaitable[JudgeReply]], policy: R
     async context manager bounding calls in flight (the run's judge-concurrency); one that
     offers ``held_slot()`` keeps the call's slot through its backoffs: a refused call is still
     in flight, and the slot it freed would send another call into the refusing service."""
-    held = getattr(limiter, "held_slot", None)
-    slot = held() if held is not None else None  # kept through the backoffs (limiter.HeldSlot)
+    slot = held_slot_of(limiter)  # kept through the backoffs (limiter.HeldSlot)
     try:
         return await _attempts(send, policy, stats, limiter, slot, guard, sleep=sleep, rng=rng)
     finally:
         if slot is not None:
             slot.release()
-
-
-@asynccontextmanager
-async def _in_slot(limiter: Any, slot: Any) -> AsyncIterator[None]:
-    """An attempt in the call's held slot, or (a limit without one) in a slot of its own."""
-    if slot is not None:
-        await slot.again()
-        yield
-    else:
-        async with limiter:
-            yield
 
 
 async def _attempts(send: Callable[[], Awaitable[JudgeReply]], policy: RetryPolicy,
@@ -75,7 +63,7 @@ async def _attempts(send: Callable[[], Awaitable[JudgeReply]], policy: RetryPoli
     timeout = policy.timeout
     for attempt in range(policy.attempts):
         try:
-            async with _in_slot(limiter, slot):
+            async with attempt_slot(limiter, slot):
                 # Within the run's budget, checked once a slot is free (judges.limits).
                 timeout = policy.timeout if guard is None else min(policy.timeout, guard.left())
                 stats.calls += 1

@@ -8,6 +8,8 @@ attempts and backoffs (``held_slot``: a refused call is still in flight)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from ..limiter import AdaptiveLimiter, HeldSlot
@@ -41,3 +43,21 @@ class JudgeSlots:
     def metadata(self) -> dict[str, object]:
         """``metadata.judge.adaptiveConcurrency`` (as the runs' ``adaptiveConcurrency``)."""
         return {**self.limiter.report().metadata(), "refusals": self.limiter.refusals}
+
+
+def held_slot_of(limiter: Any) -> HeldSlot | None:
+    """A slot held through one call's attempts and backoffs, when ``limiter`` offers one (a
+    plain semaphore does not: each attempt then takes a slot of its own)."""
+    held = getattr(limiter, "held_slot", None)
+    return held() if held is not None else None
+
+
+@asynccontextmanager
+async def attempt_slot(limiter: Any, slot: HeldSlot | None) -> AsyncIterator[None]:
+    """One attempt in the call's held ``slot``, or (without one) in a slot of ``limiter``."""
+    if slot is not None:
+        await slot.again()
+        yield
+    else:
+        async with limiter:
+            yield

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from typing import Any
@@ -385,3 +386,29 @@ def test_a_spent_judge_budget_starts_no_vertex_request(express: FakeVertex) -> N
     second, meter = asyncio.run(metered_run(configured, run_of(turn("hi", "Hello!")), ctx))
     assert second.not_evaluated_reason.startswith("the judge token budget (--max-judge-tokens 100)")
     assert meter.vertex_instances == 0 and len(express.requests) == 1 and judge.budget.refused == 1
+
+
+def test_a_refused_request_keeps_its_judge_slot_through_its_backoff(express: FakeVertex) -> None:
+    """One judge slot, two requests: the first is refused (429) and backs off holding the
+    slot, so the second is not sent into the refusals meanwhile: the fake sees the first,
+    the first again, then the second (limiter.HeldSlot)."""
+    from checker.judges.slots import JudgeSlots
+
+    class Waiting(RecordedSleep):
+        async def __call__(self, seconds: float) -> None:
+            self.delays.append(seconds)
+            await asyncio.sleep(0.2)  # long enough for the other request to take a freed slot
+
+    sleep = Waiting()
+    policy = RetryPolicy(attempts=4, initial_delay=0.5, max_delay=4.0, sleep=sleep)
+    slots = JudgeSlots(1)
+    slots.limiter.fixed = True  # not cut by the refusal: the hold alone is tested
+    ctx = ScoringContext(services=ScoringServices(vertex_retry=policy, judge_semaphore=slots))
+    express.fail(429, headers={"Retry-After": "1"})
+    result = score("safety_v1", run_of(turn("first question", "a1"), turn("second question", "a2", 2)),
+                   ctx)
+    assert result.error is None and sleep.delays == [1.0]
+    sent = ["first" if "first question" in json.dumps(r.body) else "second"
+            for r in express.requests]
+    assert sent == ["first", "first", "second"], sent
+    assert slots.limiter.in_flight == 0

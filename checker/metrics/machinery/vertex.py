@@ -295,24 +295,39 @@ async def evaluate(context: ScoringContext, spec: MetricSpec,
     if services.vertex_rng is None:
         services.vertex_rng = random.Random()
     rng = services.vertex_rng
-    from ...judges.slots import JudgeSlots
+    from ...judges.slots import JudgeSlots, held_slot_of
 
     if services.judge_semaphore is None:  # the judges' adaptive limit, shared
         services.judge_semaphore = JudgeSlots(services.judge_concurrency)
     semaphore = services.judge_semaphore
     client = await _client(context, settings)
-    from google.auth import exceptions as auth_errors
-    from ...judges.meter import admit, count_vertex_instances
-
     judge = services.judge
     budget = getattr(judge, "budget", None)  # --max-judge-tokens: a spent budget starts none
+    # A slot held through the attempts and backoffs (a refused request is still in flight:
+    # the slot it freed would send another into the refusals); a plain semaphore's per attempt.
+    slot = held_slot_of(semaphore)
+    try:
+        return await _attempts(client, spec, instance, settings, policy, semaphore, slot,
+                               budget, rng)
+    finally:
+        if slot is not None:
+            slot.release()
+
+
+async def _attempts(client: Any, spec: MetricSpec, instance: dict[str, Any], settings: Settings,
+                    policy: RetryPolicy, semaphore: Any, slot: Any, budget: Any,
+                    rng: random.Random) -> tuple[Verdict, Settings]:
+    """The request's attempts, each in ``slot`` (or a slot of ``semaphore`` without one)."""
+    from google.auth import exceptions as auth_errors
     from google.genai import errors as genai_errors
+
+    from ...judges.meter import admit, count_vertex_instances
+    from ...judges.slots import JudgeSlots, attempt_slot
 
     last = ""
     for attempt in range(policy.attempts):
         delay: float | None = None
-        # Hold a slot only while the request is in flight, not while backing off.
-        async with semaphore:
+        async with attempt_slot(semaphore, slot):
             admit(budget)
             try:
                 verdict = await asyncio.to_thread(_call, client, spec, instance, policy.timeout)
