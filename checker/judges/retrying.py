@@ -19,7 +19,7 @@ from typing import Any
 
 from .base import (CallStats, Guard, JudgeConfigError, JudgeError, JudgeReply, JudgeUnavailable,
                    RetryPolicy)
-from .slots import attempt_slot, held_slot_of
+from .slots import CallSlot
 
 
 class Retryable(Exception):
@@ -45,68 +45,57 @@ async def call_with_retries(send: Callable[[], Awaitable[JudgeReply]], policy: R
                             sleep: Callable[[float], Any], rng: random.Random) -> JudgeReply:
     """``send()`` until it answers, per ``policy``. ``send`` raises Retryable for an attempt
     to try again, Rejected (or JudgeConfigError) for one that must not be. ``limiter``: an
-    async context manager bounding calls in flight (the run's judge-concurrency); one that
-    offers ``held_slot()`` keeps the call's slot through its backoffs: a refused call is still
-    in flight, and the slot it freed would send another call into the refusing service."""
-    slot = held_slot_of(limiter)  # kept through the backoffs (limiter.HeldSlot)
-    try:
-        return await _attempts(send, policy, stats, limiter, slot, guard, sleep=sleep, rng=rng)
-    finally:
-        if slot is not None:
-            slot.release()
-
-
-async def _attempts(send: Callable[[], Awaitable[JudgeReply]], policy: RetryPolicy,
-                    stats: CallStats, limiter: Any, slot: Any, guard: Guard | None, *,
-                    sleep: Callable[[float], Any], rng: random.Random) -> JudgeReply:
-    last, code = "no attempt made", "no answer"
-    timeout = policy.timeout
-    for attempt in range(policy.attempts):
-        try:
-            async with attempt_slot(limiter, slot):
-                # Within the run's budget, checked once a slot is free (judges.limits).
-                timeout = policy.timeout if guard is None else min(policy.timeout, guard.left())
-                stats.calls += 1
-                began = time.monotonic()
-                reply = await asyncio.wait_for(send(), timeout=timeout)
-            _tell(limiter, "note_latency", time.monotonic() - began)
-            if guard is not None:
-                guard.answered()
-            stats.prompt_tokens += reply.prompt_tokens
-            stats.output_tokens += reply.output_tokens
-            stats.total_tokens += reply.total_tokens
-            return reply
-        except (Rejected, JudgeConfigError):  # a 400; a key the service refused
-            stats.failed_requests += 1
-            raise
-        except JudgeError:  # the run's judging is over (judges.limits): no retry
-            raise
-        except Retryable as exc:
-            stats.failed_requests += 1
-            last, code, server_delay = exc.message, exc.code, exc.retry_after
-            _tell(limiter, "note_refusal", server_delay)  # fewer at once (judges/slots.py)
-        except TimeoutError:
-            stats.failed_requests += 1
-            last, code, server_delay = f"no answer within {timeout:g} s", "timeout", None
-            _tell(limiter, "note_refusal", None)
-            if guard is not None:
-                guard.timed_out(timeout)
-        if attempt + 1 >= policy.attempts:
-            break
-        delay = policy.backoff(attempt, rng)
-        if server_delay is not None:
-            if server_delay > policy.max_delay:
-                raise JudgeUnavailable(
-                    f"judge asked to retry after {server_delay:g} s, more than the "
-                    f"{policy.max_delay:g} s limit (last error: {last})", code)
-            delay = max(delay, server_delay)
-        if guard is not None and delay >= guard.left():
-            raise JudgeUnavailable(f"judge call failed; no retry: the run's judge budget ends "
-                                   f"within the {delay:g} s wait (last error: {last})", code)
-        stats.retries += 1
-        stats.retry_delays.append(delay)
-        await sleep(delay)
-    raise JudgeUnavailable(f"judge call failed after {policy.attempts} attempt(s): {last}", code)
+    async context manager bounding calls in flight (the run's judge-concurrency), whose slot
+    the call keeps through its backoffs (judges/slots.py: CallSlot)."""
+    async with CallSlot(limiter) as slot:  # held through the backoffs
+        last, code = "no attempt made", "no answer"
+        timeout = policy.timeout
+        for attempt in range(policy.attempts):
+            try:
+                async with slot.attempt():
+                    # Within the run's budget, checked once a slot is free (judges.limits).
+                    timeout = policy.timeout if guard is None else min(policy.timeout, guard.left())
+                    stats.calls += 1
+                    began = time.monotonic()
+                    reply = await asyncio.wait_for(send(), timeout=timeout)
+                _tell(limiter, "note_latency", time.monotonic() - began)
+                if guard is not None:
+                    guard.answered()
+                stats.prompt_tokens += reply.prompt_tokens
+                stats.output_tokens += reply.output_tokens
+                stats.total_tokens += reply.total_tokens
+                return reply
+            except (Rejected, JudgeConfigError):  # a 400; a key the service refused
+                stats.failed_requests += 1
+                raise
+            except JudgeError:  # the run's judging is over (judges.limits): no retry
+                raise
+            except Retryable as exc:
+                stats.failed_requests += 1
+                last, code, server_delay = exc.message, exc.code, exc.retry_after
+                _tell(limiter, "note_refusal", server_delay)  # fewer at once (judges/slots.py)
+            except TimeoutError:
+                stats.failed_requests += 1
+                last, code, server_delay = f"no answer within {timeout:g} s", "timeout", None
+                _tell(limiter, "note_refusal", None)
+                if guard is not None:
+                    guard.timed_out(timeout)
+            if attempt + 1 >= policy.attempts:
+                break
+            delay = policy.backoff(attempt, rng)
+            if server_delay is not None:
+                if server_delay > policy.max_delay:
+                    raise JudgeUnavailable(
+                        f"judge asked to retry after {server_delay:g} s, more than the "
+                        f"{policy.max_delay:g} s limit (last error: {last})", code)
+                delay = max(delay, server_delay)
+            if guard is not None and delay >= guard.left():
+                raise JudgeUnavailable(f"judge call failed; no retry: the run's judge budget ends "
+                                       f"within the {delay:g} s wait (last error: {last})", code)
+            stats.retries += 1
+            stats.retry_delays.append(delay)
+            await sleep(delay)
+        raise JudgeUnavailable(f"judge call failed after {policy.attempts} attempt(s): {last}", code)
 
 
 def _tell(limiter: Any, what: str, value: float | None) -> None:

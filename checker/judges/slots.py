@@ -4,7 +4,7 @@ the run's one AdaptiveLimiter kind (checker/limiter.py), started at and capped b
 growth for the delay it asked) and grown back while answers come at a flat latency. Every
 judge-backed metric shares it (Gemini, Vertex AI, provider/model judges), as an async
 context manager around each request in flight, or a slot held by one call through its
-attempts and backoffs (``held_slot``: a refused call is still in flight)."""
+attempts and backoffs (``CallSlot``: a refused call is still in flight)."""
 
 from __future__ import annotations
 
@@ -26,10 +26,6 @@ class JudgeSlots:
     async def __aexit__(self, *exc: Any) -> None:
         self.limiter.release()
 
-    def held_slot(self) -> HeldSlot:
-        """A slot for one call's attempts, kept through its backoffs (limiter.HeldSlot)."""
-        return HeldSlot(self.limiter)
-
     def note_refusal(self, retry_after: float | None) -> None:
         self.limiter.note_refusal(retry_after)
 
@@ -45,19 +41,29 @@ class JudgeSlots:
         return {**self.limiter.report().metadata(), "refusals": self.limiter.refusals}
 
 
-def held_slot_of(limiter: Any) -> HeldSlot | None:
-    """A slot held through one call's attempts and backoffs, when ``limiter`` offers one (a
-    plain semaphore does not: each attempt then takes a slot of its own)."""
-    held = getattr(limiter, "held_slot", None)
-    return held() if held is not None else None
+class CallSlot:
+    """One call's slot through its attempts and the backoffs between them (``async with
+    CallSlot(limit) as slot:``, then ``async with slot.attempt():`` around each request): a
+    refused call is still in flight, and the slot it freed would send another call into the
+    refusing service. Of a JudgeSlots it is a held slot (limiter.HeldSlot); a plain
+    semaphore gives each attempt a slot of its own."""
 
+    def __init__(self, limiter: Any):
+        self.limiter = limiter
+        self.held = HeldSlot(limiter.limiter) if isinstance(limiter, JudgeSlots) else None
 
-@asynccontextmanager
-async def attempt_slot(limiter: Any, slot: HeldSlot | None) -> AsyncIterator[None]:
-    """One attempt in the call's held ``slot``, or (without one) in a slot of ``limiter``."""
-    if slot is not None:
-        await slot.again()
-        yield
-    else:
-        async with limiter:
+    async def __aenter__(self) -> CallSlot:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if self.held is not None:
+            self.held.release()
+
+    @asynccontextmanager
+    async def attempt(self) -> AsyncIterator[None]:
+        if self.held is not None:
+            await self.held.again()
             yield
+        else:
+            async with self.limiter:
+                yield

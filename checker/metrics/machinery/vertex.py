@@ -295,67 +295,52 @@ async def evaluate(context: ScoringContext, spec: MetricSpec,
     if services.vertex_rng is None:
         services.vertex_rng = random.Random()
     rng = services.vertex_rng
-    from ...judges.slots import JudgeSlots, held_slot_of
+    from ...judges.slots import CallSlot, JudgeSlots
 
     if services.judge_semaphore is None:  # the judges' adaptive limit, shared
         services.judge_semaphore = JudgeSlots(services.judge_concurrency)
     semaphore = services.judge_semaphore
     client = await _client(context, settings)
+    from google.auth import exceptions as auth_errors
+    from ...judges.meter import admit, count_vertex_instances
+
     judge = services.judge
     budget = getattr(judge, "budget", None)  # --max-judge-tokens: a spent budget starts none
-    # A slot held through the attempts and backoffs (a refused request is still in flight:
-    # the slot it freed would send another into the refusals); a plain semaphore's per attempt.
-    slot = held_slot_of(semaphore)
-    try:
-        return await _attempts(client, spec, instance, settings, policy, semaphore, slot,
-                               budget, rng)
-    finally:
-        if slot is not None:
-            slot.release()
-
-
-async def _attempts(client: Any, spec: MetricSpec, instance: dict[str, Any], settings: Settings,
-                    policy: RetryPolicy, semaphore: Any, slot: Any, budget: Any,
-                    rng: random.Random) -> tuple[Verdict, Settings]:
-    """The request's attempts, each in ``slot`` (or a slot of ``semaphore`` without one)."""
-    from google.auth import exceptions as auth_errors
     from google.genai import errors as genai_errors
 
-    from ...judges.meter import admit, count_vertex_instances
-    from ...judges.slots import JudgeSlots, attempt_slot
-
-    last = ""
-    for attempt in range(policy.attempts):
-        delay: float | None = None
-        async with attempt_slot(semaphore, slot):
-            admit(budget)
-            try:
-                verdict = await asyncio.to_thread(_call, client, spec, instance, policy.timeout)
-                verdict.requests = attempt + 1
-                count_vertex_instances(1)  # the answer tells no tokens: the instance is counted
-                return verdict, settings
-            except genai_errors.APIError as exc:
-                code = exc.code or 0
-                last = _scrub(f"{code} {exc.status or ''}: {exc.message or exc.details}", settings)
-                if code in (401, 403):
-                    raise VertexError(f"Vertex AI refused the request ({last}); "
-                                      f"{_refusal_help(settings)}", access=True) from None
-                if code not in RETRYABLE and code < 500:
-                    raise VertexError(f"Vertex AI rejected the request ({last})") from None
-                hinted = retry_after_seconds(getattr(exc.response, "headers", None))
-                if isinstance(semaphore, JudgeSlots):  # fewer judge calls at once for a while
-                    semaphore.note_refusal(hinted)
-                if hinted is not None:
-                    delay = min(hinted, policy.max_retry_after)
-            except auth_errors.RefreshError as exc:
-                raise VertexError(f"the application default credentials could not be "
-                                  f"refreshed ({_scrub(str(exc), settings)}); "
-                                  f"{CREDENTIALS_HELP}", access=True) from None
-            except Exception as exc:
-                if not (_is_transport_error(exc) or isinstance(exc, auth_errors.TransportError)):
-                    raise
-                last = _scrub(f"{type(exc).__name__}: {exc}", settings)
-        if attempt + 1 < policy.attempts:
-            await policy.sleep(policy.backoff(attempt, rng) if delay is None else delay)
-    raise VertexError(f"Vertex AI did not answer after {policy.attempts} attempts "
-                      f"(last: {last})")
+    async with CallSlot(semaphore) as slot:  # held through the backoffs
+        last = ""
+        for attempt in range(policy.attempts):
+            delay: float | None = None
+            async with slot.attempt():
+                admit(budget)
+                try:
+                    verdict = await asyncio.to_thread(_call, client, spec, instance, policy.timeout)
+                    verdict.requests = attempt + 1
+                    count_vertex_instances(1)  # the answer tells no tokens: the instance is counted
+                    return verdict, settings
+                except genai_errors.APIError as exc:
+                    code = exc.code or 0
+                    last = _scrub(f"{code} {exc.status or ''}: {exc.message or exc.details}", settings)
+                    if code in (401, 403):
+                        raise VertexError(f"Vertex AI refused the request ({last}); "
+                                          f"{_refusal_help(settings)}", access=True) from None
+                    if code not in RETRYABLE and code < 500:
+                        raise VertexError(f"Vertex AI rejected the request ({last})") from None
+                    hinted = retry_after_seconds(getattr(exc.response, "headers", None))
+                    if isinstance(semaphore, JudgeSlots):  # fewer judge calls at once for a while
+                        semaphore.note_refusal(hinted)
+                    if hinted is not None:
+                        delay = min(hinted, policy.max_retry_after)
+                except auth_errors.RefreshError as exc:
+                    raise VertexError(f"the application default credentials could not be "
+                                      f"refreshed ({_scrub(str(exc), settings)}); "
+                                      f"{CREDENTIALS_HELP}", access=True) from None
+                except Exception as exc:
+                    if not (_is_transport_error(exc) or isinstance(exc, auth_errors.TransportError)):
+                        raise
+                    last = _scrub(f"{type(exc).__name__}: {exc}", settings)
+            if attempt + 1 < policy.attempts:
+                await policy.sleep(policy.backoff(attempt, rng) if delay is None else delay)
+        raise VertexError(f"Vertex AI did not answer after {policy.attempts} attempts "
+                          f"(last: {last})")
