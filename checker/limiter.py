@@ -171,7 +171,7 @@ class AdaptiveLimiter:
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
                 self.release()  # granted as it was cancelled: give the slot on
-            else:
+            elif waiter in self._waiters:  # (a slot freed since may have dropped it already)
                 self._waiters.remove(waiter)
             raise
 

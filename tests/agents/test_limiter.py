@@ -265,6 +265,25 @@ def test_a_cancelled_wait_gives_no_slot_away() -> None:
     asyncio.run(scenario())
 
 
+def test_a_wait_cancelled_as_a_slot_is_freed_ends_cancelled() -> None:
+    # Ctrl-C cancels every run at once: a run in flight frees its slot before a cancelled
+    # waiter's task resumes, and the freed slot's wake-up drops the cancelled waiter.
+    async def scenario() -> None:
+        limiter = AdaptiveLimiter(1, 1, clock=Clock())
+        await limiter.acquire()
+        waiting = asyncio.ensure_future(limiter.acquire())
+        await asyncio.sleep(0)
+        waiting.cancel()
+        limiter.release()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        assert limiter.in_flight == 0
+        await asyncio.wait_for(limiter.acquire(), 1)
+        assert limiter.in_flight == 1
+
+    asyncio.run(scenario())
+
+
 def test_a_raised_limit_lets_waiting_runs_in_at_once() -> None:
     async def scenario() -> None:
         limiter = AdaptiveLimiter(1, 8, clock=Clock())
