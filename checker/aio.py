@@ -9,8 +9,9 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def run(coro: Awaitable[T]) -> T:
-    """``asyncio.run(coro)``, its result handed over outside the main task.
+def run(coro: Awaitable[T], runner: asyncio.Runner | None = None) -> T:
+    """``asyncio.run(coro)`` (``runner.run``: on that runner's event loop), its result handed
+    over outside the main task.
 
     Python 3.11's ``asyncio.Runner`` looks its SIGINT handler up twice on the way out
     (``signal.getsignal``), which formats a ``ValueError`` with the handler's repr: a
@@ -23,5 +24,8 @@ def run(coro: Awaitable[T]) -> T:
     async def main() -> None:
         box.append(await coro)
 
-    asyncio.run(main())
+    if runner is None:
+        asyncio.run(main())
+    else:
+        runner.run(main())
     return box[0]

@@ -208,7 +208,6 @@ def run(paths: tuple[str, ...], **options) -> None:
     Exit status: 0 the gate passed (per --fail-on), 1 it failed, 2 bad input.
     """
     from .errors import InputError
-    from .commands.run import RunOptions, execute
 
     modes = [k for k in ("agent_command", "agent_url", "replay") if options.get(k)]
     if len(modes) != 1:
@@ -217,11 +216,20 @@ def run(paths: tuple[str, ...], **options) -> None:
         raise click.UsageError("--agent-server-command goes with --agent-url")
     if options.get("agent_paths") and not options.get("changed_since"):
         raise click.UsageError("--agent-paths goes with --changed-since")
+    from .agents.early_start import started_early
+
     try:
-        _in_pull_request_job(options, cache_key="judge_cache")
-        options["accept"] = _accept(options)
-        passed = execute(RunOptions(paths=list(paths), **{**options, "baselines": list(options["baselines"]),
-                                                           "agent_paths": list(options["agent_paths"])}))
+        # Our evalcheck-adk starts importing google-adk now, while the checker imports itself
+        # and reads the inputs; it loads the agent at the first run (agents/early_start.py).
+        # Not with --changed-since, which may run nothing.
+        with started_early(options.get("agent_command"), when=not options.get("changed_since")) as early:
+            from .commands.run import RunOptions, execute
+
+            _in_pull_request_job(options, cache_key="judge_cache")
+            options["accept"] = _accept(options)
+            passed = execute(RunOptions(paths=list(paths), early_agent=early,
+                                        **{**options, "baselines": list(options["baselines"]),
+                                           "agent_paths": list(options["agent_paths"])}))
     except InputError as exc:
         raise _fail_input(exc) from None
     sys.exit(EXIT_PASSED if passed else EXIT_FAILED)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from .agents.early_start import EarlyAgent
     from .agents.sandbox import AgentSandbox
     from .compare.overrides import AcceptLabel
 
@@ -86,6 +87,9 @@ class RunOptions:
     # Who agents run as: the Action's unprivileged user (checker/agents/sandbox.py); None runs
     # them as the caller, with the caller's environment (plain `evalcheck run`).
     sandbox: AgentSandbox | None = None
+    # The agent started while the inputs are read (checker/agents/early_start.py), for the
+    # first run to take; None: the first run starts one.
+    early_agent: EarlyAgent | None = None
     # The workspace, in the Action (--confine on the command line): symlinks under it that
     # lead out of it are not followed, files eval and config files name must lie in it, and
     # the judge cache must not (checker/safety/confine.py). None: paths are used as given.

@@ -37,6 +37,7 @@ from .pacing import PACER, CallPacer
 from .retries import TELL
 from .runtime import end_process, eval_plugins, fewer_collections, no_collections
 
+AT_START = "EVALCHECK_ADK_LOAD_AT_START"  # (= checker/agents/early_start.py AT_START)
 USAGE = "usage: evalcheck-adk [--one-session | --concurrent N] DIR (an ADK agent folder, or a folder of them)"
 DEFAULT_CONCURRENT = 8  # runs at once in the one process when not offered (ADK's own eval runs 4)
 MAX_OFFERED = 4096  # sessions taken up to from a start message's offer
@@ -140,6 +141,29 @@ async def warm_up() -> None:
 Reader = Callable[[], Awaitable["dict[str, Any] | None"]]
 
 
+# The environment a process gets for its first run (CONTRACT section 5), from its start.
+RUN_ENVIRONMENT = (("EVALCHECK_EVAL_SET_ID", "evalSetId"), ("EVALCHECK_EVAL_ID", "evalId"),
+                   ("EVALCHECK_RUN", "run"))
+
+
+def run_environment(start: dict[str, Any]) -> None:
+    """The first run's variables, from its start message, where the environment has none (a
+    process the checker started before it knew its first run)."""
+    for name, field in RUN_ENVIRONMENT:
+        value = start.get(field)
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            os.environ.setdefault(name, str(value))
+
+
+def read_first(first: dict[str, Any], read: Reader) -> Reader:
+    """``read``, giving ``first`` (read already) first."""
+    pending = [first]
+
+    async def again() -> dict[str, Any] | None:
+        return pending.pop() if pending else await read()
+    return again
+
+
 def line_reader(stdin: IO[bytes]) -> Reader:
     async def read() -> dict[str, Any] | None:
         line = await asyncio.to_thread(stdin.readline)
@@ -159,7 +183,11 @@ async def serve(agent_dir: Path, out: IO[str], stdin: IO[bytes], *, many: bool =
     None: as many as the checker offers)."""
     PACER.set(CallPacer())  # every run's calls of a model share the quota the service stated
     agents = Agents(agent_dir)
-    if not agents.several:
+    # Started by evalcheck while it reads its inputs (checker/agents/early_start.py): the agent
+    # (the code under test) is loaded only from the first start message, which also gives
+    # the first run's variables the environment then lacks.
+    at_start = os.environ.pop(AT_START, None) == "1"
+    if not agents.several and not at_start:
         try:
             agents.for_run({})
         except LoadFailure as exc:
@@ -169,8 +197,19 @@ async def serve(agent_dir: Path, out: IO[str], stdin: IO[bytes], *, many: bool =
     except Exception as exc:  # only a speed-up: a failure here is not the agent's
         print(f"evalcheck ADK bridge: warm-up skipped ({type(exc).__name__}: {exc})",
               file=sys.stderr, flush=True)
-    fewer_collections()
     read = line_reader(stdin)
+    if not agents.several and at_start:
+        first = await read()
+        if first is None:
+            return 0
+        if first.get("type") == "start":
+            run_environment(first)
+        try:
+            agents.for_run({})
+        except LoadFailure as exc:
+            return _fail(out, str(exc))
+        read = read_first(first, read)
+    fewer_collections()
     if not many:
         start = await read()
         if start is None:

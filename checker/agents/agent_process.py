@@ -104,6 +104,9 @@ class AgentProcess:
         # pipe say so. A second handle on the pipe keeps it readable after asyncio closed
         # its own; dropped after the first run, or the agent would never see EOF.
         self.sent = 0  # bytes written to its stdin
+        # Our evalcheck-adk started early reads its first start before it loads the agent
+        # (agents/early_start.py): whatever it read, failing before its ready is failing to start.
+        self.loads_at_start = False
         self._probe: int | None = None
         assert proc.stdin is not None
         fileno = getattr(proc.stdin.transport, "_fileno", None)  # asyncio's pipe transport
@@ -287,7 +290,7 @@ class AgentProcess:
         reported an error for no turn), or None when it failed otherwise."""
         if self.runs != 1 or self.heard:
             return None
-        if self.sent:  # else its stdin was closed before the start message could be sent
+        if self.sent and not self.loads_at_start:  # (not sent: stdin closed before the start)
             unread = self._unread()
             # >=: a last write may have half-failed; what it did deliver is unread too.
             if unread is None or unread < self.sent:

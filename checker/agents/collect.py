@@ -63,7 +63,8 @@ def collect_runs(targets: list[EvalTarget], options: AgentOptions,
             return await (scoring.scoring(runs) if scoring is not None else runs)
 
     try:
-        scheduled = aio.run(jobs())
+        # (on the event loop of the agent started early, when there is one: its pipes are there)
+        scheduled = aio.run(jobs(), options.early.runner if options.early is not None else None)
         # A limit bound to that event loop must not be reused by the scoring loop.
         if scoring is not None:
             scoring.services.judge_semaphore = None

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..inputs.discover import EvalTarget
     from ..models.usage import TokenBudget
     from ..simulation.model import SimulatorStats
+    from .early_start import EarlyAgent
     from .sandbox import AgentSandbox
 
 __all__ = ["AgentOptions", "MoreRuns", "Progress", "RunInterrupted", "RunPlan", "ScheduledRuns",
@@ -45,6 +46,7 @@ class AgentOptions:
     turn_timeout: float = 300.0
     max_service_wait: float = 600.0  # seconds of a model-service outage before giving up runs
     sandbox: AgentSandbox | None = None  # who agents run as (None: the caller)
+    early: EarlyAgent | None = None  # the agent started while the inputs were read (early_start.py)
     schedule: ScheduleOptions = field(default_factory=ScheduleOptions)
 
 
@@ -115,7 +117,7 @@ def make_runner(options: AgentOptions) -> AgentRunner:
         from .stdio import StdioRunner
 
         return StdioRunner(options.agent_command, cwd=Path.cwd(), sandbox=options.sandbox,
-                           sessions=sessions)
+                           sessions=sessions, early=options.early)
     if options.agent_url:
         from .api_server import ApiServerRunner
 

@@ -43,6 +43,7 @@ from .sessions import SharedWorker
 from .turns import UserTurns, user_turns
 
 if TYPE_CHECKING:
+    from .early_start import EarlyAgent
     from .sandbox import AgentSandbox
 
 __all__ = ["StdioRunner", "to_invocation"]
@@ -67,7 +68,8 @@ class StdioRunner:
     def __init__(self, command: str, *, cwd: Path | None = None,
                  env: Mapping[str, str] | None = None, exit_grace: float = 10.0,
                  kill_grace: float = 2.0, max_line_bytes: int = MAX_LINE_BYTES,
-                 sandbox: AgentSandbox | None = None, sessions: int | None = None):
+                 sandbox: AgentSandbox | None = None, sessions: int | None = None,
+                 early: EarlyAgent | None = None):
         # The most runs evalcheck may have in flight: every start message says so, and an
         # agent serving concurrent sessions may take that many in one process.
         self.sessions = sessions
@@ -79,6 +81,7 @@ class StdioRunner:
         self.exit_grace = exit_grace
         self.kill_grace = kill_grace
         self.max_line_bytes = max_line_bytes
+        self.early = early  # the process started while the inputs were read, for the first run
         # Told each model-service refusal an agent retries itself (the run's ServiceWaits,
         # set by the scheduler); the start messages then ask agents to tell them.
         self.on_refusal: Callable[[ServiceRefusal, bool], None] | None = None
@@ -226,14 +229,14 @@ class StdioRunner:
                     self._probing.add(key)
                 self._make_room(key)
                 try:
-                    proc = await spawn(self.command, cwd=self.cwd, env=self._env(job),
-                                       sandbox=self.sandbox)
+                    proc, early = await self._spawn(job)
                 except OSError as exc:
                     if probe:
                         self._learn(key, "unknown")
                     cannot = f"could not start the agent command: {exc.strerror or exc}"
                     return mark_cannot_start(record([], cannot), cannot)
                 agent = AgentProcess(proc, self.max_line_bytes)
+                agent.loads_at_start = early
                 agent.on_refusal = self.on_refusal
                 agent.offered = self.sessions
                 agent.started_for = key
@@ -303,11 +306,11 @@ class StdioRunner:
         try:
             self._make_room(key)
             try:
-                proc = await spawn(self.command, cwd=self.cwd, env=self._env(job),
-                                   sandbox=self.sandbox)
+                proc, early = await self._spawn(job)
             except OSError as exc:
                 return f"could not start the agent command: {exc.strerror or exc}"
             agent = AgentProcess(proc, self.max_line_bytes)
+            agent.loads_at_start = early
             agent.on_refusal = self.on_refusal
             agent.offered = self.sessions
             agent.started_for = key
@@ -317,6 +320,15 @@ class StdioRunner:
         finally:
             del self._starting[key]
             starting.set_result(None)
+
+    async def _spawn(self, job: RunJob) -> tuple[asyncio.subprocess.Process, bool]:
+        """A process for ``job``, and whether it is the one started early (when it is this
+        command's: its first start message gives it the run's variables), else a new one."""
+        if self.early is not None and self.sandbox is None:
+            proc = self.early.take(self.command, self.env, self.cwd)
+            if proc is not None:
+                return proc, True
+        return await spawn(self.command, cwd=self.cwd, env=self._env(job), sandbox=self.sandbox), False
 
     def _env(self, job: RunJob) -> dict[str, str]:
         return {**self.env, "EVALCHECK_EVAL_SET_ID": job.eval_set_id,

@@ -33,6 +33,7 @@ def agent_options(options: RunOptions) -> AgentOptions:
                         agent_server_command=options.agent_server_command, app_name=options.app_name,
                         num_runs=options.num_runs, turn_timeout=options.turn_timeout,
                         max_service_wait=options.max_service_wait, sandbox=options.sandbox,
+                        early=options.early_agent,
                         schedule=ScheduleOptions(concurrency=options.concurrency,
                                                  max_concurrency=options.max_concurrency,
                                                  retries=options.retries,
