@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
+import shutil
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,8 +44,6 @@ def early_command(command: str | None, env: Mapping[str, str]) -> str | None:
     program = shlex.split(resolved)[0]
     if ours is None or Path(program).name != BRIDGE:
         return None
-    import shutil
-
     found = shutil.which(program, path=env.get("PATH"))
     if found is None or not os.path.samefile(found, ours):
         return None

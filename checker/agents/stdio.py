@@ -229,17 +229,12 @@ class StdioRunner:
                     self._probing.add(key)
                 self._make_room(key)
                 try:
-                    proc, early = await self._spawn(job)
+                    agent = await self._start_agent(job)
                 except OSError as exc:
                     if probe:
                         self._learn(key, "unknown")
                     cannot = f"could not start the agent command: {exc.strerror or exc}"
                     return mark_cannot_start(record([], cannot), cannot)
-                agent = AgentProcess(proc, self.max_line_bytes)
-                agent.loads_at_start = early
-                agent.on_refusal = self.on_refusal
-                agent.offered = self.sessions
-                agent.started_for = key
                 if probe:
                     agent.on_first = partial(self._on_first, key)
             try:
@@ -306,14 +301,9 @@ class StdioRunner:
         try:
             self._make_room(key)
             try:
-                proc, early = await self._spawn(job)
+                agent = await self._start_agent(job)
             except OSError as exc:
                 return f"could not start the agent command: {exc.strerror or exc}"
-            agent = AgentProcess(proc, self.max_line_bytes)
-            agent.loads_at_start = early
-            agent.on_refusal = self.on_refusal
-            agent.offered = self.sessions
-            agent.started_for = key
             agent.drop_probe()
             self._shared.append(SharedWorker(agent, capacity))
             return None
@@ -321,14 +311,19 @@ class StdioRunner:
             del self._starting[key]
             starting.set_result(None)
 
-    async def _spawn(self, job: RunJob) -> tuple[asyncio.subprocess.Process, bool]:
-        """A process for ``job``, and whether it is the one started early (when it is this
-        command's: its first start message gives it the run's variables), else a new one."""
+    async def _start_agent(self, job: RunJob) -> AgentProcess:
+        """A process for ``job``'s eval set: the one started early when it is this command's
+        (its first start message gives it the run's variables), else a new one."""
+        proc = None
         if self.early is not None and self.sandbox is None:
             proc = self.early.take(self.command, self.env, self.cwd)
-            if proc is not None:
-                return proc, True
-        return await spawn(self.command, cwd=self.cwd, env=self._env(job), sandbox=self.sandbox), False
+        agent = AgentProcess(proc or await spawn(self.command, cwd=self.cwd, env=self._env(job),
+                                                 sandbox=self.sandbox), self.max_line_bytes)
+        agent.loads_at_start = proc is not None
+        agent.on_refusal = self.on_refusal
+        agent.offered = self.sessions
+        agent.started_for = job.eval_set_id
+        return agent
 
     def _env(self, job: RunJob) -> dict[str, str]:
         return {**self.env, "EVALCHECK_EVAL_SET_ID": job.eval_set_id,
