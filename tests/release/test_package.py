@@ -188,7 +188,7 @@ def test_the_wheel_metadata_and_commands(dists):
     assert "Apache License\n                           Version 2.0, January 2004" in license_text
     entry_points = wheel_text(dists["wheel"], "entry_points.txt")
     scripts = dict(re.findall(r"^(\S+) = (\S+)$", entry_points.split("[console_scripts]")[1].split("\n[")[0], re.M))
-    assert scripts == {"evalcheck": "checker.cli:main", "evalcheck-adk": "evalcheck_adk_bridge:main",
+    assert scripts == {"evalcheck": "checker.cli:console", "evalcheck-adk": "evalcheck_adk_bridge:main",
                        "evalcheck-adk-ts": "evalcheck_adk_ts:main"}
 
 
