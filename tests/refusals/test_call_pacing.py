@@ -135,6 +135,21 @@ def test_calls_held_up_by_the_event_loop_go_on_spaced_not_all_at_once() -> None:
     assert all(gap >= step - 0.005 for gap in spaced), spaced
 
 
+def test_after_a_hold_up_a_call_leaves_a_turn_after_the_one_sent_late_by_it() -> None:
+    """The loop held up for 0.3 s right after a call got its turn, before its request left:
+    that request leaves when the loop is back, and the call whose turn came meanwhile a step
+    after it - not beside it, two calls at once, one more than the quota's window holds."""
+    pacer = CallPacer()
+    pacer.learn("gemini-2.5-flash", quota_error({**PER_SECOND, "quotaValue": "20"}))
+    step = MARGIN / 20
+    went = released(pacer, "gemini-2.5-flash", 5, hold_loop=0.3)
+    sent_late = went[1][1] + 0.3  # the second call's request, held up with the loop
+    assert went[2][1] - sent_late >= step - 0.005, gaps(went)
+    assert all(gap >= step - 0.005 for gap in gaps(went)[2:]), gaps(went)
+    then = released(pacer, "gemini-2.5-flash", 1)  # a call asking later takes the next turn
+    assert then[0][1] - went[-1][1] >= step - 0.005
+
+
 def test_a_call_never_waits_longer_than_max_wait_for_its_turn() -> None:
     """At 10 calls a second (0.103 s apart) with a longest wait of 0.35 s, 8 calls asked at
     once: the first four wait for their turns (the fourth's comes 0.31 s on); the others
