@@ -109,6 +109,7 @@ def test_calls_of_a_paced_model_start_the_quotas_spacing_apart_in_the_order_aske
     pacer.learn("gemini-2.5-flash", errors.ClientError(429, {"error": {"code": 429}}))  # no quota: kept
     step = MARGIN / 20
     assert pacer.spacing("gemini-2.5-flash") == pytest.approx(step)
+    assert step == pytest.approx(0.0515)  # 20 a second, spaced 3% wider: 51.5 ms, not 50
     went = released(pacer, "gemini-2.5-flash", 5)
     assert [i for i, _ in went] == [0, 1, 2, 3, 4]  # in the order asked
     # each a step after the one before (give or take the loop's wake-up), 4 steps in all
