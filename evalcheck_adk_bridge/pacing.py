@@ -7,16 +7,21 @@ second or per minute, the bridge starts that model's calls no closer together th
 allows: the runs in flight then wait in the bridge for their turn instead of sending calls
 the service refuses, each refusal costing its run the delay the service asks for (2 s to a
 minute) while the quota goes unused. One pacer serves every run of the bridge's process; the
-checker's concurrency limiter sees paced runs take longer and stops growing. A quota per day,
-of tokens or of calls in flight is not paced: it is not a rate of calls. Standard library only.
+checker's concurrency limiter sees paced runs take longer and stops growing. The calls sent
+before the quota was known count too: the burst that met the quota may fill the service's
+window for most of a second more, and a paced call sent into it would be refused. A quota
+per day, of tokens or of calls in flight is not paced: it is not a rate of calls. Standard
+library only.
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextvars
 import re
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -35,14 +40,17 @@ MARGIN = 1.03
 # timeout gives its process up); a call that would wait longer goes at once instead, as it
 # did unpaced, and a refusal is retried after the delay the service asks for.
 MAX_WAIT = 60.0
+# The calls of the latest minute (the longest window a quota counts in) are kept per model.
+HISTORY = 60.0 * MARGIN
 _RATE_QUOTA = re.compile(r"Requests?Per(Second|Minute)", re.IGNORECASE)
 _SECONDS = {"second": 1.0, "minute": 60.0}
 
 
-def stated_rate(details: Any) -> float | None:
-    """The calls a second a refusal's body says its exhausted quota allows (the lowest, when
-    it names several), or None when it names no quota of requests per second or minute."""
-    rates = []
+def stated_quota(details: Any) -> tuple[float, float] | None:
+    """The calls and the window in seconds (1 or 60) of the exhausted rate quota a refusal's
+    body names (the lowest rate, when it names several), or None when it names no quota of
+    requests per second or minute."""
+    quotas = []
     for item in error_details(details, "QuotaFailure"):
         violations = item.get("violations")
         for violation in violations if isinstance(violations, list) else []:
@@ -55,34 +63,52 @@ def stated_rate(details: Any) -> float | None:
             except ValueError:
                 continue
             if found and value > 0 and "concurrent" not in named.lower():
-                rates.append(value / _SECONDS[found.group(1).lower()])
-    return min(rates) if rates else None
+                quotas.append((value, _SECONDS[found.group(1).lower()]))
+    return min(quotas, key=lambda quota: quota[0] / quota[1]) if quotas else None
+
+
+def stated_rate(details: Any) -> float | None:
+    """The calls a second of ``stated_quota``, or None."""
+    quota = stated_quota(details)
+    return None if quota is None else quota[0] / quota[1]
 
 
 class CallPacer:
-    """Per model: the calls' start times, spaced ``MARGIN / rate`` apart once the service
-    stated the rate (``learn``); a model with no stated rate is not paced. When the event
-    loop was held up past a call's turn (a garbage collection, a burst of CPU), the turns
-    after it move back by as much: the calls that waited meanwhile go on spaced, not all at
-    once, which would put more calls in the service's window than its quota allows; and a turn
-    later still, for the call given its turn just before the hold-up, which may have been
-    sent only after it."""
+    """Per model: the calls' start times, spaced ``MARGIN`` times the quota's own spacing
+    apart once the service stated its quota (``learn``), and never more calls in a window of
+    the quota's (``MARGIN`` times longer) than it allows: counting those sent before the quota
+    was known, which may have filled the service's window already (the burst that met the
+    quota), and not those the service refused. A model with no stated quota is not paced.
+    When the event loop was held up past a call's turn (a garbage collection, a burst of
+    CPU), the turns after it move back by as much: the calls that waited meanwhile go on
+    spaced, not all at once, which would put more calls in the service's window than its
+    quota allows; and a turn later still, for the call given its turn just before the
+    hold-up, which may have been sent only after it."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], Any] = asyncio.sleep, max_wait: float = MAX_WAIT):
         self._clock = clock
         self._sleep = sleep
         self._max_wait = max_wait
+        self._quota: dict[str, tuple[float, float]] = {}  # the calls a window allows, the window
         self._spacing: dict[str, float] = {}
         self._next: dict[str, float] = {}
         self._delay: dict[str, float] = {}  # how far the model's turns moved back so far
+        self._sent: dict[str, deque[float]] = {}  # the turns of the latest HISTORY seconds
 
     def learn(self, model: str, error: BaseException) -> None:
-        """A call of ``model`` raised ``error``: pace the model if it names a rate quota."""
-        rate = stated_rate(getattr(error, "details", None))
-        if rate is not None:
-            spacing = MARGIN / rate
-            self._spacing[model] = max(spacing, self._spacing.get(model, 0.0))
+        """A call of ``model`` was refused with ``error``: it does not count in the service's
+        window; the model is paced from now on if the refusal names a rate quota."""
+        sent = self._sent.get(model)
+        if sent:  # which entry goes matters only for calls sent before the quota was known:
+            sent.pop()  # paced turns are spaced to fit a window by themselves
+        quota = stated_quota(getattr(error, "details", None))
+        if quota is not None:
+            calls, window = quota
+            spacing = MARGIN * window / calls
+            if spacing > self._spacing.get(model, 0.0):
+                self._spacing[model] = spacing
+                self._quota[model] = quota
 
     def spacing(self, model: str) -> float | None:
         return self._spacing.get(model)
@@ -91,14 +117,24 @@ class CallPacer:
         """Until this call's turn: calls of a paced model start in the order they asked.
         False for a call that skipped the queue (MAX_WAIT): more runs at once than the
         quota serves within it."""
+        now = self._clock()
+        sent = self._sent.setdefault(model, deque())
+        while sent and sent[0] < now - HISTORY:
+            sent.popleft()
         spacing = self._spacing.get(model)
         if spacing is None:
+            sent.append(now)
             return True
-        now = self._clock()
+        calls, window = self._quota[model]
         turn = max(now, self._next.get(model, now))
+        held = int(calls)  # the calls a window holds: the one that many back must be out of it
+        if held >= 1 and len(sent) >= held:
+            turn = max(turn, sent[-held] + window * MARGIN)
         if turn - now > self._max_wait:
+            bisect.insort(sent, now)  # sent at once, as unpaced (and counted)
             return False  # too long a queue: not paced (MAX_WAIT), and no turn taken
         self._next[model] = turn + spacing
+        sent.append(turn)
         delayed = self._delay.get(model, 0.0)
 
         def due() -> float:  # the turn, moved back as the turns before it were

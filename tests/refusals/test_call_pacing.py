@@ -15,7 +15,7 @@ pytest.importorskip("google.adk")
 
 from google.genai import errors  # noqa: E402
 
-from evalcheck_adk_bridge.pacing import MARGIN, MAX_WAIT, CallPacer, stated_rate  # noqa: E402
+from evalcheck_adk_bridge.pacing import MARGIN, MAX_WAIT, CallPacer, stated_quota, stated_rate  # noqa: E402
 from tests.fakes.gemini_api import FakeGeminiApi, Quota, Stats  # noqa: E402
 from tests.refusals.service import BRIDGE, Outcome, run_evalcheck  # noqa: E402
 
@@ -46,6 +46,9 @@ def test_a_quota_of_requests_per_second_or_minute_is_a_rate() -> None:
     assert stated_rate(quota_error(PER_MINUTE).details) == pytest.approx(10 / 60)
     # Several exhausted at once: the lowest rate is what holds.
     assert stated_rate(quota_error(TOKENS, PER_SECOND, PER_MINUTE).details) == pytest.approx(10 / 60)
+    # ... with the window it counts calls in
+    assert stated_quota(quota_error(PER_SECOND).details) == (40.0, 1.0)
+    assert stated_quota(quota_error(PER_SECOND, PER_MINUTE).details) == (10.0, 60.0)
 
 
 @pytest.mark.parametrize("violation", [PER_DAY, TOKENS, IN_FLIGHT,
@@ -181,6 +184,45 @@ class FakeModel:
         if isinstance(answer, Exception):
             raise answer
         yield answer
+
+
+def went_at(pacer: CallPacer, time: FakeTime, n: int, model: str = "gemini-2.5-flash") -> list[float]:
+    """``n`` calls of ``model``, each asking once the one before went: when each went."""
+    went = []
+    for _ in range(n):
+        assert asyncio.run(pacer.wait(model))
+        went.append(round(time.now, 4))
+    return went
+
+
+def test_once_paced_a_window_holds_no_more_calls_than_the_quota_counting_the_burst_before() -> None:
+    """20 calls a second allowed. 20 calls went unpaced, 10 ms apart (100.00-100.19), the
+    last of them refused: the quota is met. The service's window still holds the 19 calls it
+    took, so one more may go at once (the refused one does not count); the next only once the
+    first of the burst left the window, 1.03 s after it (the margin: calls arrive after their
+    turn), not the spacing (51.5 ms) after the one before; then spaced again."""
+    time = FakeTime()
+    pacer = CallPacer(clock=time.clock, sleep=time.sleep)
+    for _ in range(20):
+        assert asyncio.run(pacer.wait("gemini-2.5-flash"))  # not paced yet: at once
+        time.now = round(time.now + 0.01, 6)
+    time.now = 100.2
+    pacer.learn("gemini-2.5-flash", quota_error({**PER_SECOND, "quotaValue": "20"}))
+    assert went_at(pacer, time, 4) == [100.2, 101.03, 101.0815, 101.133]
+    assert went_at(pacer, time, 1, model="other-model") == [101.133]  # a model of its own
+
+
+def test_a_call_that_skipped_the_queue_counts_in_the_window() -> None:
+    """2 calls a second allowed, a longest wait of 0.3 s: of two calls asking at 100.0 the
+    second skips the queue (its turn is 0.515 s on) and goes at once. A window then holds
+    both: a call asking at 100.6, past the spacing, would wait until 101.03, so it skips too."""
+    time = FakeTime()
+    pacer = CallPacer(clock=time.clock, sleep=time.sleep, max_wait=0.3)
+    pacer.learn("gemini-2.5-flash", quota_error({**PER_SECOND, "quotaValue": "2"}))
+    assert asyncio.run(pacer.wait("gemini-2.5-flash"))
+    assert not asyncio.run(pacer.wait("gemini-2.5-flash"))
+    time.now = 100.6
+    assert not asyncio.run(pacer.wait("gemini-2.5-flash"))
 
 
 def told_refusals(pacer: CallPacer, error: Exception, *later: Exception | str) -> list[bool]:
