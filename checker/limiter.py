@@ -37,7 +37,7 @@ ASKED_JITTER = 0.2    # the most a wait the service asked for is lengthened (age
 PLATEAU = 4.0         # growth this many times slower on the way back to a limit once refused
 PLATEAU_MOST = 32.0   # ... doubled each time the same limit is refused again, up to this
 IDLE = 0.5            # an agent process busy under this share of a CPU mostly waits (on a model)
-IDLE_GROWTH = 2.0     # the most the limit is multiplied by for one look at an idle agent
+IDLE_GROWTH = 4.0     # the most the limit is multiplied by for one look at an idle agent
 
 
 @dataclass(frozen=True)

@@ -310,11 +310,12 @@ def look(limiter: AdaptiveLimiter, clock: Clock, share: float, after: float = 0.
 def test_an_idle_agent_grows_the_limit_at_once_toward_half_a_cpu() -> None:
     clock = Clock()
     limiter = AdaptiveLimiter(8, 64, clock=clock)
-    assert look(limiter, clock, 0.05) == 16  # mostly asleep: at most doubled
-    assert look(limiter, clock, 0.05, after=0.1) == 16  # began before that growth: not judged
-    assert look(limiter, clock, 0.4) == 20  # x 0.5 / 0.4
-    assert look(limiter, clock, 0.5) == 20  # busy half the time: no more
-    assert limiter.history() == [8, 20]
+    assert look(limiter, clock, 0.05) == 32  # mostly asleep: at most four times
+    assert look(limiter, clock, 0.05, after=0.1) == 32  # began before that growth: not judged
+    assert look(limiter, clock, 0.4) == 40  # x 0.5 / 0.4
+    assert look(limiter, clock, 0.5) == 40  # busy half the time: no more
+    assert look(AdaptiveLimiter(8, 64, clock=clock), clock, 0.2) == 20  # x 0.5 / 0.2
+    assert limiter.history() == [8, 40]
 
 
 def test_a_busy_agent_or_no_run_waiting_or_a_refusal_grows_nothing_for_idleness() -> None:
