@@ -42,6 +42,7 @@ MARGIN = 1.03
 MAX_WAIT = 60.0
 # The calls of the latest minute (the longest window a quota counts in) are kept per model.
 HISTORY = 60.0 * MARGIN
+SENT_MOST = 10_000  # ... at most this many: a larger quota is paced by the spacing alone
 _RATE_QUOTA = re.compile(r"Requests?Per(Second|Minute)", re.IGNORECASE)
 _SECONDS = {"second": 1.0, "minute": 60.0}
 
@@ -73,6 +74,11 @@ def stated_rate(details: Any) -> float | None:
     return None if quota is None else quota[0] / quota[1]
 
 
+def _spacing(quota: tuple[float, float]) -> float:
+    calls, window = quota
+    return MARGIN * window / calls
+
+
 class CallPacer:
     """Per model: the calls' start times, spaced ``MARGIN`` times the quota's own spacing
     apart once the service stated its quota (``learn``), and never more calls in a window of
@@ -91,7 +97,6 @@ class CallPacer:
         self._sleep = sleep
         self._max_wait = max_wait
         self._quota: dict[str, tuple[float, float]] = {}  # the calls a window allows, the window
-        self._spacing: dict[str, float] = {}
         self._next: dict[str, float] = {}
         self._delay: dict[str, float] = {}  # how far the model's turns moved back so far
         self._sent: dict[str, deque[float]] = {}  # the turns of the latest HISTORY seconds
@@ -103,34 +108,37 @@ class CallPacer:
         if sent:  # which entry goes matters only for calls sent before the quota was known:
             sent.pop()  # paced turns are spaced to fit a window by themselves
         quota = stated_quota(getattr(error, "details", None))
-        if quota is not None:
-            calls, window = quota
-            spacing = MARGIN * window / calls
-            if spacing > self._spacing.get(model, 0.0):
-                self._spacing[model] = spacing
-                self._quota[model] = quota
+        known = self._quota.get(model)
+        if quota is not None and (known is None or quota[0] / quota[1] < known[0] / known[1]):
+            self._quota[model] = quota  # a lower rate stated later holds from then on
 
     def spacing(self, model: str) -> float | None:
-        return self._spacing.get(model)
+        quota = self._quota.get(model)
+        return None if quota is None else _spacing(quota)
 
     async def wait(self, model: str) -> bool:
         """Until this call's turn: calls of a paced model start in the order they asked.
         False for a call that skipped the queue (MAX_WAIT): more runs at once than the
         quota serves within it."""
         now = self._clock()
-        sent = self._sent.setdefault(model, deque())
+        sent = self._sent.get(model)
+        if sent is None:
+            sent = self._sent[model] = deque(maxlen=SENT_MOST)
         while sent and sent[0] < now - HISTORY:
             sent.popleft()
-        spacing = self._spacing.get(model)
-        if spacing is None:
+        quota = self._quota.get(model)
+        if quota is None:
             sent.append(now)
             return True
-        calls, window = self._quota[model]
+        calls, window = quota
+        spacing = _spacing(quota)
         turn = max(now, self._next.get(model, now))
         held = int(calls)  # the calls a window holds: the one that many back must be out of it
         if held >= 1 and len(sent) >= held:
             turn = max(turn, sent[-held] + window * MARGIN)
         if turn - now > self._max_wait:
+            if len(sent) == sent.maxlen:
+                sent.popleft()  # (insort does not make room as append does)
             bisect.insort(sent, now)  # sent at once, as unpaced (and counted)
             return False  # too long a queue: not paced (MAX_WAIT), and no turn taken
         self._next[model] = turn + spacing

@@ -225,6 +225,27 @@ def test_a_call_that_skipped_the_queue_counts_in_the_window() -> None:
     assert not asyncio.run(pacer.wait("gemini-2.5-flash"))
 
 
+def test_the_calls_kept_are_bounded_and_one_that_skips_the_queue_still_counts() -> None:
+    """SENT_MOST calls kept per model (a larger quota is paced by its spacing alone): a call
+    that skips the queue once they are all kept makes room for itself."""
+    from evalcheck_adk_bridge.pacing import SENT_MOST
+
+    time = FakeTime()
+    pacer = CallPacer(clock=time.clock, sleep=time.sleep, max_wait=0.0)
+
+    async def unpaced(model: str) -> None:
+        for _ in range(SENT_MOST + 5):
+            assert await pacer.wait(model)
+    asyncio.run(unpaced("gemini-2.5-flash"))
+    pacer.learn("gemini-2.5-flash", quota_error({**PER_SECOND, "quotaValue": "5"}))
+    for _ in range(2):  # (the refused call left the count: room for one)
+        assert not asyncio.run(pacer.wait("gemini-2.5-flash"))  # the window is full: 1.03 s on
+    # A quota larger than what is kept: its first paced call goes at once, by its spacing.
+    asyncio.run(unpaced("big"))
+    pacer.learn("big", quota_error({**PER_SECOND, "quotaValue": str(SENT_MOST + 2)}))
+    assert asyncio.run(pacer.wait("big"))
+
+
 def told_refusals(pacer: CallPacer, error: Exception, *later: Exception | str) -> list[bool]:
     """One model call through the bridge's retry plugin, refused with ``error`` (its retries
     answered ``later``): the ``paced`` flag of each refusal told to the checker."""
