@@ -155,7 +155,7 @@ def scenario_quota(args: argparse.Namespace, tmp: Path, over: bool = False) -> N
     print(f"\n[{'over' if over else 'quota'}] {title}: {args.cases} cases x {args.runs} runs x "
           f"{CALLS_PER_TURN} model calls = {calls} calls at {args.latency:g} s, quota {rps:g}/s and "
           f"{args.in_flight} in flight; floor {floor:.1f} s; median of {args.repeat}", flush=True)
-    print(f"{'way':<7} {'wall s':>7} {'x floor':>7} {'start s':>7} {'calls':>6} {'refused':>8} "
+    print(f"{'way':<10} {'wall s':>7} {'x floor':>7} {'start s':>7} {'calls':>6} {'refused':>8} "
           f"{'share':>6} {'cases ok':>8} {'errored runs':>12}  how")
     config = service_config(latency=args.latency,
                             quota=Quota(per_second=rps, in_flight=args.in_flight,
@@ -175,7 +175,7 @@ def scenario_quota(args: argparse.Namespace, tmp: Path, over: bool = False) -> N
         rows.sort(key=lambda r: r[0]["wall"])
         outcome, stats = rows[len(rows) // 2]
         if outcome["code"] not in (0, 1):
-            print(f"{way:<7} failed ({outcome['code']}): {outcome['stderr'][-800:]}")
+            print(f"{way:<10} failed ({outcome['code']}): {outcome['stderr'][-800:]}")
             continue
         cases = cases_of(outcome["results"])
         ok = sum(c["status"] == "passed" for c in cases) if way != "adk" else "-"
@@ -184,7 +184,7 @@ def scenario_quota(args: argparse.Namespace, tmp: Path, over: bool = False) -> N
         walls = " ".join(f"{o['wall']:.1f}" for o, _ in rows)
         # Before the first model call: the checker's start, the agent's load and warm-up.
         start = (stats.first_call_at - outcome["began"]) if stats.first_call_at else float("nan")
-        print(f"{way:<7} {outcome['wall']:>7.1f} {outcome['wall'] / floor:>7.2f} {start:>7.1f} "
+        print(f"{way:<10} {outcome['wall']:>7.1f} {outcome['wall'] / floor:>7.2f} {start:>7.1f} "
               f"{stats.calls:>6} "
               f"{stats.refused:>8} {stats.refused_share:>6.1%} {ok!s:>8} {errored!s:>12}  {how}"
               + (f"  (walls {walls})" if len(rows) > 1 else ""), flush=True)
